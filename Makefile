@@ -1,0 +1,35 @@
+# `make demo` and `make test` are the two set-up commands: each creates or
+# refreshes the local virtualenv (.venv) before it runs.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: install test demo schedules bench docs test-paddlenlp gpu-check clean
+
+$(STAMP): setup.py requirements-dev.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements-dev.txt -e '.[cpu,test,demo,docs]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+test: install
+	$(PY) -m pytest -q
+
+demo: install
+	$(PY) -m paddle_llrd demo
+
+schedules: install
+	$(PY) -m paddle_llrd schedules
+
+bench: install
+	$(PY) benchmarks/run_all.py
+
+docs: install
+	$(PY) -m sphinx -W --keep-going -b html -q docs docs/_build/html
+
+clean:
+	rm -rf $(VENV) .venv-paddlenlp docs/_build build dist *.egg-info demo_output bench_output
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -1,0 +1,85 @@
+"""paddle_llrd: AdamW with layer-wise learning-rate decay for PaddlePaddle 3.
+
+A working drop-in for ``paddlenlp.ops.optimizer`` (``AdamWDL``,
+``layerwise_lr_decay``, ``ExponentialMovingAverage``) and
+``paddlenlp.transformers.optimization`` (the warmup schedulers and the
+``get_scheduler`` registry), on CPU and GPU, in every execution mode.
+"""
+from __future__ import annotations
+
+_MIN_PADDLE = (3, 0)
+_INSTALL_HINT = (
+    "Install it with `pip install paddle_llrd[cpu]` (or `pip install "
+    "paddlepaddle>=3.0`) on CPU, or `pip install paddle_llrd[gpu]` (or "
+    "`pip install paddlepaddle-gpu>=3.0`) on a CUDA machine."
+)
+
+
+def _check_paddle() -> None:
+    try:
+        import paddle
+    except ImportError as exc:
+        raise ImportError(
+            "paddle_llrd needs PaddlePaddle >= 3.0, which is not installed. "
+            + _INSTALL_HINT
+        ) from exc
+    version = getattr(paddle, "__version__", "0.0.0")
+    try:
+        major_minor = tuple(int(part) for part in version.split(".")[:2])
+    except ValueError:  # e.g. a nightly "3.1.0.dev20250101" still parses; others are dev builds
+        return
+    if major_minor != (0, 0) and major_minor < _MIN_PADDLE:  # 0.0.0 marks a source build
+        raise ImportError(
+            f"paddle_llrd needs PaddlePaddle >= 3.0, found {version}. " + _INSTALL_HINT
+        )
+
+
+_check_paddle()
+
+from .schedulers import (  # noqa: E402
+    ConstScheduleWithWarmup,
+    CosineAnnealingWithWarmupDecay,
+    CosineDecayWithWarmup,
+    InverseSquareRootSchedule,
+    LinearAnnealingWithWarmupDecay,
+    LinearDecayWithWarmup,
+    PolyDecayWithWarmup,
+)
+from .registry import (  # noqa: E402
+    TYPE_TO_SCHEDULER_FUNCTION,
+    SchedulerType,
+    get_constant_schedule,
+    get_constant_schedule_with_warmup,
+    get_cosine_schedule_with_warmup,
+    get_linear_schedule_with_warmup,
+    get_polynomial_decay_schedule_with_warmup,
+    get_scheduler,
+    register_scheduler,
+)
+from .layerwise import layerwise_lr_decay  # noqa: E402
+from .adamwdl import AdamWDL  # noqa: E402
+from .ema import ExponentialMovingAverage  # noqa: E402
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AdamWDL",
+    "ConstScheduleWithWarmup",
+    "CosineAnnealingWithWarmupDecay",
+    "CosineDecayWithWarmup",
+    "ExponentialMovingAverage",
+    "InverseSquareRootSchedule",
+    "LinearAnnealingWithWarmupDecay",
+    "LinearDecayWithWarmup",
+    "PolyDecayWithWarmup",
+    "SchedulerType",
+    "TYPE_TO_SCHEDULER_FUNCTION",
+    "get_constant_schedule",
+    "get_constant_schedule_with_warmup",
+    "get_cosine_schedule_with_warmup",
+    "get_linear_schedule_with_warmup",
+    "get_polynomial_decay_schedule_with_warmup",
+    "get_scheduler",
+    "layerwise_lr_decay",
+    "register_scheduler",
+]

@@ -1,0 +1,2 @@
+"""STUB: replaced by the EMA work (issue 5)."""
+ExponentialMovingAverage = None

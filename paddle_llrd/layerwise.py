@@ -1,0 +1,2 @@
+"""STUB: replaced by the AdamWDL work (issue 3)."""
+layerwise_lr_decay = None

@@ -1,0 +1,40 @@
+"""Installation script for paddle_llrd.
+
+Paddle itself is an *extra*, never a hard requirement: a user who already has
+``paddlepaddle-gpu`` must not get the CPU wheel installed on top of it.
+
+    pip install -e .[cpu,test]     # CPU development
+    pip install -e .[gpu]          # on a CUDA machine
+"""
+from setuptools import find_packages, setup
+
+with open("README.md", encoding="utf-8") as readme:
+    long_description = readme.read()
+
+setup(
+    name="paddle_llrd",
+    version="0.1.0",
+    description=(
+        "AdamW with layer-wise learning-rate decay, warmup schedulers, a "
+        "scheduler registry and weight EMA for PaddlePaddle 3 "
+        "(a working drop-in for paddlenlp.ops.optimizer)"
+    ),
+    long_description=long_description,
+    long_description_content_type="text/markdown",
+    packages=find_packages(include=["paddle_llrd", "paddle_llrd.*"]),
+    python_requires=">=3.9",
+    install_requires=["numpy"],
+    extras_require={
+        "cpu": ["paddlepaddle>=3.0"],
+        "gpu": ["paddlepaddle-gpu>=3.0"],
+        "test": ["pytest", "hypothesis"],
+        "plot": ["matplotlib"],
+        "demo": ["tqdm", "matplotlib"],
+        "docs": ["sphinx"],
+    },
+    entry_points={"console_scripts": ["paddle-llrd=paddle_llrd.__main__:main"]},
+    classifiers=[
+        "Programming Language :: Python :: 3",
+        "Topic :: Scientific/Engineering :: Artificial Intelligence",
+    ],
+)
