@@ -1,0 +1,39 @@
+"""Command line: ``python -m paddle_llrd {demo,schedules,lr-table} [flags]``.
+
+Each sub-command lives in its own module, which owns its flags; this file only
+dispatches, so ``python -m paddle_llrd demo --help`` shows the demo's flags.
+"""
+from __future__ import annotations
+
+import importlib
+import sys
+
+COMMANDS = {
+    "demo": ("paddle_llrd.demo", "fine-tune a small BERT with AdamW and with AdamWDL and compare"),
+    "schedules": ("paddle_llrd.schedule_table", "print every registered schedule at characteristic steps"),
+    "lr-table": ("paddle_llrd.lr_table", "print each parameter's layer, ratio and effective lr"),
+}
+
+
+def _usage() -> str:
+    lines = ["usage: python -m paddle_llrd COMMAND [flags]", "", "commands:"]
+    lines += [f"  {name:<10} {summary}" for name, (_, summary) in COMMANDS.items()]
+    lines += ["", "python -m paddle_llrd COMMAND --help shows a command's flags."]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(_usage())
+        return 0
+    command, rest = argv[0], argv[1:]
+    if command not in COMMANDS:
+        print(f"unknown command {command!r}\n\n{_usage()}", file=sys.stderr)
+        return 2
+    module = importlib.import_module(COMMANDS[command][0])
+    return module.main(rest) or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
