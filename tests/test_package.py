@@ -1,0 +1,115 @@
+"""Installation behaviour, the CLI dispatcher and the built-in model/data."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import paddle_llrd
+from paddle_llrd.__main__ import COMMANDS, main as cli_main
+from paddle_llrd.synthetic import make_majority_task
+from paddle_llrd.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _run_python(code: str, extra_path: str | None = None) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (extra_path, ROOT) if p)
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_import_without_paddle_says_which_pip_install():
+    result = _run_python(
+        """
+        import sys
+        class BlockPaddle:
+            def find_spec(self, name, path=None, target=None):
+                if name == "paddle" or name.startswith("paddle."):
+                    raise ImportError("No module named 'paddle'")
+        sys.meta_path.insert(0, BlockPaddle())
+        try:
+            import paddle_llrd
+        except ImportError as exc:
+            print("MESSAGE:", exc)
+        """
+    )
+    assert "MESSAGE:" in result.stdout, result.stderr
+    assert "pip install paddlepaddle>=3.0" in result.stdout
+    assert "paddlepaddle-gpu" in result.stdout
+
+
+def test_import_with_old_paddle_says_3_0_needed(tmp_path):
+    fake = tmp_path / "paddle"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("__version__ = '2.6.2'\n")
+    result = _run_python(
+        """
+        try:
+            import paddle_llrd
+        except ImportError as exc:
+            print("MESSAGE:", exc)
+        """,
+        extra_path=str(tmp_path),
+    )
+    assert "MESSAGE:" in result.stdout, result.stderr
+    assert "found 2.6.2" in result.stdout and ">= 3.0" in result.stdout
+
+
+def test_public_api_is_complete():
+    for name in paddle_llrd.__all__:
+        assert getattr(paddle_llrd, name) is not None, name
+
+
+def test_cli_help_lists_every_command(capsys):
+    assert cli_main(["--help"]) == 0
+    out = capsys.readouterr().out
+    for command in COMMANDS:
+        assert command in out
+
+
+def test_cli_unknown_command_fails(capsys):
+    assert cli_main(["nonsense"]) == 2
+    assert "unknown command 'nonsense'" in capsys.readouterr().err
+
+
+def test_python_dash_m_entry_point():
+    result = subprocess.run([sys.executable, "-m", "paddle_llrd", "--help"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "lr-table" in result.stdout
+
+
+def test_tiny_bert_names_follow_paddlenlp_bert():
+    model = TinyBertForSequenceClassification(TinyBertConfig(num_hidden_layers=3))
+    names = [n for n, _ in model.named_parameters()]
+    assert names[0] == "bert.embeddings.word_embeddings.weight"
+    assert {n.split(".")[3] for n in names if n.startswith("bert.encoder.layers.")} == {"0", "1", "2"}
+    assert "bert.pooler.dense.weight" in names and names[-1] == "classifier.bias"
+
+
+def test_majority_task_labels_match_definition():
+    ids, labels = make_majority_task(500, seq_len=12, vocab_size=20, seed=3)
+    assert (ids[:, 0] == 0).all() and ids[:, 1:].min() >= 1 and ids.max() < 20
+    upper = (ids[:, 1:] >= 10).sum(axis=1)
+    np.testing.assert_array_equal(labels, (upper >= 6).astype("int64"))
+    assert 0.3 < labels.mean() < 0.7
+
+
+@pytest.mark.parametrize("kwargs, message", [({"num_samples": 0}, "num_samples"), ({"seq_len": 7}, "seq_len"), ({"vocab_size": 3}, "vocab_size")])
+def test_majority_task_rejects_bad_arguments(kwargs, message):
+    args = {"num_samples": 4, **kwargs}
+    with pytest.raises(ValueError, match=message):
+        make_majority_task(**args)
+
+
+def test_demo_short_run_prints_table_and_writes_plots(tmp_path, capsys):
+    assert cli_main(["demo", "--steps", "6", "--layers", "2", "--hidden", "16", "--no-progress", "--output-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "eval accuracy (EMA)" in out and "AdamWDL" in out and "AdamW" in out
+    for name in ("loss_curves.png", "layer_lrs.png", "results.json"):
+        assert (tmp_path / name).stat().st_size > 0
+    results = json.loads((tmp_path / "results.json").read_text())["results"]
+    assert set(results) == {"AdamW", "AdamWDL"}
