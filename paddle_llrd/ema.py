@@ -1,2 +1,404 @@
-"""STUB: replaced by the EMA work (issue 5)."""
-ExponentialMovingAverage = None
+"""Exponential moving average (EMA) of a model's trainable parameters.
+
+A working replacement for ``paddlenlp.ops.optimizer.ExponentialMovingAverage``
+(same constructor and the same four methods), whose ``update`` computes
+``(1 - d) * p + d + shadow``, whose ``apply_shadow`` assigns ``param.data``
+(which does not change a Paddle parameter) and whose ``restore`` restores
+nothing.
+"""
+from __future__ import annotations
+
+import contextlib
+import numbers
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import numpy as np
+import paddle
+
+__all__ = ["ExponentialMovingAverage"]
+
+_LOW_PRECISION = (paddle.float16, paddle.bfloat16)
+_STATE_KEYS = ("decay", "warmup", "num_updates", "shadow")
+
+
+def _validated_decay(decay: Any) -> float:
+    if isinstance(decay, bool) or not isinstance(decay, numbers.Real):
+        raise TypeError(f"decay must be a real number in [0, 1], got {type(decay).__name__} {decay!r}")
+    decay = float(decay)
+    if not 0.0 <= decay <= 1.0:  # NaN fails both comparisons
+        raise ValueError(f"decay must lie in [0, 1], got {decay!r}")
+    return decay
+
+
+def _validated_warmup(warmup: Any) -> bool:
+    if not isinstance(warmup, (bool, np.bool_)):
+        raise TypeError(f"warmup must be a bool, got {type(warmup).__name__} {warmup!r}")
+    return bool(warmup)
+
+
+def _validated_num_updates(num_updates: Any) -> int:
+    if isinstance(num_updates, bool) or not isinstance(num_updates, numbers.Integral):
+        raise TypeError(f"num_updates must be a non-negative int, got {type(num_updates).__name__} {num_updates!r}")
+    if num_updates < 0:
+        raise ValueError(f"num_updates must be a non-negative int, got {num_updates!r}")
+    return int(num_updates)
+
+
+def _unwrap(model: paddle.nn.Layer) -> paddle.nn.Layer:
+    """The layer whose parameter names the EMA uses: ``paddle.DataParallel``
+    (and fleet's wrappers, which keep the user's layer in ``_layers``) add a
+    ``_layers.`` prefix that would tie checkpoints to the wrapping."""
+    while isinstance(model, paddle.DataParallel) or (
+        type(model).__module__.startswith("paddle.distributed")
+        and isinstance(getattr(model, "_layers", None), paddle.nn.Layer)
+    ):
+        model = model._layers
+    return model
+
+
+class ExponentialMovingAverage:
+    r"""Exponential moving average of the trainable parameters of ``model``.
+
+    Each :meth:`update` moves every shadow (the average) towards its
+    parameter ``p``:
+
+    .. math::
+
+        \text{shadow} \leftarrow d_n \cdot \text{shadow} + (1 - d_n) \cdot p,
+        \qquad
+        d_n = \begin{cases}
+            \min\!\left(\text{decay}, \dfrac{1 + n}{10 + n}\right) & \text{if warmup} \\
+            \text{decay} & \text{otherwise}
+        \end{cases}
+
+    where ``n`` is the number of updates made before this one
+    (:attr:`num_updates`). :meth:`register` starts the shadows at the current
+    parameter values. The parameters are those with ``stop_gradient == False``
+    at :meth:`register` time, keyed by their structured names
+    (``model.named_parameters()``; a model wrapped in ``paddle.DataParallel``
+    is unwrapped, so the names and checkpoints are those of the inner layer).
+
+    :meth:`update` works in place on the shadows, outside autograd, and keeps
+    the same tensors (objects and storage) from call to call. Shadows of
+    float16/bfloat16 parameters are float32, so that many small steps of
+    ``(1 - d) * p`` are not rounded away; other shadows have the parameter's
+    dtype.
+
+    :meth:`apply_shadow` writes the shadows into the parameters themselves
+    (in place: the model's output changes, and an optimizer holding the
+    parameters keeps working) after backing up their values;
+    :meth:`restore` writes the backup back, bit for bit.
+    :meth:`average_parameters` does both around a ``with`` block.
+
+    Args:
+        model (paddle.nn.Layer): The model whose parameters are averaged.
+        decay (float, optional): The decay ``d`` in ``[0, 1]``: ``1`` keeps
+            the shadows at their registered values, ``0`` copies the
+            parameters. Default ``0.999``.
+        warmup (bool, optional): Keyword only. Use the smaller decay
+            ``min(decay, (1 + n) / (10 + n))`` early on (the ``num_updates``
+            rule of TensorFlow's ``ExponentialMovingAverage``), so that the
+            average forgets the initial weights quickly. Default ``False``.
+
+    Attributes:
+        shadow (dict[str, paddle.Tensor]): parameter name -> its average.
+        backup (dict[str, paddle.Tensor]): parameter name -> its live value,
+            while the shadows are applied; empty otherwise.
+        num_updates (int): number of :meth:`update` calls since
+            :meth:`register`.
+
+    Raises:
+        TypeError: ``model`` is not a ``paddle.nn.Layer``, ``decay`` is not a
+            real number or ``warmup`` is not a bool.
+        ValueError: ``decay`` is outside ``[0, 1]`` or NaN.
+
+    Examples:
+        >>> import paddle
+        >>> from paddle_llrd import ExponentialMovingAverage
+        >>> model = paddle.nn.Linear(2, 1, bias_attr=False)
+        >>> model.weight.set_value(paddle.full([2, 1], 4.0))
+        >>> ema = ExponentialMovingAverage(model, decay=0.75)
+        >>> ema.register()
+        >>> model.weight.set_value(paddle.zeros([2, 1]))   # e.g. an optimizer step
+        >>> ema.update()                                    # 0.75 * 4 + 0.25 * 0
+        >>> ema.shadow["weight"].numpy().ravel()
+        array([3., 3.], dtype=float32)
+        >>> x = paddle.ones([1, 2])
+        >>> with ema.average_parameters():                  # evaluate with the average
+        ...     model(x).item()
+        6.0
+        >>> model(x).item()                                 # the live weights are back
+        0.0
+    """
+
+    def __init__(self, model: paddle.nn.Layer, decay: float = 0.999, *, warmup: bool = False) -> None:
+        if not isinstance(model, paddle.nn.Layer):
+            raise TypeError(f"model must be a paddle.nn.Layer, got {type(model).__name__}")
+        self.model = model
+        self.decay = decay
+        self.warmup = warmup
+        self.shadow: dict[str, paddle.Tensor] = {}
+        self.backup: dict[str, paddle.Tensor] = {}
+        self.num_updates = 0
+        self._params: dict[str, paddle.Tensor] = {}
+
+    @property
+    def decay(self) -> float:
+        """The configured decay ``d`` (validated on assignment)."""
+        return self._decay
+
+    @decay.setter
+    def decay(self, value: float) -> None:
+        self._decay = _validated_decay(value)
+
+    @property
+    def warmup(self) -> bool:
+        """Whether the decay warm-up ``min(decay, (1 + n) / (10 + n))`` is on."""
+        return self._warmup
+
+    @warmup.setter
+    def warmup(self, value: bool) -> None:
+        self._warmup = _validated_warmup(value)
+
+    @property
+    def registered(self) -> bool:
+        """Whether :meth:`register` (or :meth:`set_state_dict`) created the shadows."""
+        return bool(self._params)
+
+    @property
+    def applied(self) -> bool:
+        """Whether the shadows are in the model now (between :meth:`apply_shadow` and :meth:`restore`)."""
+        return bool(self.backup)
+
+    def current_decay(self) -> float:
+        r"""The decay the next :meth:`update` uses: ``decay``, or with warm-up
+        :math:`\min(\text{decay}, (1 + n) / (10 + n))` for ``n = num_updates``.
+
+        Examples:
+            >>> import paddle
+            >>> from paddle_llrd import ExponentialMovingAverage
+            >>> ema = ExponentialMovingAverage(paddle.nn.Linear(2, 2), decay=0.99, warmup=True)
+            >>> ema.current_decay()        # (1 + 0) / (10 + 0)
+            0.1
+            >>> ema.num_updates = 990
+            >>> ema.current_decay()        # min(0.99, 991 / 1000)
+            0.99
+        """
+        if not self._warmup:
+            return self._decay
+        n = self.num_updates
+        return min(self._decay, (1.0 + n) / (10.0 + n))
+
+    def _trainable_parameters(self) -> dict[str, paddle.Tensor]:
+        return {name: p for name, p in _unwrap(self.model).named_parameters() if not p.stop_gradient}
+
+    def _require_registered(self, method: str) -> None:
+        if not self._params:
+            raise RuntimeError(f"ExponentialMovingAverage.{method}() called before register(): call ema.register() once the model is built")
+
+    def register(self) -> None:
+        """Start the shadows at the current values of the parameters with
+        ``stop_gradient == False`` and reset :attr:`num_updates` to 0.
+
+        Raises:
+            RuntimeError: the shadows are applied (call :meth:`restore` first).
+            ValueError: the model has no trainable parameter.
+        """
+        if self.applied:
+            raise RuntimeError("register() called while the shadows are applied: call restore() first")
+        params = self._trainable_parameters()
+        if not params:
+            raise ValueError("model has no parameter with stop_gradient == False to average")
+        shadow = {}
+        with paddle.no_grad():
+            for name, param in params.items():
+                if param.dtype in _LOW_PRECISION:
+                    shadow[name] = paddle.cast(param, paddle.float32)
+                else:
+                    shadow[name] = param.detach().clone()
+                shadow[name].stop_gradient = True
+        self._params = params
+        self.shadow = shadow
+        self.num_updates = 0
+
+    def update(self) -> None:
+        r"""One averaging step for every registered parameter ``p``:
+        :math:`\text{shadow} \leftarrow d\,\text{shadow} + (1 - d)\,p` with
+        ``d =`` :meth:`current_decay`, then ``num_updates += 1``.
+
+        Call it after each ``optimizer.step()``. The shadows are updated in
+        place, without gradient tracking, as
+        ``shadow = (1 - d) * (shadow * d / (1 - d) + p)`` (three in-place
+        element-wise ops that allocate nothing; a float16/bfloat16 parameter
+        is first cast to float32).
+
+        Raises:
+            RuntimeError: before :meth:`register`, or while the shadows are
+                applied (the model holds the averages; :meth:`restore` first).
+        """
+        self._require_registered("update")
+        if self.applied:
+            raise RuntimeError("update() called while the shadows are applied: call restore() first")
+        decay = self.current_decay()
+        with paddle.no_grad():
+            if decay == 0.0:
+                for name, param in self._params.items():
+                    paddle.assign(self._as_shadow_dtype(param, self.shadow[name]), output=self.shadow[name])
+            elif decay < 1.0:  # decay == 1 leaves the shadows as they are
+                # d * s + (1 - d) * p without a temporary for (1 - d) * p.
+                ratio = decay / (1.0 - decay)
+                for name, param in self._params.items():
+                    shadow = self.shadow[name]
+                    shadow.scale_(ratio)
+                    shadow.add_(self._as_shadow_dtype(param, shadow))
+                    shadow.scale_(1.0 - decay)
+        self.num_updates += 1
+
+    @staticmethod
+    def _as_shadow_dtype(value: paddle.Tensor, shadow: paddle.Tensor) -> paddle.Tensor:
+        return value if value.dtype == shadow.dtype else paddle.cast(value, shadow.dtype)
+
+    def apply_shadow(self) -> None:
+        """Back up the live parameter values into :attr:`backup` and write the
+        shadows into the parameters, in place (cast to the parameter's dtype).
+
+        Raises:
+            RuntimeError: before :meth:`register`, or when the shadows are
+                already applied (a second backup would overwrite the live
+                values).
+        """
+        self._require_registered("apply_shadow")
+        if self.applied:
+            raise RuntimeError("apply_shadow() called twice without restore(): the shadows are already applied")
+        with paddle.no_grad():
+            backup = {name: param.detach().clone() for name, param in self._params.items()}
+            for name, param in self._params.items():
+                paddle.assign(self._as_shadow_dtype(self.shadow[name], param), output=param)
+        self.backup = backup
+
+    def restore(self) -> None:
+        """Write the values backed up by :meth:`apply_shadow` back into the
+        parameters, bit for bit, and empty :attr:`backup`.
+
+        Raises:
+            RuntimeError: without a preceding :meth:`apply_shadow`.
+        """
+        if not self.applied:
+            raise RuntimeError("restore() called without apply_shadow(): there is no backup to restore")
+        with paddle.no_grad():
+            for name, param in self._params.items():
+                paddle.assign(self.backup[name], output=param)
+        self.backup = {}
+
+    @contextlib.contextmanager
+    def average_parameters(self) -> Iterator[ExponentialMovingAverage]:
+        """Context manager: :meth:`apply_shadow` on entry, :meth:`restore` on
+        exit, also when the body raises.
+
+        Examples:
+            >>> import paddle
+            >>> from paddle_llrd import ExponentialMovingAverage
+            >>> model = paddle.nn.Linear(2, 2)
+            >>> ema = ExponentialMovingAverage(model)
+            >>> ema.register()
+            >>> with ema.average_parameters():
+            ...     ema.applied
+            True
+            >>> ema.applied
+            False
+        """
+        self.apply_shadow()
+        try:
+            yield self
+        finally:
+            self.restore()
+
+    def state_dict(self) -> dict[str, Any]:
+        """What a checkpoint needs to resume the average:
+        ``{"decay": float, "warmup": bool, "num_updates": int,
+        "shadow": {name: Tensor}}``. The shadow tensors are the live ones (not
+        copies), as in ``paddle.nn.Layer.state_dict``; ``paddle.save`` writes
+        them.
+
+        Raises:
+            RuntimeError: before :meth:`register`.
+
+        Examples:
+            >>> import paddle
+            >>> from paddle_llrd import ExponentialMovingAverage
+            >>> ema = ExponentialMovingAverage(paddle.nn.Linear(2, 2), decay=0.9)
+            >>> ema.register()
+            >>> ema.update()
+            >>> state = ema.state_dict()
+            >>> state["decay"], state["warmup"], state["num_updates"], sorted(state["shadow"])
+            (0.9, False, 1, ['bias', 'weight'])
+        """
+        self._require_registered("state_dict")
+        return {
+            "decay": self._decay,
+            "warmup": self._warmup,
+            "num_updates": self.num_updates,
+            "shadow": dict(self.shadow),
+        }
+
+    def set_state_dict(self, state_dict: Mapping[str, Any]) -> None:
+        """Load a :meth:`state_dict` (e.g. from ``paddle.load``): the shadows
+        are copied into this EMA's shadow tensors, and ``decay``, ``warmup``
+        and ``num_updates`` are taken over. Registers first if needed.
+        Everything is checked before anything changes.
+
+        Raises:
+            TypeError: ``state_dict`` or one of its entries has the wrong type.
+            KeyError: an entry is missing, or the shadow names differ from
+                the model's trainable parameter names (both lists are given).
+            ValueError: a shadow's shape differs from its parameter's, or a
+                setting is out of range.
+            RuntimeError: the shadows are applied (call :meth:`restore` first).
+        """
+        if self.applied:
+            raise RuntimeError("set_state_dict() called while the shadows are applied: call restore() first")
+        if not isinstance(state_dict, Mapping):
+            raise TypeError(f"state_dict must be a mapping from ExponentialMovingAverage.state_dict(), got {type(state_dict).__name__}")
+        missing = [key for key in _STATE_KEYS if key not in state_dict]
+        if missing:
+            raise KeyError(f"state_dict lacks {missing}; an ExponentialMovingAverage state_dict has the keys {list(_STATE_KEYS)}")
+        decay = _validated_decay(state_dict["decay"])
+        warmup = _validated_warmup(state_dict["warmup"])
+        num_updates = _validated_num_updates(state_dict["num_updates"])
+        shadows = state_dict["shadow"]
+        if not isinstance(shadows, Mapping):
+            raise TypeError(f"state_dict['shadow'] must be a mapping name -> tensor, got {type(shadows).__name__}")
+
+        params = self._params or self._trainable_parameters()
+        unexpected = sorted(set(shadows) - set(params))
+        absent = sorted(set(params) - set(shadows))
+        if unexpected or absent:
+            raise KeyError(
+                "state_dict['shadow'] does not match the model's trainable parameters: "
+                f"missing {absent}, unexpected {unexpected}"
+            )
+        for name, value in shadows.items():
+            if not isinstance(value, (paddle.Tensor, np.ndarray)):
+                raise TypeError(f"state_dict['shadow'][{name!r}] must be a paddle.Tensor or numpy.ndarray, got {type(value).__name__}")
+            if list(value.shape) != list(params[name].shape):
+                raise ValueError(
+                    f"state_dict['shadow'][{name!r}] has shape {list(value.shape)}, "
+                    f"the parameter has shape {list(params[name].shape)}"
+                )
+
+        if not self._params:
+            self.register()
+        with paddle.no_grad():
+            for name, value in shadows.items():
+                target = self.shadow[name]
+                if isinstance(value, np.ndarray):
+                    value = paddle.to_tensor(value, dtype=target.dtype, place=target.place)
+                paddle.assign(self._as_shadow_dtype(value, target), output=target)
+        self._decay, self._warmup, self.num_updates = decay, warmup, num_updates
+
+    def __repr__(self) -> str:
+        return (
+            f"ExponentialMovingAverage(decay={self._decay}, warmup={self._warmup}, "
+            f"num_updates={self.num_updates}, parameters={len(self._params)})"
+        )
