@@ -1,0 +1,124 @@
+"""One rank of a 2-process CPU data-parallel run, on Paddle's own engine (gloo).
+
+``tests/test_distributed.py`` launches it. Each rank trains the model of
+``tests/mode_runner.py`` on its half of every batch (the loss is the mean over
+that half, so the all-reduced average of the two gradients is the gradient of
+the whole batch) and saves its final weights to ``<out-dir>/rank<r>.npz``.
+
+Launchers (both work on a CPU-only Paddle 3.3.1 build; Paddle picks the gloo
+backend itself when it is not compiled with CUDA/XPU, and ``--backend gloo``
+makes that explicit):
+
+    # paddle.distributed.spawn, started from this script
+    python tests/dist_worker.py --launcher spawn --nprocs 2 --wrapper data_parallel --out-dir OUT
+
+    # paddle.distributed.launch, which starts this script once per rank
+    python -m paddle.distributed.launch --nproc_per_node 2 --master 127.0.0.1:PORT \\
+        tests/dist_worker.py --launcher launch --wrapper fleet --out-dir OUT
+
+Wrappers: ``data_parallel`` (``paddle.distributed.init_parallel_env`` +
+``paddle.DataParallel``), ``fleet`` (``fleet.init(is_collective=True)`` +
+``fleet.distributed_model`` + ``fleet.distributed_optimizer``: pure data
+parallel), ``fleet_sharding`` (the same with ``hybrid_configs``
+``sharding_degree=2``: optimizer-state sharding, ZeRO stage 1) and ``single``
+(one process on the whole batch: the reference).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from typing import Optional, Sequence
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mode_runner  # noqa: E402  (a sibling script, not a package)
+
+WRAPPERS = ("data_parallel", "fleet", "fleet_sharding", "single")
+
+
+def train(wrapper: str, optimizer_kind: str, out_dir: str) -> None:
+    """Train on this rank and save ``rank<r>.npz`` (``single.npz`` for ``single``)."""
+    import paddle
+    import paddle.distributed as dist
+
+    result = {}
+    if wrapper == "single":
+        rank, world_size, out_name = 0, 1, "single.npz"
+    else:
+        rank, world_size = dist.get_rank(), dist.get_world_size()
+        out_name = f"rank{rank}.npz"
+    try:
+        if wrapper == "data_parallel":
+            dist.init_parallel_env()
+        elif wrapper.startswith("fleet"):
+            from paddle.distributed import fleet
+
+            strategy = fleet.DistributedStrategy()
+            if wrapper == "fleet_sharding":
+                # ZeRO stage 1 of dygraph hybrid parallel: each rank keeps and
+                # updates the optimizer state of half the parameters, then
+                # broadcasts them (DygraphShardingOptimizer).
+                strategy.hybrid_configs = {"dp_degree": 1, "mp_degree": 1, "pp_degree": 1, "sharding_degree": 2}
+            fleet.init(is_collective=True, strategy=strategy)
+        rank, world_size = dist.get_rank(), dist.get_world_size()
+        result["world_size"] = np.asarray(world_size)
+        result["backend"] = np.asarray(str(paddle.distributed.get_backend()) if world_size > 1 else "none")
+
+        model = mode_runner.build_model()
+        init = mode_runner.initial_weights(model)
+        for name, param in model.named_parameters():
+            param.set_value(init[name])
+        scheduler = mode_runner.make_learning_rate("scheduler")
+        # The optimizer sees the inner model's parameters and names: the
+        # wrappers prefix structured names with "_layers." but keep p.name.
+        opt = mode_runner.make_optimizer(optimizer_kind, model, scheduler)
+        if wrapper == "data_parallel":
+            trained = paddle.DataParallel(model)
+        elif wrapper.startswith("fleet"):
+            trained = fleet.distributed_model(model)
+            opt = fleet.distributed_optimizer(opt)
+            result["optimizer_class"] = np.asarray(type(opt).__name__)
+            result["model_class"] = np.asarray(type(trained).__name__)
+        else:
+            trained = model
+
+        for batch in mode_runner.batches():
+            half = len(batch["labels"]) // world_size
+            shard = {key: paddle.to_tensor(value[rank * half:(rank + 1) * half]) for key, value in batch.items()}
+            loss = mode_runner.loss_fn(trained, **shard)
+            loss.backward()
+            opt.step()
+            opt.clear_grad()
+            scheduler.step()
+        for name, param in model.named_parameters():
+            result[f"final/{name}"] = param.numpy()
+    except Exception:  # saved for the test to show; the process still exits non-zero
+        result["error"] = np.asarray(traceback.format_exc())
+        np.savez(os.path.join(out_dir, out_name), **result)
+        raise
+    np.savez(os.path.join(out_dir, out_name), **result)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--wrapper", choices=WRAPPERS, required=True)
+    parser.add_argument("--launcher", choices=("spawn", "launch", "none"), default="none")
+    parser.add_argument("--nprocs", type=int, default=2)
+    parser.add_argument("--optimizer", choices=mode_runner.OPTIMIZERS, default="adamwdl")
+    parser.add_argument("--out-dir", required=True)
+    args = parser.parse_args(argv)
+    os.makedirs(args.out_dir, exist_ok=True)
+    if args.launcher == "spawn":
+        import paddle.distributed as dist
+
+        dist.spawn(train, args=(args.wrapper, args.optimizer, args.out_dir), nprocs=args.nprocs, backend="gloo")
+    else:
+        train(args.wrapper, args.optimizer, args.out_dir)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

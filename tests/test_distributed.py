@@ -1,0 +1,151 @@
+"""AdamWDL under Paddle's own distributed engine: 2 CPU ranks over gloo.
+
+Each rank of ``tests/dist_worker.py`` trains the model of
+``tests/mode_runner.py`` on its half of every batch, with an ``LRScheduler``,
+layer-wise decay and ``apply_decay_param_fun``; the gradients are averaged
+over the ranks by Paddle, so both ranks must end with the same weights, equal
+(within 1e-5) to one process trained on the whole batch.
+
+* ``paddle.DataParallel`` started by ``paddle.distributed.spawn``;
+* ``paddle.distributed.fleet`` (``fleet.init(is_collective=True)``,
+  ``distributed_model``, ``distributed_optimizer``) started by
+  ``python -m paddle.distributed.launch --nproc_per_node 2``, pure data
+  parallel and with optimizer-state sharding (``sharding_degree=2``).
+
+What needs a GPU (``group_sharded_parallel``, i.e. sharding stages 2 and 3,
+and NCCL data parallel) is in ``tests/test_gpu.py``.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Dict, List
+
+import numpy as np
+import pytest
+
+import dist_worker
+
+HERE = Path(__file__).resolve().parent
+WORKER = HERE / "dist_worker.py"
+REPO_ROOT = HERE.parent
+
+OPTIMIZER = "adamw"
+TOLERANCE = 1e-5
+LAUNCH_TIMEOUT_S = 180
+
+
+def run_in_own_session(command: List[str], timeout_s: float, log_dir: Path) -> subprocess.CompletedProcess:
+    """Run ``command``; on timeout kill its whole process group (the launcher's ranks too)."""
+    proc = subprocess.Popen(
+        command,
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        output, _ = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        output, _ = proc.communicate()
+        pytest.fail(f"{' '.join(command)} did not finish in {timeout_s}s:\n{output[-3000:]}{rank_logs(log_dir)}")
+    return subprocess.CompletedProcess(command, proc.returncode, output, "")
+
+
+def rank_logs(log_dir: Path) -> str:
+    """The tail of every rank's log written by paddle.distributed.launch."""
+    if not log_dir.is_dir():
+        return ""
+    parts = []
+    for log in sorted(log_dir.glob("workerlog.*")):
+        parts.append(f"\n--- {log.name} ---\n{log.read_text(errors='replace')[-3000:]}")
+    return "".join(parts)
+
+
+def load_ranks(out_dir: Path, world_size: int = 2) -> List[Dict[str, np.ndarray]]:
+    ranks = []
+    for rank in range(world_size):
+        path = out_dir / f"rank{rank}.npz"
+        assert path.exists(), f"rank {rank} wrote no result"
+        with np.load(path) as saved:
+            result = dict(saved)
+        if "error" in result:
+            pytest.fail(f"rank {rank} raised:\n{result['error']}")
+        ranks.append(result)
+    return ranks
+
+
+def final_weights(result: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
+    return {key[len("final/"):]: value for key, value in result.items() if key.startswith("final/")}
+
+
+@pytest.fixture(scope="module")
+def single_process(tmp_path_factory) -> Dict[str, np.ndarray]:
+    """One process on the whole batch (the same training as the mode tests' dygraph scheduler run)."""
+    out_dir = tmp_path_factory.mktemp("single")
+    dist_worker.train("single", OPTIMIZER, str(out_dir))
+    with np.load(out_dir / "single.npz") as saved:
+        result = dict(saved)
+    assert "error" not in result, result.get("error")
+    return result
+
+
+def assert_ranks_match_single_process(ranks, single_process) -> None:
+    for rank, result in enumerate(ranks):
+        assert int(result["world_size"]) == 2
+        assert str(result["backend"]).upper() == "GLOO"
+    rank0, rank1 = (final_weights(result) for result in ranks)
+    reference = final_weights(single_process)
+    assert sorted(rank0) == sorted(reference)
+    for name, expected in reference.items():
+        np.testing.assert_allclose(rank1[name], rank0[name], rtol=0, atol=1e-7, err_msg=f"ranks differ on {name}")
+        np.testing.assert_allclose(
+            rank0[name], expected, rtol=0, atol=TOLERANCE, err_msg=f"2 ranks vs 1 process on {name}"
+        )
+    # The run trained: the weights moved from their initial values.
+    initial = dist_worker.mode_runner.initial_weights(dist_worker.mode_runner.build_model())
+    assert max(float(np.max(np.abs(reference[n] - initial[n]))) for n in reference) > 1e-2
+
+
+def test_data_parallel_with_spawn_matches_one_process(tmp_path, single_process):
+    command = [
+        sys.executable, str(WORKER), "--launcher", "spawn", "--nprocs", "2",
+        "--wrapper", "data_parallel", "--optimizer", OPTIMIZER, "--out-dir", str(tmp_path),
+    ]
+    proc = run_in_own_session(command, LAUNCH_TIMEOUT_S, tmp_path / "log")
+    if proc.returncode != 0 and not (tmp_path / "rank0.npz").exists():
+        pytest.fail(f"spawn exited with {proc.returncode}:\n{proc.stdout[-4000:]}")
+    assert_ranks_match_single_process(load_ranks(tmp_path), single_process)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+
+
+@pytest.mark.parametrize(
+    "wrapper, optimizer_class, model_class",
+    [
+        ("fleet", "HybridParallelOptimizer", "DataParallel"),
+        ("fleet_sharding", "HybridParallelOptimizer", "ShardingParallel"),
+    ],
+)
+def test_fleet_with_launch_matches_one_process(tmp_path, single_process, wrapper, optimizer_class, model_class):
+    log_dir = tmp_path / "log"
+    command = [
+        sys.executable, "-m", "paddle.distributed.launch",
+        "--nproc_per_node", "2", "--max_restart", "0",
+        "--job_id", f"llrd-{wrapper}-{uuid.uuid4().hex[:8]}", "--log_dir", str(log_dir),
+        str(WORKER), "--launcher", "launch", "--wrapper", wrapper,
+        "--optimizer", OPTIMIZER, "--out-dir", str(tmp_path),
+    ]
+    proc = run_in_own_session(command, LAUNCH_TIMEOUT_S, log_dir)
+    if proc.returncode != 0 and not (tmp_path / "rank0.npz").exists():
+        pytest.fail(f"launch exited with {proc.returncode}:\n{proc.stdout[-2000:]}{rank_logs(log_dir)}")
+    ranks = load_ranks(tmp_path)
+    assert str(ranks[0]["optimizer_class"]) == optimizer_class
+    assert str(ranks[0]["model_class"]) == model_class
+    assert_ranks_match_single_process(ranks, single_process)
+    assert proc.returncode == 0, proc.stdout[-2000:] + rank_logs(log_dir)
