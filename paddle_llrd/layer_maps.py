@@ -1,0 +1,204 @@
+r"""Layer maps: a layer id for every parameter of any common architecture.
+
+:func:`~paddle_llrd.layerwise_lr_decay` understands BERT/ERNIE names only
+(``encoder.layers.N``). :class:`LayerMap` reads the block index of the common
+Transformer families from a parameter's *structured* name:
+
+=================  ==========================================================
+family             block names (``N`` = block index)
+=================  ==========================================================
+``bert``           ``encoder.layers.N`` (PaddleNLP), ``encoder.layer.N`` (HF)
+``gpt``            ``decoder.layers.N``, ``h.N`` (GPT-2's ``transformer.h.N``)
+``llama``          ``model.layers.N``, ``layers.N`` (LLaMA, Qwen, Mistral)
+``vit``            ``blocks.N`` (ViT, DeiT)
+=================  ==========================================================
+
+and gives:
+
+* layer id ``0`` to embeddings (any name containing ``embed``, plus GPT-2's
+  ``wte``/``wpe`` and ViT's ``cls_token``/``pos_embed``/``patch_embed``),
+* layer id ``N + 1`` to block ``N``,
+* layer id ``n_layers + 1`` to everything else (heads, poolers, final norms).
+
+The learning-rate ratio of a parameter with layer id :math:`k` is
+
+.. math::
+
+    r = d^{\,n_\text{layers} + 1 - k}
+
+with :math:`d` the decay rate: heads train at the full rate, the top block at
+:math:`d`, the embeddings at :math:`d^{\,n_\text{layers}+1}` — the same numbers as
+:func:`~paddle_llrd.layerwise_lr_decay` on BERT names. ``n_layers`` is counted
+from the names (largest block index + 1) when not given. For anything else,
+pass ``pattern``: a regular expression whose first group is the block index.
+
+A ``LayerMap`` is a drop-in ``set_param_lr_fun`` for :class:`~paddle_llrd.AdamWDL`
+(it is called as ``fn(decay_rate, name_dict, n_layers, param)``).
+
+Examples:
+    >>> import paddle
+    >>> from paddle_llrd import AdamWDL
+    >>> from paddle_llrd.layer_maps import LayerMap, build_name_dict
+    >>> class Block(paddle.nn.Layer):
+    ...     def __init__(self):
+    ...         super().__init__()
+    ...         self.mlp = paddle.nn.Linear(4, 4)
+    >>> class TinyLlama(paddle.nn.Layer):
+    ...     def __init__(self):
+    ...         super().__init__()
+    ...         self.embed_tokens = paddle.nn.Embedding(10, 4)
+    ...         self.layers = paddle.nn.LayerList([Block() for _ in range(3)])
+    ...         self.norm = paddle.nn.LayerNorm(4)
+    >>> model = TinyLlama()
+    >>> layer_map = LayerMap.from_model(model)
+    >>> layer_map.n_layers, layer_map.layer_id("layers.2.mlp.weight"), layer_map.layer_id("norm.weight")
+    (3, 3, 4)
+    >>> layer_map.ratio("embed_tokens.weight", 0.5)
+    0.0625
+    >>> opt = AdamWDL(parameters=model.parameters(), layerwise_decay=0.5,
+    ...               n_layers=layer_map.n_layers, name_dict=build_name_dict(model),
+    ...               set_param_lr_fun=layer_map)
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from paddle import nn
+
+__all__ = ["FAMILY_PATTERNS", "LayerMap", "build_name_dict", "make_layerwise_fn"]
+
+FAMILY_PATTERNS: dict[str, tuple[str, ...]] = {
+    "bert": (r"(?:^|\.)encoder\.layers?\.(\d+)\.",),
+    "gpt": (r"(?:^|\.)decoder\.layers\.(\d+)\.", r"(?:^|\.)h\.(\d+)\."),
+    "llama": (r"(?:^|\.)model\.layers\.(\d+)\.", r"(?:^|\.)layers\.(\d+)\."),
+    "vit": (r"(?:^|\.)blocks\.(\d+)\.",),
+}
+_EMBEDDING = re.compile(r"embed|(?:^|\.)(?:wte|wpe|cls_token|dist_token)(?:\.|$)")
+
+
+def build_name_dict(model: nn.Layer) -> dict[str, str]:
+    """Map each parameter's Paddle name (``param.name``) to its structured name.
+
+    >>> import paddle
+    >>> build_name_dict(paddle.nn.Sequential(paddle.nn.Linear(2, 2)))  # doctest: +ELLIPSIS
+    {'linear_...w_0': '0.weight', 'linear_...b_0': '0.bias'}
+    """
+    if not isinstance(model, nn.Layer):
+        raise TypeError(f"`model` must be a paddle.nn.Layer, got {type(model).__name__}")
+    return {param.name: structured for structured, param in model.named_parameters()}
+
+
+class LayerMap:
+    """Assigns layer ids from structured names; see the module docstring.
+
+    Args:
+        n_layers (int|None): Number of blocks. ``None`` counts it from the names
+            given to :meth:`from_names`/:meth:`from_model`; a map built directly
+            with ``None`` must be given ``n_layers`` when called.
+        family (str): ``"auto"`` (try every family), or one of ``FAMILY_PATTERNS``.
+        pattern (str|None): A regex whose first group is the block index, used
+            instead of the family patterns.
+    """
+
+    def __init__(self, n_layers: int | None = None, family: str = "auto", pattern: str | None = None):
+        if n_layers is not None and (isinstance(n_layers, bool) or not isinstance(n_layers, int) or n_layers < 0):
+            raise ValueError(f"`n_layers` must be a non-negative int or None, got {n_layers!r}")
+        if pattern is not None:
+            try:
+                compiled = re.compile(pattern)
+            except (re.error, TypeError) as exc:
+                raise ValueError(f"`pattern` must be a regular expression, got {pattern!r}: {exc}") from None
+            if compiled.groups < 1:
+                raise ValueError(f"`pattern` needs a group that captures the block index, got {pattern!r}")
+            self._patterns = (compiled,)
+        elif family == "auto":
+            self._patterns = tuple(re.compile(p) for group in FAMILY_PATTERNS.values() for p in group)
+        elif family in FAMILY_PATTERNS:
+            self._patterns = tuple(re.compile(p) for p in FAMILY_PATTERNS[family])
+        else:
+            raise ValueError(f"`family` must be 'auto' or one of {sorted(FAMILY_PATTERNS)}, got {family!r}")
+        self.family = family
+        self.pattern = pattern
+        self.n_layers = n_layers
+
+    def block_index(self, structured_name: str) -> int | None:
+        """The block index in ``structured_name``, or ``None`` outside the blocks."""
+        for compiled in self._patterns:
+            match = compiled.search(structured_name)
+            if match:
+                return int(match.group(1))
+        return None
+
+    def layer_id(self, structured_name: str, n_layers: int | None = None) -> int:
+        """``0`` for embeddings, ``N + 1`` for block ``N``, ``n_layers + 1`` otherwise."""
+        n_layers = self._resolve_n_layers(n_layers)
+        index = self.block_index(structured_name)
+        if index is not None:
+            if index >= n_layers:
+                raise ValueError(
+                    f"parameter {structured_name!r} is in block {index} but n_layers={n_layers}; "
+                    "pass the model's number of blocks"
+                )
+            return index + 1
+        if _EMBEDDING.search(structured_name):
+            return 0
+        return n_layers + 1
+
+    def ratio(self, structured_name: str, decay_rate: float, n_layers: int | None = None) -> float:
+        """``decay_rate ** (n_layers + 1 - layer_id)``."""
+        n_layers = self._resolve_n_layers(n_layers)
+        return decay_rate ** (n_layers + 1 - self.layer_id(structured_name, n_layers))
+
+    def __call__(self, decay_rate: float, name_dict: Mapping[str, str], n_layers: int, param: Any) -> float:
+        """The ``set_param_lr_fun`` protocol of :class:`~paddle_llrd.AdamWDL`."""
+        if name_dict is None:
+            raise TypeError("LayerMap needs `name_dict`: pass name_dict=build_name_dict(model) to AdamWDL")
+        try:
+            structured = name_dict[param.name]
+        except KeyError:
+            raise KeyError(
+                f"parameter {param.name!r} is not in `name_dict`; build it with "
+                "`paddle_llrd.layer_maps.build_name_dict(model)` from the model whose parameters you optimise"
+            ) from None
+        return self.ratio(structured, decay_rate, n_layers if n_layers is not None else self.n_layers)
+
+    def _resolve_n_layers(self, n_layers: int | None) -> int:
+        n_layers = self.n_layers if n_layers is None else n_layers
+        if n_layers is None:
+            raise ValueError("`n_layers` is unknown: pass it, or build the map with LayerMap.from_model(model)")
+        return n_layers
+
+    @classmethod
+    def from_names(cls, names: Iterable[str], n_layers: int | None = None, family: str = "auto", pattern: str | None = None) -> "LayerMap":
+        """A map whose ``n_layers`` (when not given) is the largest block index + 1."""
+        layer_map = cls(n_layers=n_layers, family=family, pattern=pattern)
+        if n_layers is None:
+            indices = [i for i in (layer_map.block_index(n) for n in names) if i is not None]
+            layer_map.n_layers = max(indices) + 1 if indices else 0
+        return layer_map
+
+    @classmethod
+    def from_model(cls, model: nn.Layer, n_layers: int | None = None, family: str = "auto", pattern: str | None = None) -> "LayerMap":
+        """:meth:`from_names` over ``model.named_parameters()``."""
+        return cls.from_names(build_name_dict(model).values(), n_layers=n_layers, family=family, pattern=pattern)
+
+    def table(self, model: nn.Layer, decay_rate: float) -> list[tuple[str, int, float]]:
+        """``(structured name, layer id, ratio)`` for each parameter of ``model``."""
+        return [(name, self.layer_id(name), self.ratio(name, decay_rate)) for name, _ in model.named_parameters()]
+
+
+def make_layerwise_fn(model: nn.Layer, n_layers: int | None = None, family: str = "auto", pattern: str | None = None) -> tuple[LayerMap, dict[str, str]]:
+    """``(set_param_lr_fun, name_dict)`` for :class:`~paddle_llrd.AdamWDL` from a model.
+
+    >>> import paddle
+    >>> from paddle_llrd import AdamWDL
+    >>> from paddle_llrd.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
+    >>> model = TinyBertForSequenceClassification(TinyBertConfig(num_hidden_layers=3))
+    >>> fn, name_dict = make_layerwise_fn(model)
+    >>> opt = AdamWDL(parameters=model.parameters(), layerwise_decay=0.9, n_layers=fn.n_layers,
+    ...               name_dict=name_dict, set_param_lr_fun=fn)
+    """
+    layer_map = LayerMap.from_model(model, n_layers=n_layers, family=family, pattern=pattern)
+    return layer_map, build_name_dict(model)

@@ -1,0 +1,155 @@
+"""LayerMap on real Paddle layer stacks named like each family; ratios against
+the formula decay ** (n_layers + 1 - layer_id) written out here."""
+import numpy as np
+import paddle
+import pytest
+from paddle import nn
+
+from paddle_llrd import AdamWDL, layerwise_lr_decay
+from paddle_llrd.layer_maps import LayerMap, build_name_dict, make_layerwise_fn
+from paddle_llrd.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
+
+
+class MLPBlock(nn.Layer):
+    def __init__(self, width=4):
+        super().__init__()
+        self.attn = nn.Linear(width, width)
+        self.norm = nn.LayerNorm(width)
+
+
+class GPT2Like(nn.Layer):  # transformer.h.N, wte/wpe, ln_f; lm_head
+    def __init__(self, n):
+        super().__init__()
+        self.transformer = nn.Layer()
+        self.transformer.wte = nn.Embedding(10, 4)
+        self.transformer.wpe = nn.Embedding(8, 4)
+        self.transformer.h = nn.LayerList([MLPBlock() for _ in range(n)])
+        self.transformer.ln_f = nn.LayerNorm(4)
+        self.lm_head = nn.Linear(4, 10)
+
+
+class GPTDecoderLike(nn.Layer):  # PaddleNLP GPT: gpt.decoder.layers.N
+    def __init__(self, n):
+        super().__init__()
+        self.gpt = nn.Layer()
+        self.gpt.embeddings = nn.Embedding(10, 4)
+        self.gpt.decoder = nn.Layer()
+        self.gpt.decoder.layers = nn.LayerList([MLPBlock() for _ in range(n)])
+        self.gpt.decoder.norm = nn.LayerNorm(4)
+
+
+class LlamaLike(nn.Layer):  # model.embed_tokens, model.layers.N, model.norm, lm_head
+    def __init__(self, n):
+        super().__init__()
+        self.model = nn.Layer()
+        self.model.embed_tokens = nn.Embedding(10, 4)
+        self.model.layers = nn.LayerList([MLPBlock() for _ in range(n)])
+        self.model.norm = nn.LayerNorm(4)
+        self.lm_head = nn.Linear(4, 10)
+
+
+class ViTLike(nn.Layer):  # cls_token, pos_embed, patch_embed.proj, blocks.N, norm, head
+    def __init__(self, n):
+        super().__init__()
+        self.cls_token = self.create_parameter([1, 1, 4])
+        self.pos_embed = self.create_parameter([1, 5, 4])
+        self.patch_embed = nn.Layer()
+        self.patch_embed.proj = nn.Conv2D(3, 4, 2, 2)
+        self.blocks = nn.LayerList([MLPBlock() for _ in range(n)])
+        self.norm = nn.LayerNorm(4)
+        self.head = nn.Linear(4, 3)
+
+
+def _expected_layer_id(name, n):
+    """The documented rule, written out independently of the regexes."""
+    parts = name.split(".")
+    for marker in ("layers", "h", "blocks"):
+        if marker in parts:
+            return int(parts[parts.index(marker) + 1]) + 1
+    if any(key in name for key in ("embed", "wte", "wpe", "cls_token")):
+        return 0
+    return n + 1
+
+
+@pytest.mark.parametrize("family, cls", [("gpt", GPT2Like), ("gpt", GPTDecoderLike), ("llama", LlamaLike), ("vit", ViTLike)])
+@pytest.mark.parametrize("n", [1, 3])
+def test_each_family_gets_documented_layer_ids_and_ratios(family, cls, n):
+    model = cls(n)
+    for chosen in (family, "auto"):
+        layer_map = LayerMap.from_model(model, family=chosen)
+        assert layer_map.n_layers == n
+        for name, _ in model.named_parameters():
+            expected = _expected_layer_id(name, n)
+            assert layer_map.layer_id(name) == expected, name
+            assert layer_map.ratio(name, 0.7) == pytest.approx(0.7 ** (n + 1 - expected), rel=1e-15)
+
+
+def test_bert_ratios_equal_layerwise_lr_decay():
+    model = TinyBertForSequenceClassification(TinyBertConfig(num_hidden_layers=3))
+    fn, name_dict = make_layerwise_fn(model)
+    assert fn.n_layers == 3
+    for _, param in model.named_parameters():
+        assert fn(0.8, name_dict, 3, param) == pytest.approx(layerwise_lr_decay(0.8, name_dict, 3, param), rel=1e-15)
+
+
+def test_user_pattern_and_explicit_n_layers():
+    stages = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 2))
+    layer_map = LayerMap.from_model(stages, pattern=r"^(\d+)\.", n_layers=4)
+    assert layer_map.n_layers == 4
+    assert layer_map.layer_id("1.weight") == 2 and layer_map.ratio("0.bias", 0.5) == 0.5**4
+
+
+def test_build_name_dict_maps_paddle_names_to_structured_names():
+    model = LlamaLike(2)
+    name_dict = build_name_dict(model)
+    assert sorted(name_dict.values()) == sorted(n for n, _ in model.named_parameters())
+    assert all(name_dict[p.name] == n for n, p in model.named_parameters())
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"family": "resnet"}, ValueError, "family"),
+        ({"pattern": "no_group"}, ValueError, "pattern"),
+        ({"pattern": "(unclosed"}, ValueError, "pattern"),
+        ({"n_layers": -1}, ValueError, "n_layers"),
+    ],
+)
+def test_bad_arguments_name_themselves(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        LayerMap(**kwargs)
+
+
+def test_missing_names_and_n_layers_are_explained():
+    with pytest.raises(ValueError, match="n_layers"):
+        LayerMap().layer_id("layers.0.w")
+    with pytest.raises(ValueError, match="block 5"):
+        LayerMap(n_layers=2).layer_id("layers.5.w")
+    with pytest.raises(TypeError, match="paddle.nn.Layer"):
+        build_name_dict("model")
+    stranger = nn.Linear(2, 2)
+    with pytest.raises(KeyError, match="build_name_dict"):
+        LayerMap(n_layers=1)(0.5, {}, 1, stranger.weight)
+
+
+def test_adamwdl_with_layer_map_scales_updates_by_ratio():
+    """Zero weight decay, equal grads: after several steps each parameter moved
+    by lr * ratio * (Adam's normalised step); with a constant gradient g the
+    Adam step is exactly sign(g) * lr_t * |m_hat|/... -> compare displacement
+    ratios between layers against decay ** (layer-id difference)."""
+    model = LlamaLike(2)
+    layer_map, name_dict = make_layerwise_fn(model)
+    opt = AdamWDL(learning_rate=0.01, parameters=model.parameters(), weight_decay=0.0, layerwise_decay=0.5,
+                  n_layers=layer_map.n_layers, name_dict=name_dict, set_param_lr_fun=layer_map)
+    params = dict(model.named_parameters())
+    before = {n: p.numpy().astype("float64") for n, p in params.items()}
+    for _ in range(4):
+        for p in model.parameters():
+            p.grad = paddle.ones_like(p)  # constant gradient: every Adam step is lr*ratio*c_t, c_t the same for all
+        opt.step()
+        opt.clear_grad()
+    moved = {n: float(np.abs(params[n].numpy().astype("float64") - before[n]).mean()) for n in params}
+    head = moved["lm_head.weight"]
+    for name in params:
+        expected = 0.5 ** (layer_map.n_layers + 1 - _expected_layer_id(name, layer_map.n_layers))
+        assert moved[name] / head == pytest.approx(expected, rel=1e-4), name
