@@ -1,2 +1,691 @@
-"""STUB: replaced by the AdamWDL work (issue 3)."""
-AdamWDL = None
+"""AdamW with layer-wise learning-rate decay (``AdamWDL``), exact on Paddle 3.
+
+A drop-in for ``paddlenlp.ops.optimizer.AdamWDL`` with the same constructor
+and the same intended numbers, but:
+
+* it runs on Paddle 3 (PaddleNLP 2.8.1's ``step()`` raises ``TypeError``);
+* weight decay is applied once per step (PaddleNLP's class decays twice);
+* a ``set_param_lr_fun`` may return ``None`` after editing
+  ``param.optimize_attr['learning_rate']`` itself (PaddleNLP's own docstring
+  example crashes);
+* layer ratios work on CPU (Paddle's ``AdamW(lr_ratio=...)`` is GPU-only), and
+  so does ``multi_precision`` with float16/bfloat16 parameters;
+* a step costs what ``paddle.optimizer.AdamW``'s does: the decay rides in the
+  fused ``adamw`` kernel (see :class:`AdamWDL`, "Fast path").
+"""
+from __future__ import annotations
+
+import functools
+import math
+import numbers
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Union
+
+import paddle
+from paddle import _C_ops, pir
+from paddle.base import core, framework, unique_name
+from paddle.base.framework import Variable, in_dynamic_or_pir_mode, in_pir_mode
+from paddle.optimizer import AdamW
+
+from .layerwise import NAME_DICT_ADVICE, layerwise_lr_decay
+
+if TYPE_CHECKING:
+    from paddle import Tensor
+    from paddle.nn.clip import GradientClipBase
+    from paddle.optimizer.lr import LRScheduler
+
+__all__ = ["AdamWDL"]
+
+_TENSOR_TYPES = (paddle.Tensor, framework.Variable, pir.Value)
+# A fused update folds the ratio into the kernel's decay coefficient
+# (coeff * decay_scale / update_scale); beyond this range of
+# update_scale / decay_scale, float32 rounding of that coefficient and of the
+# scaled learning rate is no longer negligible, so the separate decay op is used.
+_FUSED_RATIO_RANGE = (1e-12, 1e12)
+# Paddle's own AdamW passes the same value.
+_MIN_ROW_SIZE_TO_USE_MULTITHREAD = 1000
+
+LrScale = Union[float, "Tensor"]
+
+
+def _is_tensor(value: Any) -> bool:
+    return isinstance(value, _TENSOR_TYPES)
+
+
+def _is_real_number(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+class AdamWDL(AdamW):
+    r"""AdamW with layer-wise learning-rate decay and exact decoupled weight decay.
+
+    For a parameter :math:`p` with gradient :math:`g` at step :math:`t`, let
+    :math:`\eta` be the global learning rate (a float or the current value of an
+    ``LRScheduler``), :math:`s_p` the parameter's own lr factor
+    ``p.optimize_attr['learning_rate']`` (from ``ParamAttr(learning_rate=...)``
+    or its parameter group's ``learning_rate``), :math:`r_p` the ratio
+    ``set_param_lr_fun(p)`` and :math:`\lambda` the weight decay. Then
+    :math:`\eta_p = \eta\, s_p` and
+
+    .. math::
+
+        p &\leftarrow p\,(1 - \eta_p \lambda)
+            \qquad\text{(only if apply\_decay\_param\_fun(p.name) holds)}\\
+        m &\leftarrow \beta_1 m + (1-\beta_1)\, g, \qquad
+        v \leftarrow \beta_2 v + (1-\beta_2)\, g^2\\
+        p &\leftarrow p - \eta_p r_p\,\frac{\sqrt{1-\beta_2^t}}{1-\beta_1^t}\,
+            \frac{m}{\sqrt{v} + \epsilon\sqrt{1-\beta_2^t}}
+
+    The decay uses the lr *before* the layer ratio and happens once; the ratio
+    scales only the Adam step. With ``multi_precision=True`` and a float16 or
+    bfloat16 ``p``, both act on the float32 master weight and ``p`` becomes its
+    cast. With the default :func:`~paddle_llrd.layerwise_lr_decay`, :math:`r_p`
+    is ``layerwise_decay ** (n_layers - i)`` for encoder layer ``i``,
+    ``layerwise_decay ** (n_layers + 1)`` for embeddings and 1 for the rest.
+
+    ``set_param_lr_fun`` is called once per parameter and update with the
+    parameter only (it is stored as ``functools.partial(set_param_lr_fun,
+    layerwise_decay, name_dict, n_layers)``). If it returns a number,
+    ``p.optimize_attr['learning_rate']`` is multiplied by it for this update;
+    if it returns ``None`` it has set ``p.optimize_attr['learning_rate']``
+    itself. Either way the attribute is restored after the update, also when
+    the function or the update raises. With ``set_param_lr_fun=None`` the
+    optimizer gives exactly ``paddle.optimizer.AdamW``'s numbers.
+
+    Fast path: Paddle's fused ``adamw`` kernel, given learning rate
+    :math:`\eta'` and coefficient :math:`\lambda'`, decays
+    :math:`p \leftarrow p\,(1-\eta'\lambda')` and takes the Adam step with
+    :math:`\eta'`, in one pass over memory. ``AdamWDL`` gives it
+    :math:`\eta' = \eta_p r_p` and :math:`\lambda' = \lambda / r_p`, so the decay
+    is :math:`1-\eta_p\lambda` exactly as above and a step costs what
+    ``AdamW``'s does. Layer ratios of the default function are computed once per
+    parameter and scaled lr tensors once per distinct ratio and step. When the
+    kernel cannot serve an update (a ratio of 0, a non-finite or Tensor-valued
+    lr factor or ratio) the decay is a separate op,
+    :meth:`_append_decoupled_weight_decay`, followed by the kernel without decay.
+
+    Args:
+        learning_rate (float|LRScheduler, optional): The global learning rate. Default 0.001.
+        beta1 (float|Tensor, optional): Decay rate of the first moment. Default 0.9.
+        beta2 (float|Tensor, optional): Decay rate of the second moment. Default 0.999.
+        epsilon (float|Tensor, optional): Numerical-stability term. Default 1e-8.
+        parameters (list|tuple|None, optional): Parameters to optimise, or a list of
+            parameter-group dicts (keys ``params``, ``learning_rate`` (a factor
+            of the global lr), ``weight_decay`` (or the legacy ``coeff``),
+            ``beta1``, ``beta2``, ``epsilon``, ``lazy_mode``, ``grad_clip``).
+            Required in dygraph mode.
+        weight_decay (float|Tensor, optional): The decoupled weight decay
+            :math:`\lambda`, kept as ``self._coeff``. Default 0.01.
+        apply_decay_param_fun (Callable[[str], bool]|None, optional): Decay only the
+            parameters whose ``name`` it accepts. Default None (decay all).
+        grad_clip (GradientClipBase|None, optional): Gradient clipping. Default None.
+        lazy_mode (bool, optional): With sparse (``SelectedRows``) gradients, update
+            the moments of the rows present only. Default False.
+        multi_precision (bool, optional): Keep float32 master weights for float16
+            and bfloat16 parameters. Default False.
+        layerwise_decay (float|Tensor, optional): The ratio between adjacent
+            layers. A Python ``float`` (``1`` is refused, write ``1.0``) or a
+            Tensor. Default 1.0 (no layer-wise decay).
+        n_layers (int, optional): The number of encoder layers. Default 12.
+        set_param_lr_fun (Callable|None, optional): ``fn(layerwise_decay, name_dict,
+            n_layers, param)`` returning the ratio :math:`r_p` (or ``None``, see
+            above). Default :func:`~paddle_llrd.layerwise_lr_decay`. ``None``
+            turns layer-wise decay off.
+        name_dict (dict|None, optional): ``{param.name: structured name}``, built with
+            ``{p.name: n for n, p in model.named_parameters()}``. Required by the
+            default function when ``layerwise_decay != 1.0``.
+        name (str|None, optional): Prefix of the accumulator names, as in Paddle.
+        amsgrad (bool, optional): Keyword only. The AMSGrad variant, as in
+            ``paddle.optimizer.AdamW``. Default False.
+
+    Raises:
+        TypeError: ``layerwise_decay`` is not a float or Tensor (an ``int`` is
+            refused), ``n_layers`` is not an int, ``set_param_lr_fun`` is not
+            callable, ``name_dict`` is not a mapping.
+        ValueError: ``layerwise_decay`` is negative or not finite, ``n_layers``
+            is negative, or ``layerwise_decay != 1.0`` with the default
+            function and no ``name_dict``.
+        KeyError: a trainable parameter is missing from ``name_dict`` (default
+            function).
+
+    Examples:
+        >>> import paddle
+        >>> from paddle_llrd import AdamWDL
+        >>> from paddle_llrd.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
+        >>> model = TinyBertForSequenceClassification(TinyBertConfig(num_hidden_layers=2))
+        >>> name_dict = {p.name: n for n, p in model.named_parameters()}
+        >>> opt = AdamWDL(learning_rate=1e-3, parameters=model.parameters(),
+        ...               weight_decay=0.01, layerwise_decay=0.8, n_layers=2,
+        ...               name_dict=name_dict,
+        ...               apply_decay_param_fun=lambda n: not n.endswith(".b_0"))
+        >>> loss = paddle.nn.functional.cross_entropy(
+        ...     model(paddle.randint(0, 100, [8, 16])), paddle.randint(0, 2, [8]))
+        >>> loss.backward()
+        >>> opt.step()
+        >>> opt.clear_grad()
+        >>> opt._lr_to_coeff
+        {}
+    """
+
+    def __init__(
+        self,
+        learning_rate: float | LRScheduler = 0.001,
+        beta1: float | Tensor = 0.9,
+        beta2: float | Tensor = 0.999,
+        epsilon: float | Tensor = 1e-8,
+        parameters: Sequence[Tensor] | Sequence[dict[str, Any]] | None = None,
+        weight_decay: float | Tensor = 0.01,
+        apply_decay_param_fun: Callable[[str], bool] | None = None,
+        grad_clip: GradientClipBase | None = None,
+        lazy_mode: bool = False,
+        multi_precision: bool = False,
+        layerwise_decay: float | Tensor = 1.0,
+        n_layers: int = 12,
+        set_param_lr_fun: Callable[..., Any] | None = layerwise_lr_decay,
+        name_dict: Mapping[str, str] | None = None,
+        name: str | None = None,
+        *,
+        amsgrad: bool = False,
+    ) -> None:
+        self._check_layerwise_arguments(layerwise_decay, n_layers, set_param_lr_fun, name_dict)
+        super().__init__(
+            learning_rate=learning_rate,
+            beta1=beta1,
+            beta2=beta2,
+            epsilon=epsilon,
+            parameters=parameters,
+            weight_decay=weight_decay,
+            apply_decay_param_fun=apply_decay_param_fun,
+            grad_clip=grad_clip,
+            lazy_mode=lazy_mode,
+            multi_precision=multi_precision,
+            amsgrad=amsgrad,
+            name=name,
+        )
+        self.layerwise_decay = layerwise_decay
+        self.n_layers = n_layers
+        self.name_dict = name_dict
+        self.set_param_lr_fun = (
+            None
+            if set_param_lr_fun is None
+            else functools.partial(set_param_lr_fun, layerwise_decay, name_dict, n_layers)
+        )
+        # The default function with a float decay is pure in the parameter name,
+        # so its ratios are computed once; any other function runs every update.
+        self._cached_ratio_fun = (
+            self.set_param_lr_fun
+            if set_param_lr_fun is layerwise_lr_decay and isinstance(layerwise_decay, float)
+            else None
+        )
+        self._layer_ratios: dict[str, float] = {}
+        self._lr_to_coeff: dict[Any, Any] = {}
+        self._scaled_lrs: dict[float, Any] = {}
+        # Tests (and debugging) set this to route every decay through the
+        # separate op instead of the fused kernel.
+        self._force_general_decay = False
+        self._params_name: dict[str, None] = {}  # ordered set, for a stable str()
+        for param in self._listed_parameters():
+            if self._decays(param):
+                self._params_name[param.name] = None
+            if not param.stop_gradient:
+                self._layer_ratio(param)
+
+    # ------------------------------------------------------------------ checks
+    @staticmethod
+    def _check_layerwise_arguments(
+        layerwise_decay: Any, n_layers: Any, set_param_lr_fun: Any, name_dict: Any
+    ) -> None:
+        if not isinstance(layerwise_decay, float) and not _is_tensor(layerwise_decay):
+            raise TypeError(
+                "AdamWDL: `layerwise_decay` must be a Python float or a Paddle Tensor, "
+                f"got {type(layerwise_decay).__name__} {layerwise_decay!r}"
+                + (" (write 1.0, not 1)" if isinstance(layerwise_decay, int) else "")
+                + "."
+            )
+        if isinstance(layerwise_decay, float) and not (
+            math.isfinite(layerwise_decay) and layerwise_decay >= 0.0
+        ):
+            raise ValueError(
+                "AdamWDL: `layerwise_decay` must be a finite float >= 0 (usually in "
+                f"(0, 1]), got {layerwise_decay!r}."
+            )
+        if isinstance(n_layers, bool) or not isinstance(n_layers, numbers.Integral):
+            raise TypeError(
+                f"AdamWDL: `n_layers` must be an int (the number of encoder layers), "
+                f"got {type(n_layers).__name__} {n_layers!r}."
+            )
+        if n_layers < 0:
+            raise ValueError(f"AdamWDL: `n_layers` must be >= 0, got {n_layers}.")
+        if set_param_lr_fun is not None and not callable(set_param_lr_fun):
+            raise TypeError(
+                "AdamWDL: `set_param_lr_fun` must be callable "
+                "(fn(layerwise_decay, name_dict, n_layers, param) -> ratio or None) or None, "
+                f"got {type(set_param_lr_fun).__name__}."
+            )
+        if name_dict is not None and not isinstance(name_dict, Mapping):
+            raise TypeError(
+                f"AdamWDL: `name_dict` must be a dict or None, got {type(name_dict).__name__}; "
+                f"{NAME_DICT_ADVICE}."
+            )
+        needs_names = not (isinstance(layerwise_decay, float) and layerwise_decay == 1.0)
+        if set_param_lr_fun is layerwise_lr_decay and name_dict is None and needs_names:
+            raise ValueError(
+                f"AdamWDL: layerwise_decay={layerwise_decay!r} needs `name_dict` to find "
+                f"each parameter's layer; {NAME_DICT_ADVICE} and pass "
+                "name_dict=name_dict."
+            )
+
+    def _listed_parameters(self) -> list[Any]:
+        if not self._parameter_list:
+            return []
+        if isinstance(self._parameter_list[0], dict):
+            return [p for group in self._param_groups for p in group["params"]]
+        return list(self._parameter_list)
+
+    # ------------------------------------------------------- public-ish state
+    @property
+    def _coeff(self) -> float:
+        """The weight decay :math:`\\lambda` (of the group being updated, in a pass)."""
+        return self._weight_decay
+
+    @_coeff.setter
+    def _coeff(self, value: float) -> None:
+        self._weight_decay = float(value)
+        self._default_dict["weight_decay"] = float(value)
+
+    def __str__(self) -> str:
+        return "Weight Decay, params: " + ",".join(self._params_name)
+
+    def _decays(self, param: Any) -> bool:
+        return self._apply_decay_param_fun is None or bool(
+            self._apply_decay_param_fun(param.name)
+        )
+
+    # ----------------------------------------------------------- param groups
+    def _add_param_group(self, param_group: dict[str, Any]) -> None:
+        if "coeff" in param_group:
+            coeff = param_group["coeff"]
+            if "weight_decay" in param_group and param_group["weight_decay"] != coeff:
+                raise ValueError(
+                    "AdamWDL: a parameter group sets both `weight_decay` "
+                    f"({param_group['weight_decay']!r}) and its legacy name `coeff` "
+                    f"({coeff!r}); give one of them."
+                )
+            param_group["weight_decay"] = coeff
+        super()._add_param_group(param_group)
+
+    def _update_param_group(self, parameters: dict[str, Any]) -> Any:
+        params = super()._update_param_group(parameters)
+        if "weight_decay" not in parameters and "coeff" in parameters:
+            self._weight_decay = parameters["coeff"]
+        return params
+
+    # ----------------------------------------------------------- layer ratios
+    def _layer_ratio(self, param: Any) -> float | None:
+        """The cached ratio of the default function, or None for other functions."""
+        if self._cached_ratio_fun is None or self.set_param_lr_fun is not self._cached_ratio_fun:
+            return None
+        ratio = self._layer_ratios.get(param.name)
+        if ratio is None:
+            ratio = float(self._cached_ratio_fun(param))
+            self._layer_ratios[param.name] = ratio
+        return ratio
+
+    def _update_lr_scale(self, param: Any, optimize_attr: dict[str, Any] | None, base_scale: Any) -> Any:
+        """Runs ``set_param_lr_fun`` and returns the lr factor of the Adam step."""
+        fun = self.set_param_lr_fun
+        if fun is None:
+            return base_scale
+        ratio = self._layer_ratio(param)
+        if ratio is None:
+            ratio = fun(param)
+            if ratio is None:
+                if optimize_attr is None:
+                    raise TypeError(
+                        f"AdamWDL: `set_param_lr_fun` returned None for {param.name!r}, "
+                        "which has no optimize_attr to have edited; return the ratio instead."
+                    )
+                return optimize_attr["learning_rate"]
+            if not _is_real_number(ratio) and not _is_tensor(ratio):
+                raise TypeError(
+                    "AdamWDL: `set_param_lr_fun` must return a number (the lr ratio), a "
+                    "Tensor, or None after setting param.optimize_attr['learning_rate'] "
+                    f"itself; for {param.name!r} it returned {type(ratio).__name__} {ratio!r}."
+                )
+        update_scale = base_scale * ratio
+        if optimize_attr is not None:
+            optimize_attr["learning_rate"] = update_scale
+        return update_scale
+
+    # -------------------------------------------------------- optimisation pass
+    def _begin_pass(self, parameters_and_grads: Any) -> None:
+        """Work that may fail is done here, before any parameter changes."""
+        self._lr_to_coeff = {}
+        self._scaled_lrs = {}
+        pairs = (
+            parameters_and_grads["params"]
+            if isinstance(parameters_and_grads, dict)
+            else parameters_and_grads
+        )
+        for param, grad in pairs:
+            if grad is None or param.stop_gradient:
+                continue
+            self._layer_ratio(param)
+            if (
+                framework.in_dygraph_mode()
+                and self._needs_fp32_fallback(param)
+                and grad.is_selected_rows()
+            ):
+                raise NotImplementedError(
+                    f"AdamWDL: parameter {param.name!r} is {param.dtype} on {param.place} with "
+                    "a sparse (SelectedRows) gradient; Paddle has no CPU kernel for that. "
+                    "Use a dense gradient (e.g. Embedding(sparse=False)) or float32."
+                )
+
+    def _end_pass(self) -> None:
+        self._lr_to_coeff = {}
+        self._scaled_lrs = {}
+
+    def _create_optimization_pass(self, parameters_and_grads: Any, param_group_idx: int = 0) -> Any:
+        self._begin_pass(parameters_and_grads)
+        try:
+            return super()._create_optimization_pass(
+                parameters_and_grads, param_group_idx=param_group_idx
+            )
+        finally:
+            self._end_pass()
+
+    def _pir_create_optimization_pass(self, parameters_and_grads: Any, param_group_idx: int = 0) -> Any:
+        self._begin_pass(parameters_and_grads)
+        try:
+            return super()._pir_create_optimization_pass(
+                parameters_and_grads, param_group_idx=param_group_idx
+            )
+        finally:
+            self._end_pass()
+
+    # -------------------------------------------------------------- lr tensors
+    def _lr_for_scale(self, scale: LrScale) -> Any:
+        """The global lr times ``scale``, one tensor per distinct float per pass."""
+        global_lr = self._global_learning_rate()
+        if _is_tensor(scale):
+            return self._scale_lr(global_lr, scale)
+        scale = float(scale)
+        if scale == 1.0:
+            return global_lr
+        scaled = self._scaled_lrs.get(scale)
+        if scaled is None:
+            scaled = self._scale_lr(global_lr, scale)
+            self._scaled_lrs[scale] = scaled
+        return scaled
+
+    @staticmethod
+    def _scale_lr(global_lr: Any, scale: Any) -> Any:
+        if framework.in_dygraph_mode():
+            return global_lr * scale
+        with paddle.static.default_main_program()._lr_schedule_guard(
+            is_with_opt=True
+        ), framework.name_scope("scale_with_param_lr"):
+            return global_lr * scale
+
+    def _fused_decay_coeff(self, decay_scale: Any, update_scale: Any) -> float | None:
+        """The kernel coefficient that makes its decay ``1 - lr*decay_scale*coeff``.
+
+        The kernel decays by ``1 - lr_k * coeff_k`` with its own learning rate
+        ``lr_k = lr * update_scale``; ``coeff_k = coeff * decay_scale / update_scale``
+        makes that product ``lr * decay_scale * coeff``. None when the kernel
+        cannot express it.
+        """
+        if self._force_general_decay:
+            return None
+        coeff = self._weight_decay
+        if not (_is_real_number(decay_scale) and _is_real_number(update_scale) and _is_real_number(coeff)):
+            return None
+        if not (math.isfinite(decay_scale) and math.isfinite(update_scale) and math.isfinite(coeff)):
+            return None
+        if decay_scale == update_scale:
+            return coeff
+        if decay_scale == 0.0:
+            return 0.0 if update_scale != 0.0 else None
+        low, high = _FUSED_RATIO_RANGE
+        if not low <= abs(update_scale / decay_scale) <= high:
+            return None
+        return coeff * decay_scale / update_scale
+
+    # --------------------------------------------------------------- updates
+    def _append_optimize_op(self, block: Any, param_and_grad: Any) -> Any:
+        if isinstance(param_and_grad, dict):
+            param_and_grad = self._update_param_group(param_and_grad)
+        param, grad = param_and_grad
+        optimize_attr = getattr(param, "optimize_attr", None)
+        if optimize_attr is not None and "learning_rate" not in optimize_attr:
+            optimize_attr = None
+        base_scale = 1.0 if optimize_attr is None else optimize_attr["learning_rate"]
+        try:
+            update_scale = self._update_lr_scale(param, optimize_attr, base_scale)
+            with_decay = self._decays(param)
+            fused_coeff = self._fused_decay_coeff(base_scale, update_scale) if with_decay else None
+            if with_decay and fused_coeff is None:
+                self._append_decoupled_weight_decay(block, param_and_grad, lr_scale=base_scale)
+            return self._append_adamw(
+                block,
+                param,
+                grad,
+                lr=self._lr_for_scale(update_scale),
+                with_decay=fused_coeff is not None,
+                coeff=self._weight_decay if fused_coeff is None else fused_coeff,
+            )
+        finally:
+            if optimize_attr is not None:
+                optimize_attr["learning_rate"] = base_scale
+
+    def _append_decoupled_weight_decay(
+        self, block: Any, param_and_grad: Any, lr_scale: LrScale | None = None
+    ) -> Any:
+        r"""Decoupled weight decay as its own op: ``target *= 1 - lr * lr_scale * coeff``.
+
+        ``target`` is the float32 master weight for float16/bfloat16 parameters
+        under ``multi_precision``, else the parameter. ``lr_scale`` defaults to
+        ``param.optimize_attr['learning_rate']``. The factor ``1 - lr * coeff`` is
+        computed once per lr tensor and pass (``self._lr_to_coeff``); on an AMP
+        overflow step (``found_inf``) of a static program it is 1.
+        """
+        if isinstance(param_and_grad, dict):
+            param_and_grad = self._update_param_group(param_and_grad)
+        param = param_and_grad[0]
+        if not self._decays(param):
+            return None
+        self._params_name[param.name] = None
+        if lr_scale is None:
+            lr_scale = getattr(param, "optimize_attr", None) or {}
+            lr_scale = lr_scale.get("learning_rate", 1.0)
+        lr = self._lr_for_scale(lr_scale)
+        factor = self._lr_to_coeff.get(lr)
+        if factor is None:
+            factor = 1.0 - lr * self._weight_decay
+            found_inf = None if framework.in_dygraph_mode() else self._get_auxiliary_var("found_inf")
+            if _is_tensor(found_inf):
+                # Dygraph skips the whole pass on overflow; a program has to
+                # turn the decay into a no-op itself.
+                factor = paddle.where(
+                    paddle.reshape(found_inf, []), paddle.ones_like(factor), factor
+                )
+            self._lr_to_coeff[lr] = factor
+        target = self._master_weights[param.name] if self._uses_master(param) else param
+        if factor.dtype != target.dtype:
+            factor = paddle.cast(factor, target.dtype)
+        if in_dynamic_or_pir_mode():
+            _C_ops.multiply_(target, factor)
+            return None
+        return block.append_op(
+            type="elementwise_mul",
+            inputs={"X": [target], "Y": [factor]},
+            outputs={"Out": [target]},
+            attrs={"axis": -1},
+            stop_gradient=True,
+        )
+
+    # ------------------------------------------------------------ the kernel
+    def _uses_master(self, param: Any) -> bool:
+        return self._multi_precision and self._is_dtype_fp16_or_bf16(param.dtype)
+
+    def _needs_fp32_fallback(self, param: Any) -> bool:
+        """Paddle's CPU adamw kernel exists for float32/float64 only."""
+        if not self._uses_master(param):
+            return False
+        if framework.in_dygraph_mode():
+            return param.place.is_cpu_place()
+        return paddle.device.get_device() == "cpu"
+
+    def _beta_value(self, beta: Any) -> Any:
+        return beta.item(0) if isinstance(beta, Variable) else beta
+
+    def _append_adamw(
+        self, block: Any, param: Any, grad: Any, *, lr: Any, with_decay: bool, coeff: float
+    ) -> Any:
+        """One ``adamw`` kernel: fused decay ``1 - lr*coeff`` if ``with_decay``, then Adam with ``lr``."""
+        moment1 = self._get_accumulator_master(self._moment1_acc_str, param)
+        moment2 = self._get_accumulator_master(self._moment2_acc_str, param)
+        moment2_max = (
+            self._get_accumulator_master(self._moment2_acc_max_str, param) if self._amsgrad else None
+        )
+        beta1_pow = self._get_accumulator_master(self._beta1_pow_acc_str, param)
+        beta2_pow = self._get_accumulator_master(self._beta2_pow_acc_str, param)
+        use_master = self._uses_master(param)
+        master_weight = self._master_weights[param.name] if use_master else None
+        fp32_fallback = self._needs_fp32_fallback(param)
+
+        if in_dynamic_or_pir_mode():
+            found_inf = self._get_auxiliary_var("found_inf") if in_pir_mode() else None
+            if fp32_fallback:
+                # Update the master weight with the float32 kernel, then cast it
+                # into the parameter: what the GPU kernel does in one go.
+                kernel_param = master_weight
+                kernel_grad = _C_ops.cast(grad, paddle.float32)
+                kernel_master, kernel_multi_precision = None, False
+            else:
+                kernel_param, kernel_grad = param, grad
+                kernel_master, kernel_multi_precision = master_weight, use_master
+            _C_ops.adamw_(
+                kernel_param,
+                kernel_grad,
+                lr,
+                moment1,
+                moment2,
+                moment2_max,
+                beta1_pow,
+                beta2_pow,
+                kernel_master,
+                found_inf,
+                self._beta_value(self._beta1),
+                self._beta_value(self._beta2),
+                self._epsilon,
+                1.0,
+                coeff,
+                with_decay,
+                self._lazy_mode,
+                _MIN_ROW_SIZE_TO_USE_MULTITHREAD,
+                kernel_multi_precision,
+                False,
+                self._amsgrad,
+            )
+            if fp32_fallback:
+                _C_ops.assign_out_(_C_ops.cast(master_weight, param.dtype), param)
+            return None
+        return self._append_legacy_adamw(
+            block,
+            param,
+            grad,
+            lr=lr,
+            with_decay=with_decay,
+            coeff=coeff,
+            moments=(moment1, moment2, moment2_max, beta1_pow, beta2_pow),
+            master_weight=master_weight,
+            fp32_fallback=fp32_fallback,
+        )
+
+    def _append_legacy_adamw(
+        self,
+        block: Any,
+        param: Any,
+        grad: Any,
+        *,
+        lr: Any,
+        with_decay: bool,
+        coeff: float,
+        moments: tuple[Any, ...],
+        master_weight: Any,
+        fp32_fallback: bool,
+    ) -> Any:
+        """The same update as an ``adamw`` op of a legacy (non-PIR) static program."""
+        moment1, moment2, moment2_max, beta1_pow, beta2_pow = moments
+        kernel_param, kernel_grad = param, grad
+        if fp32_fallback:
+            kernel_param = master_weight
+            kernel_grad = block.create_var(
+                name=unique_name.generate(grad.name + "_fp32"),
+                shape=grad.shape,
+                dtype=core.VarDesc.VarType.FP32,
+                persistable=False,
+            )
+            block.append_op(
+                type="cast",
+                inputs={"X": [grad]},
+                outputs={"Out": [kernel_grad]},
+                attrs={"in_dtype": grad.dtype, "out_dtype": core.VarDesc.VarType.FP32},
+            )
+        inputs = {
+            "Param": [kernel_param],
+            "Grad": [kernel_grad],
+            "LearningRate": [lr],
+            "Moment1": [moment1],
+            "Moment2": [moment2],
+            "Beta1Pow": [beta1_pow],
+            "Beta2Pow": [beta2_pow],
+        }
+        outputs = {
+            "ParamOut": [kernel_param],
+            "Moment1Out": [moment1],
+            "Moment2Out": [moment2],
+            "Beta1PowOut": [beta1_pow],
+            "Beta2PowOut": [beta2_pow],
+        }
+        found_inf = self._get_auxiliary_var("found_inf")
+        if found_inf:
+            inputs["SkipUpdate"] = found_inf
+        use_kernel_master = master_weight is not None and not fp32_fallback
+        attrs = {
+            "lazy_mode": self._lazy_mode,
+            "min_row_size_to_use_multithread": _MIN_ROW_SIZE_TO_USE_MULTITHREAD,
+            "multi_precision": use_kernel_master,
+            "with_decay": with_decay,
+            "coeff": coeff,
+            "lr_ratio": 1.0,
+            "amsgrad": self._amsgrad,
+        }
+        for key, tensor_key, value in (
+            ("beta1", "Beta1Tensor", self._beta1),
+            ("beta2", "Beta2Tensor", self._beta2),
+            ("epsilon", "EpsilonTensor", self._epsilon),
+        ):
+            if isinstance(value, Variable):
+                inputs[tensor_key] = value
+            else:
+                attrs[key] = value
+        if self._amsgrad:
+            inputs["Moment2Max"] = [moment2_max]
+            outputs["Moment2MaxOut"] = [moment2_max]
+        if use_kernel_master:
+            inputs["MasterParam"] = master_weight
+            outputs["MasterParamOut"] = master_weight
+        adamw_op = block.append_op(
+            type=self.type, inputs=inputs, outputs=outputs, attrs=attrs, stop_gradient=True
+        )
+        if fp32_fallback:
+            block.append_op(
+                type="cast",
+                inputs={"X": [master_weight]},
+                outputs={"Out": [param]},
+                attrs={"in_dtype": core.VarDesc.VarType.FP32, "out_dtype": param.dtype},
+            )
+        return adamw_op

@@ -1,2 +1,124 @@
-"""STUB: replaced by the AdamWDL work (issue 3)."""
-layerwise_lr_decay = None
+"""Layer-wise learning-rate decay ratios for BERT-style parameter names.
+
+:func:`layerwise_lr_decay` is the default ``set_param_lr_fun`` of
+:class:`paddle_llrd.AdamWDL`. It maps a parameter to the factor its learning
+rate is multiplied by: the top of the network trains at the full rate and
+every layer below it at ``decay_rate`` times the rate of the layer above
+(XLNet/ELECTRA-style "layer-wise decay", https://arxiv.org/abs/1906.08237).
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["layerwise_lr_decay", "NAME_DICT_ADVICE"]
+
+NAME_DICT_ADVICE = (
+    "build it from the model with "
+    "`name_dict = {p.name: n for n, p in model.named_parameters()}`"
+)
+
+_LAYER_MARKER = "encoder.layers."
+_EMBEDDING_MARKER = "embedding"
+
+
+def _structured_name(name_dict: Mapping[str, str] | None, param: Any) -> str:
+    if name_dict is None:
+        raise TypeError(
+            "layerwise_lr_decay: `name_dict` is None, so the layer of parameter "
+            f"{param.name!r} cannot be found; {NAME_DICT_ADVICE}."
+        )
+    try:
+        return name_dict[param.name]
+    except KeyError:
+        raise KeyError(
+            f"layerwise_lr_decay: parameter {param.name!r} is not in `name_dict` "
+            f"(which maps Paddle parameter names to structured names); "
+            f"{NAME_DICT_ADVICE} and pass the parameters of that same model."
+        ) from None
+
+
+def _layer_index(structured_name: str, param_name: str) -> int:
+    start = structured_name.find(_LAYER_MARKER) + len(_LAYER_MARKER)
+    index_text = structured_name[start:].split(".", 1)[0]
+    if not index_text.isdigit():
+        raise ValueError(
+            f"layerwise_lr_decay: cannot read a layer index after {_LAYER_MARKER!r} "
+            f"in {structured_name!r} (parameter {param_name!r}); expected a name such "
+            f"as 'bert.encoder.layers.3.linear1.weight'."
+        )
+    return int(index_text)
+
+
+def layerwise_lr_decay(
+    decay_rate: float, name_dict: Mapping[str, str] | None, n_layers: int, param: Any
+) -> float:
+    r"""Learning-rate ratio of ``param`` under layer-wise decay.
+
+    With ``s = name_dict[param.name]`` (the structured name, e.g.
+    ``bert.encoder.layers.3.linear1.weight``) and ``L = n_layers``:
+
+    .. math::
+
+        r =
+        \begin{cases}
+            d^{\,L - i} & \text{if } s \text{ contains } \texttt{encoder.layers.}i\texttt{.}\\
+            d^{\,L + 1} & \text{else if } s \text{ contains } \texttt{embedding}\\
+            1 & \text{otherwise (pooler, classifier heads)}
+        \end{cases}
+
+    with :math:`d` = ``decay_rate``,
+    so the top encoder layer ``L-1`` gets ``decay_rate`` and the embeddings,
+    below layer 0, get the smallest ratio.
+
+    Args:
+        decay_rate (float|Tensor): The factor between adjacent layers, usually in ``(0, 1]``.
+        name_dict (dict): Maps each parameter's Paddle name (``param.name``, e.g.
+            ``linear_3.w_0``) to its structured name; build it with
+            ``{p.name: n for n, p in model.named_parameters()}``. It may be
+            ``None`` only when ``decay_rate == 1.0`` (every ratio is then 1).
+        n_layers (int): The number of encoder layers ``L``; layer indices must be
+            below it.
+        param (Tensor): The parameter.
+
+    Returns:
+        float: The ratio (a Tensor if ``decay_rate`` is one).
+
+    Raises:
+        KeyError: ``param.name`` is missing from ``name_dict``; the message names
+            the parameter and says how to build ``name_dict``.
+        TypeError: ``name_dict`` is ``None`` while ``decay_rate != 1.0``.
+        ValueError: the layer index cannot be read, or is not below ``n_layers``.
+
+    Examples:
+        >>> import paddle
+        >>> from paddle_llrd import layerwise_lr_decay
+        >>> from paddle_llrd.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
+        >>> model = TinyBertForSequenceClassification(TinyBertConfig(num_hidden_layers=2))
+        >>> name_dict = {p.name: n for n, p in model.named_parameters()}
+        >>> params = dict(model.named_parameters())
+        >>> layerwise_lr_decay(0.5, name_dict, 2, params["bert.encoder.layers.1.linear1.weight"])
+        0.5
+        >>> layerwise_lr_decay(0.5, name_dict, 2, params["bert.encoder.layers.0.linear1.weight"])
+        0.25
+        >>> layerwise_lr_decay(0.5, name_dict, 2, params["bert.embeddings.word_embeddings.weight"])
+        0.125
+        >>> layerwise_lr_decay(0.5, name_dict, 2, params["classifier.weight"])
+        1.0
+    """
+    if name_dict is None and isinstance(decay_rate, float) and decay_rate == 1.0:
+        # Every branch below is 1.0 ** k == 1.0, so no name is needed.
+        return 1.0
+    structured_name = _structured_name(name_dict, param)
+    if _LAYER_MARKER in structured_name:
+        layer = _layer_index(structured_name, param.name)
+        if layer >= n_layers:
+            raise ValueError(
+                f"layerwise_lr_decay: parameter {structured_name!r} is in encoder layer "
+                f"{layer}, but n_layers={n_layers}; pass n_layers equal to the model's "
+                f"number of encoder layers (layer indices run from 0 to n_layers - 1)."
+            )
+        return decay_rate ** (n_layers - layer)
+    if _EMBEDDING_MARKER in structured_name:
+        return decay_rate ** (n_layers + 1)
+    return 1.0

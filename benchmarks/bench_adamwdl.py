@@ -1,0 +1,160 @@
+"""Step time of ``AdamWDL`` against ``paddle.optimizer.AdamW`` on the same
+parameters (target: <= 1.05x), and the optimizer state each keeps.
+
+The model is the BERT-base-shaped ``TinyBertForSequenceClassification``
+(~110M parameters) unless ``--layers`` / ``--hidden`` shrink it. Gradients are
+set once. Three optimizers update the same parameters, timed in rotating order
+in one process so that load from other processes on a shared CPU hits all:
+
+* ``paddle.optimizer.AdamW`` (the reference),
+* ``AdamWDL`` with ``layerwise_decay=0.8`` and a real ``name_dict`` (the fused
+  fast path every update takes in practice),
+* the same ``AdamWDL`` forced onto its general path (a separate decay op).
+
+The ratios printed are medians of the per-round ratios to AdamW's step.
+
+    python benchmarks/bench_adamwdl.py                          # BERT-base shape
+    python benchmarks/bench_adamwdl.py --layers 2 --hidden 64   # a quick run
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from typing import Any
+
+import paddle
+
+from paddle_llrd import AdamWDL
+from paddle_llrd.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
+
+TARGET_RATIO = 1.05
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    base = TinyBertConfig.bert_base()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--layers", type=int, default=base.num_hidden_layers, help="encoder layers (default: BERT-base's 12)")
+    parser.add_argument("--hidden", type=int, default=base.hidden_size, help="hidden size (default: BERT-base's 768)")
+    parser.add_argument("--steps", type=int, default=15, help="timed steps of each optimizer (default 15)")
+    parser.add_argument("--layerwise-decay", type=float, default=0.8, help="AdamWDL's layerwise_decay (default 0.8)")
+    # run_all.py passes every benchmark the same flags; ignore the ones meant for others
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        print(f"bench_adamwdl: ignoring {unknown}")
+    if args.steps < 1 or args.layers < 1 or args.hidden < 1:
+        parser.error("--steps, --layers and --hidden must be >= 1")
+    return args
+
+
+def _config(layers: int, hidden: int) -> TinyBertConfig:
+    base = TinyBertConfig.bert_base()
+    heads = max(1, hidden // 64)
+    while hidden % heads:
+        heads -= 1
+    return TinyBertConfig(
+        vocab_size=base.vocab_size,
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        intermediate_size=4 * hidden,
+        max_position_embeddings=base.max_position_embeddings,
+    )
+
+
+def _state_size(optimizer: paddle.optimizer.Optimizer) -> tuple[int, int]:
+    """(number of tensors, bytes) of the accumulators and master weights."""
+    tensors = [t for per_param in optimizer._accumulators.values() for t in per_param.values()]
+    tensors += list(optimizer._master_weights.values())
+    return len(tensors), sum(int(t.size) * t.element_size() for t in tensors)
+
+
+def _timed_step(optimizer: paddle.optimizer.Optimizer) -> float:
+    start = time.perf_counter()
+    optimizer.step()
+    return time.perf_counter() - start
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    """Run the benchmark; returns the settings, medians (ms), ratios and state sizes."""
+    args = _parse(list(sys.argv[1:] if argv is None else argv))
+    paddle.seed(0)
+    config = _config(args.layers, args.hidden)
+    model = TinyBertForSequenceClassification(config)
+    params = [p for p in model.parameters() if not p.stop_gradient]
+    n_params = sum(int(p.size) for p in params)
+    name_dict = {p.name: n for n, p in model.named_parameters()}
+
+    # dense gradients for every parameter (0.01 * sum of its elements), set once
+    paddle.add_n([(p * 0.01).sum() for p in params]).backward()
+
+    common = dict(learning_rate=1e-4, parameters=params, weight_decay=0.01)
+    optimizers: dict[str, paddle.optimizer.Optimizer] = {
+        "adamw": paddle.optimizer.AdamW(**common),
+        "adamwdl": AdamWDL(
+            **common, layerwise_decay=args.layerwise_decay, n_layers=args.layers, name_dict=name_dict
+        ),
+        "adamwdl_general": AdamWDL(
+            **common, layerwise_decay=args.layerwise_decay, n_layers=args.layers, name_dict=name_dict
+        ),
+    }
+    optimizers["adamwdl_general"]._force_general_decay = True
+
+    for optimizer in optimizers.values():  # creates the moments outside the timed runs
+        optimizer.step()
+    names = list(optimizers)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for round_index in range(args.steps):
+        shift = round_index % len(names)
+        for name in names[shift:] + names[:shift]:
+            times[name].append(_timed_step(optimizers[name]))
+
+    def ratio_to_adamw(name: str) -> float:
+        return statistics.median(t / a for t, a in zip(times[name], times["adamw"]))
+
+    state = {name: _state_size(opt) for name, opt in optimizers.items()}
+    results: dict[str, Any] = {
+        "layers": args.layers,
+        "hidden": args.hidden,
+        "parameters": n_params,
+        "steps": args.steps,
+        "layerwise_decay": args.layerwise_decay,
+        "adamw_ms": 1e3 * statistics.median(times["adamw"]),
+        "adamwdl_ms": 1e3 * statistics.median(times["adamwdl"]),
+        "adamwdl_general_ms": 1e3 * statistics.median(times["adamwdl_general"]),
+        "adamwdl_ratio": ratio_to_adamw("adamwdl"),
+        "adamwdl_general_path_ratio": ratio_to_adamw("adamwdl_general"),
+        "target_ratio": TARGET_RATIO,
+        "adamw_state_tensors": state["adamw"][0],
+        "adamw_state_bytes": state["adamw"][1],
+        "adamwdl_state_tensors": state["adamwdl"][0],
+        "adamwdl_state_bytes": state["adamwdl"][1],
+        "adamwdl_extra_state_bytes": state["adamwdl"][1] - state["adamw"][1],
+    }
+    results["meets_target"] = results["adamwdl_ratio"] <= TARGET_RATIO
+
+    print(
+        f"AdamWDL vs paddle.optimizer.AdamW: {args.layers} layers, hidden {args.hidden}, "
+        f"{n_params / 1e6:.1f}M parameters, {args.steps} interleaved steps each"
+    )
+    print(f"  paddle.optimizer.AdamW        {results['adamw_ms']:9.2f} ms/step  1.000x")
+    print(
+        f"  AdamWDL (fused fast path)     {results['adamwdl_ms']:9.2f} ms/step  "
+        f"{results['adamwdl_ratio']:.3f}x  (target <= {TARGET_RATIO}x: "
+        f"{'met' if results['meets_target'] else 'MISSED'})"
+    )
+    print(
+        f"  AdamWDL (general decay path)  {results['adamwdl_general_ms']:9.2f} ms/step  "
+        f"{results['adamwdl_general_path_ratio']:.3f}x"
+    )
+    print(
+        f"  optimizer state: AdamW {state['adamw'][0]} tensors / {state['adamw'][1] / 2**20:.1f} MiB, "
+        f"AdamWDL {state['adamwdl'][0]} tensors / {state['adamwdl'][1] / 2**20:.1f} MiB "
+        f"(extra {results['adamwdl_extra_state_bytes']} bytes)"
+    )
+    return results
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,619 @@
+"""AdamWDL numerics against the float64 NumPy reference (tests/reference_adamw.py).
+
+Every test runs several optimizer steps on a small model whose parameter names
+look like BERT's and compares every parameter after every step. Shared helpers
+(models, the step-and-compare loop) live here and are imported by the other
+``test_adamwdl_*.py`` files.
+"""
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import numpy as np
+import paddle
+import pytest
+from paddle import nn
+from paddle.utils import unique_name
+
+from paddle_llrd import AdamWDL, layerwise_lr_decay
+from paddle_llrd.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
+from reference_adamw import ReferenceAdamW, clip_by_global_norm, layer_ratio
+
+N_LAYERS = 2
+HIDDEN = 8
+VOCAB = 24
+SEQ = 6
+BATCH = 8
+RTOL, ATOL = 1e-5, 1e-6
+
+
+# --------------------------------------------------------------------- models
+def tiny_bert(seed: int = 7, layers: int = N_LAYERS) -> TinyBertForSequenceClassification:
+    """PaddleNLP-style names: bert.embeddings.*, bert.encoder.layers.N.*, bert.pooler.*, classifier.*"""
+    paddle.seed(seed)
+    config = TinyBertConfig(
+        vocab_size=VOCAB,
+        hidden_size=HIDDEN,
+        num_hidden_layers=layers,
+        num_attention_heads=2,
+        intermediate_size=2 * HIDDEN,
+        max_position_embeddings=SEQ,
+    )
+    return TinyBertForSequenceClassification(config)
+
+
+class _Embeddings(nn.Layer):
+    def __init__(self, sparse: bool):
+        super().__init__()
+        self.word_embeddings = nn.Embedding(VOCAB, HIDDEN, sparse=sparse)
+        self.layer_norm = nn.LayerNorm(HIDDEN)
+
+
+class _Encoder(nn.Layer):
+    def __init__(self, layer_lrs: Mapping[int, float]):
+        super().__init__()
+        self.layers = nn.LayerList(
+            [
+                nn.Linear(
+                    HIDDEN,
+                    HIDDEN,
+                    weight_attr=paddle.ParamAttr(learning_rate=layer_lrs.get(i, 1.0)),
+                    bias_attr=paddle.ParamAttr(learning_rate=layer_lrs.get(i, 1.0)),
+                )
+                for i in range(N_LAYERS)
+            ]
+        )
+
+
+class _Pooler(nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.dense = nn.Linear(HIDDEN, HIDDEN)
+
+
+class _Bert(nn.Layer):
+    def __init__(self, sparse: bool, layer_lrs: Mapping[int, float]):
+        super().__init__()
+        self.embeddings = _Embeddings(sparse)
+        self.encoder = _Encoder(layer_lrs)
+        self.pooler = _Pooler()
+
+
+class BertLikeNet(nn.Layer):
+    """A BERT-named MLP: optional sparse word embeddings and ParamAttr lrs per layer."""
+
+    def __init__(self, sparse: bool = False, layer_lrs: Mapping[int, float] | None = None):
+        super().__init__()
+        self.bert = _Bert(sparse, layer_lrs or {})
+        self.classifier = nn.Linear(HIDDEN, 2)
+
+    def forward(self, input_ids: paddle.Tensor) -> paddle.Tensor:
+        hidden = self.bert.embeddings.word_embeddings(input_ids).mean(axis=1)
+        hidden = self.bert.embeddings.layer_norm(hidden)
+        for layer in self.bert.encoder.layers:
+            hidden = paddle.tanh(layer(hidden))
+        return self.classifier(paddle.tanh(self.bert.pooler.dense(hidden)))
+
+
+def bert_like(seed: int = 7, **kwargs: Any) -> BertLikeNet:
+    paddle.seed(seed)
+    return BertLikeNet(**kwargs)
+
+
+def name_dict_of(model: nn.Layer) -> dict[str, str]:
+    return {p.name: n for n, p in model.named_parameters()}
+
+
+def weights_of(model: nn.Layer) -> dict[str, np.ndarray]:
+    return {n: p.astype("float32").numpy().astype(np.float64) for n, p in model.named_parameters()}
+
+
+def no_bias_or_norm(name_dict: Mapping[str, str]) -> Callable[[str], bool]:
+    """An apply_decay_param_fun on Paddle names: decay weights, not biases or LayerNorm."""
+    return lambda paddle_name: not (
+        name_dict[paddle_name].endswith("bias") or "norm" in name_dict[paddle_name]
+    )
+
+
+def decays_structured(structured: str) -> bool:
+    return not (structured.endswith("bias") or "norm" in structured)
+
+
+# ---------------------------------------------------------------- the loop
+def batches(steps: int, seed: int = 11, ids_high: int = VOCAB) -> list[tuple[paddle.Tensor, paddle.Tensor]]:
+    rng = np.random.default_rng(seed)
+    return [
+        (
+            paddle.to_tensor(rng.integers(0, ids_high, (BATCH, SEQ))),
+            paddle.to_tensor(rng.integers(0, 2, (BATCH,))),
+        )
+        for _ in range(steps)
+    ]
+
+
+def gradients_of(model: nn.Layer) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Dense float64 gradients by structured name, and the rows of sparse ones."""
+    grads, rows = {}, {}
+    for name, param in model.named_parameters():
+        grad = param._grad_ivar()
+        if grad is None:
+            continue
+        if grad.is_selected_rows():
+            row_ids = np.asarray(grad.rows(), dtype=np.int64)
+            dense = np.zeros(param.shape, dtype=np.float64)
+            np.add.at(dense, row_ids, grad.numpy().astype(np.float64))
+            grads[name], rows[name] = dense, row_ids
+        else:
+            grads[name] = grad.astype("float32").numpy().astype(np.float64)
+    return grads, rows
+
+
+def assert_matches(model: nn.Layer, expected: Mapping[str, np.ndarray], context: str, **tolerances: float) -> None:
+    for name, value in weights_of(model).items():
+        np.testing.assert_allclose(
+            value,
+            expected[name],
+            rtol=tolerances.get("rtol", RTOL),
+            atol=tolerances.get("atol", ATOL),
+            err_msg=f"{name} ({context})",
+        )
+
+
+def train_and_compare(
+    model: nn.Layer,
+    optimizer: paddle.optimizer.Optimizer,
+    reference: ReferenceAdamW,
+    *,
+    steps: int = 6,
+    lr_at: Callable[[int], float],
+    reference_options: Mapping[str, Any] | Callable[[int], Mapping[str, Any]] = {},
+    scheduler: paddle.optimizer.lr.LRScheduler | None = None,
+    clip_norm: float | None = None,
+    data: list | None = None,
+) -> list[dict[str, np.ndarray]]:
+    """Cross-entropy steps; after each, every weight must match the reference."""
+    history = []
+    for step, (ids, labels) in enumerate(data or batches(steps)):
+        loss = nn.functional.cross_entropy(model(ids), labels)
+        loss.backward()
+        grads, rows = gradients_of(model)
+        optimizer.step()
+        optimizer.clear_grad()
+        if scheduler is not None:
+            scheduler.step()
+        if clip_norm is not None:
+            grads = clip_by_global_norm(grads, clip_norm)
+        options = dict(reference_options(step) if callable(reference_options) else reference_options)
+        if rows and "rows" not in options:
+            options["rows"] = lambda name: rows.get(name)
+        reference.step(grads, lr_at(step), **options)
+        assert_matches(model, reference.params, f"step {step}")
+        history.append(weights_of(model))
+    return history
+
+
+def ratio_fn(decay_rate: float, n_layers: int = N_LAYERS) -> Callable[[str], float]:
+    return lambda structured: layer_ratio(structured, decay_rate, n_layers)
+
+
+@contextlib.contextmanager
+def fresh_names() -> Iterator[None]:
+    """Same parameter/accumulator names in every block (for checkpoints in one process)."""
+    with unique_name.guard():
+        yield
+
+
+def make_adamwdl(model: nn.Layer, *, general: bool = False, **kwargs: Any) -> AdamWDL:
+    kwargs.setdefault("parameters", model.parameters())
+    kwargs.setdefault("name_dict", name_dict_of(model))
+    kwargs.setdefault("n_layers", N_LAYERS)
+    optimizer = AdamWDL(**kwargs)
+    optimizer._force_general_decay = general
+    return optimizer
+
+
+# ----------------------------------------------------------------- the tests
+@pytest.mark.parametrize("general", [False, True], ids=["fused", "general"])
+def test_float_lr_layerwise_decay_matches_reference(general):
+    model = tiny_bert()
+    names = name_dict_of(model)
+    reference = ReferenceAdamW(weights_of(model), weight_decay=0.3)
+    optimizer = make_adamwdl(
+        model,
+        general=general,
+        learning_rate=0.01,
+        weight_decay=0.3,
+        layerwise_decay=0.5,
+        apply_decay_param_fun=no_bias_or_norm(names),
+    )
+    history = train_and_compare(
+        model,
+        optimizer,
+        reference,
+        lr_at=lambda step: 0.01,
+        reference_options={"ratio": ratio_fn(0.5), "decay": decays_structured},
+    )
+    # the ratios matter: without them (plain AdamW) the weights are far off
+    plain = ReferenceAdamW(weights_of(tiny_bert()), weight_decay=0.3)
+    plain_model = tiny_bert()
+    plain_opt = paddle.optimizer.AdamW(0.01, parameters=plain_model.parameters(), weight_decay=0.3)
+    plain_history = train_and_compare(
+        plain_model, plain_opt, plain, lr_at=lambda step: 0.01, reference_options={}
+    )
+    embedding = "bert.embeddings.word_embeddings.weight"
+    assert not np.allclose(history[-1][embedding], plain_history[-1][embedding], rtol=1e-3, atol=1e-4)
+
+
+def test_fused_and_general_paths_agree():
+    # (not tiny_bert: its attention key bias has a zero gradient up to rounding
+    # noise, which Adam's normalisation turns into lr-sized steps of any sign)
+    results = []
+    for general in (False, True):
+        model = bert_like()
+        optimizer = make_adamwdl(
+            model, general=general, learning_rate=0.02, weight_decay=0.2, layerwise_decay=0.7
+        )
+        for ids, labels in batches(6):
+            nn.functional.cross_entropy(model(ids), labels).backward()
+            optimizer.step()
+            optimizer.clear_grad()
+        results.append(weights_of(model))
+    for name in results[0]:
+        np.testing.assert_allclose(results[0][name], results[1][name], rtol=1e-6, atol=1e-7, err_msg=name)
+
+
+def test_zero_gradient_decays_once_with_base_lr():
+    """lr 0.1, weight_decay 0.5, zero gradients: decayed weights * 0.95 per step, not 0.9025."""
+    for general in (False, True):
+        model = tiny_bert()
+        names = name_dict_of(model)
+        before = weights_of(model)
+        optimizer = make_adamwdl(
+            model,
+            general=general,
+            learning_rate=0.1,
+            weight_decay=0.5,
+            layerwise_decay=0.5,
+            apply_decay_param_fun=no_bias_or_norm(names),
+        )
+        steps = 3
+        for _ in range(steps):
+            (model(batches(1)[0][0]) * 0.0).sum().backward()
+            optimizer.step()
+            optimizer.clear_grad()
+        for name, value in weights_of(model).items():
+            factor = 0.95**steps if decays_structured(name) else 1.0
+            np.testing.assert_allclose(value, before[name] * factor, rtol=1e-6, atol=1e-7, err_msg=name)
+
+
+def test_scheduler_learning_rate():
+    def lr_at(step: int) -> float:
+        return 0.02 / (1 + step)
+
+    scheduler = paddle.optimizer.lr.LambdaDecay(learning_rate=0.02, lr_lambda=lambda epoch: 1.0 / (1 + epoch))
+    model = tiny_bert()
+    reference = ReferenceAdamW(weights_of(model), weight_decay=0.1)
+    optimizer = make_adamwdl(model, learning_rate=scheduler, weight_decay=0.1, layerwise_decay=0.6)
+    train_and_compare(
+        model,
+        optimizer,
+        reference,
+        lr_at=lr_at,
+        scheduler=scheduler,
+        reference_options={"ratio": ratio_fn(0.6)},
+    )
+
+
+def test_paddle_llrd_warmup_scheduler():
+    total, warmup, peak = 6, 2, 0.03
+
+    def lr_at(step: int) -> float:  # SPEC: s/W during warmup, then (T-s)/(T-W)
+        return peak * (step / warmup if step < warmup else (total - step) / (total - warmup))
+
+    from paddle_llrd import LinearDecayWithWarmup
+
+    scheduler = LinearDecayWithWarmup(peak, total, warmup)
+    model = tiny_bert()
+    reference = ReferenceAdamW(weights_of(model), weight_decay=0.1)
+    optimizer = make_adamwdl(model, learning_rate=scheduler, weight_decay=0.1, layerwise_decay=0.6)
+    train_and_compare(
+        model, optimizer, reference, lr_at=lr_at, scheduler=scheduler, reference_options={"ratio": ratio_fn(0.6)}
+    )
+
+
+@pytest.mark.parametrize("decay_key", ["weight_decay", "coeff"])
+def test_parameter_groups(decay_key):
+    model = tiny_bert()
+    layer0 = [p for n, p in model.named_parameters() if ".layers.0." in n]
+    others = [p for n, p in model.named_parameters() if ".layers.0." not in n]
+    group0 = {
+        "params": layer0,
+        decay_key: 0.4,
+        "learning_rate": 0.5,
+        "beta1": 0.8,
+        "beta2": 0.95,
+        "epsilon": 1e-6,
+    }
+
+    def in_group0(name: str) -> bool:
+        return ".layers.0." in name
+
+    reference = ReferenceAdamW(weights_of(model), weight_decay=0.05)
+    optimizer = make_adamwdl(
+        model,
+        parameters=[group0, {"params": others}],
+        learning_rate=0.01,
+        weight_decay=0.05,
+        layerwise_decay=0.5,
+    )
+    train_and_compare(
+        model,
+        optimizer,
+        reference,
+        lr_at=lambda step: 0.01,
+        reference_options={
+            "ratio": ratio_fn(0.5),
+            "lr_scale": lambda n: 0.5 if in_group0(n) else 1.0,
+            "weight_decay": lambda n: 0.4 if in_group0(n) else 0.05,
+            "beta1": lambda n: 0.8 if in_group0(n) else None,
+            "beta2": lambda n: 0.95 if in_group0(n) else None,
+            "epsilon": lambda n: 1e-6 if in_group0(n) else None,
+        },
+    )
+
+
+def test_paramattr_learning_rate():
+    """ParamAttr lr scales both the decay lr and the Adam lr; the ratio only the Adam lr."""
+    layer_lrs = {0: 0.5, 1: 2.0}
+    model = bert_like(layer_lrs=layer_lrs)
+
+    def lr_scale(name: str) -> float:
+        for index, value in layer_lrs.items():
+            if f".layers.{index}." in name:
+                return value
+        return 1.0
+
+    for general in (False, True):
+        model = bert_like(layer_lrs=layer_lrs)
+        reference = ReferenceAdamW(weights_of(model), weight_decay=0.3)
+        optimizer = make_adamwdl(
+            model, general=general, learning_rate=0.01, weight_decay=0.3, layerwise_decay=0.5
+        )
+        train_and_compare(
+            model,
+            optimizer,
+            reference,
+            lr_at=lambda step: 0.01,
+            reference_options={"ratio": ratio_fn(0.5), "lr_scale": lr_scale},
+        )
+
+
+def test_custom_ratio_function_returning_numbers_is_called_every_update():
+    calls: dict[str, int] = {}
+
+    def shrinking_ratio(decay_rate, name_dict, n_layers, param):
+        calls[param.name] = calls.get(param.name, 0) + 1
+        base = 0.5 if "weight" in name_dict[param.name] else 1.0
+        return base / calls[param.name]  # changes every step: must not be cached
+
+    model = tiny_bert()
+    names = name_dict_of(model)
+    reference = ReferenceAdamW(weights_of(model), weight_decay=0.2)
+    optimizer = make_adamwdl(
+        model, learning_rate=0.01, weight_decay=0.2, layerwise_decay=0.9, set_param_lr_fun=shrinking_ratio
+    )
+    steps = 5
+    train_and_compare(
+        model,
+        optimizer,
+        reference,
+        steps=steps,
+        lr_at=lambda step: 0.01,
+        reference_options=lambda step: {
+            "ratio": lambda n: (0.5 if "weight" in n else 1.0) / (step + 1)
+        },
+    )
+    assert set(calls) == set(names) and set(calls.values()) == {steps}
+
+
+def test_custom_ratio_function_returning_none_edits_optimize_attr():
+    """PaddleNLP's docstring example: the function scales the attribute itself."""
+
+    def simple_lr_setting(decay_rate, name_dict, n_layers, param):
+        ratio = 1.0
+        static_name = name_dict[param.name]
+        if "weight" in static_name:
+            ratio = decay_rate**0.5
+        param.optimize_attr["learning_rate"] *= ratio
+
+    for general in (False, True):
+        model = tiny_bert()
+        reference = ReferenceAdamW(weights_of(model), weight_decay=0.2)
+        optimizer = make_adamwdl(
+            model,
+            general=general,
+            learning_rate=0.01,
+            weight_decay=0.2,
+            layerwise_decay=0.64,
+            set_param_lr_fun=simple_lr_setting,
+        )
+        train_and_compare(
+            model,
+            optimizer,
+            reference,
+            lr_at=lambda step: 0.01,
+            reference_options={"ratio": lambda n: 0.8 if "weight" in n else 1.0},
+        )
+        assert all(p.optimize_attr["learning_rate"] == 1.0 for p in model.parameters())
+
+
+def test_paddlenlp_docstring_example_runs_unchanged():
+    def simple_lr_setting(decay_rate, name_dict, n_layers, param):
+        ratio = 1.0
+        static_name = name_dict[param.name]
+        if "weight" in static_name:
+            ratio = decay_rate**0.5
+        param.optimize_attr["learning_rate"] *= ratio
+
+    linear = paddle.nn.Linear(10, 10)
+    name_dict = dict()
+    for n, p in linear.named_parameters():
+        name_dict[p.name] = n
+    inp = paddle.rand([10, 10], dtype="float32")
+    out = linear(inp)
+    loss = paddle.mean(out)
+    adamwdl = AdamWDL(
+        learning_rate=1e-4,
+        parameters=linear.parameters(),
+        set_param_lr_fun=simple_lr_setting,
+        layerwise_decay=0.8,
+        name_dict=name_dict,
+    )
+    before = linear.weight.numpy().copy()
+    loss.backward()
+    adamwdl.step()
+    adamwdl.clear_grad()
+    assert not np.array_equal(before, linear.weight.numpy())
+
+
+def test_ratio_zero_and_tensor_decay_take_the_general_path():
+    """A ratio of 0 freezes the Adam step but not the decay; a Tensor layerwise_decay works."""
+    model = tiny_bert()
+    reference = ReferenceAdamW(weights_of(model), weight_decay=0.3)
+    optimizer = make_adamwdl(
+        model,
+        learning_rate=0.01,
+        weight_decay=0.3,
+        layerwise_decay=0.5,
+        set_param_lr_fun=lambda d, nd, n, p: 0.0 if "embeddings" in nd[p.name] else layerwise_lr_decay(d, nd, n, p),
+    )
+    train_and_compare(
+        model,
+        optimizer,
+        reference,
+        steps=4,
+        lr_at=lambda step: 0.01,
+        reference_options={"ratio": lambda n: 0.0 if "embeddings" in n else layer_ratio(n, 0.5, N_LAYERS)},
+    )
+
+    model = tiny_bert()
+    reference = ReferenceAdamW(weights_of(model), weight_decay=0.3)
+    optimizer = make_adamwdl(
+        model, learning_rate=0.01, weight_decay=0.3, layerwise_decay=paddle.to_tensor(0.5)
+    )
+    train_and_compare(
+        model, optimizer, reference, steps=4, lr_at=lambda step: 0.01, reference_options={"ratio": ratio_fn(0.5)}
+    )
+
+
+def test_grad_clip_by_global_norm():
+    clip_norm = 0.05
+    model = tiny_bert()
+    reference = ReferenceAdamW(weights_of(model), weight_decay=0.1)
+    optimizer = make_adamwdl(
+        model,
+        learning_rate=0.01,
+        weight_decay=0.1,
+        layerwise_decay=0.5,
+        grad_clip=nn.ClipGradByGlobalNorm(clip_norm),
+    )
+    data = batches(5)
+    nn.functional.cross_entropy(model(data[0][0]), data[0][1]).backward()
+    global_norm = np.sqrt(sum((g**2).sum() for g in gradients_of(model)[0].values()))
+    optimizer.clear_grad()
+    assert global_norm > 2 * clip_norm  # the clip is active
+    train_and_compare(
+        model,
+        optimizer,
+        reference,
+        lr_at=lambda step: 0.01,
+        clip_norm=clip_norm,
+        data=data,
+        reference_options={"ratio": ratio_fn(0.5)},
+    )
+
+
+def test_amsgrad():
+    model = tiny_bert()
+    reference = ReferenceAdamW(weights_of(model), weight_decay=0.1, amsgrad=True)
+    optimizer = make_adamwdl(model, learning_rate=0.01, weight_decay=0.1, layerwise_decay=0.5, amsgrad=True)
+    train_and_compare(model, optimizer, reference, lr_at=lambda step: 0.01, reference_options={"ratio": ratio_fn(0.5)})
+
+
+@pytest.mark.parametrize("setup", ["plain", "groups_paramattr_scheduler", "default_decay_no_name_dict"])
+def test_without_layerwise_decay_equals_paddle_adamw(setup):
+    """set_param_lr_fun=None (or layerwise_decay=1.0) gives AdamW's numbers bit for bit."""
+
+    def build():
+        model = bert_like(layer_lrs={1: 0.5}) if setup != "plain" else tiny_bert()
+        names = name_dict_of(model)
+        kwargs: dict[str, Any] = dict(learning_rate=0.01, weight_decay=0.2)
+        if setup == "groups_paramattr_scheduler":
+            params = list(model.named_parameters())
+            kwargs["parameters"] = [
+                {"params": [p for n, p in params if "encoder" in n], "weight_decay": 0.4, "beta1": 0.85},
+                {"params": [p for n, p in params if "encoder" not in n], "learning_rate": 0.3},
+            ]
+            kwargs["learning_rate"] = paddle.optimizer.lr.StepDecay(0.01, step_size=2, gamma=0.5)
+            kwargs["apply_decay_param_fun"] = no_bias_or_norm(names)
+        else:
+            kwargs["parameters"] = model.parameters()
+        return model, kwargs
+
+    results = []
+    for make in ("adamw", "adamwdl"):
+        model, kwargs = build()
+        if make == "adamw":
+            optimizer = paddle.optimizer.AdamW(**kwargs)
+        elif setup == "default_decay_no_name_dict":
+            optimizer = AdamWDL(**kwargs)  # layerwise_decay=1.0, no name_dict
+        else:
+            optimizer = AdamWDL(**kwargs, set_param_lr_fun=None)
+        scheduler = kwargs["learning_rate"] if not isinstance(kwargs["learning_rate"], float) else None
+        for ids, labels in batches(5):
+            nn.functional.cross_entropy(model(ids), labels).backward()
+            optimizer.step()
+            optimizer.clear_grad()
+            if scheduler is not None:
+                scheduler.step()
+        results.append(weights_of(model))
+    for name in results[0]:
+        np.testing.assert_array_equal(results[0][name], results[1][name], err_msg=name)
+
+
+def test_training_run_loss_drops():
+    """A real fine-tuning loop: cross-entropy on a learnable rule, a few dozen steps."""
+    from paddle_llrd import LinearDecayWithWarmup
+
+    paddle.seed(3)
+    config = TinyBertConfig(
+        vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+        intermediate_size=64, max_position_embeddings=16,
+    )
+    model = TinyBertForSequenceClassification(config)
+    rng = np.random.default_rng(5)
+    ids = rng.integers(0, 64, (64, 8))
+    labels = (ids[:, 0] < 32).astype("int64")  # the class is decided by the first token
+    ids, labels = paddle.to_tensor(ids), paddle.to_tensor(labels)
+    steps = 40
+    scheduler = LinearDecayWithWarmup(3e-3, steps, 4)
+    optimizer = AdamWDL(
+        learning_rate=scheduler,
+        parameters=model.parameters(),
+        weight_decay=0.01,
+        grad_clip=nn.ClipGradByGlobalNorm(1.0),
+        layerwise_decay=0.8,
+        n_layers=2,
+        name_dict=name_dict_of(model),
+    )
+    losses = []
+    for _ in range(steps):
+        loss = nn.functional.cross_entropy(model(ids), labels)
+        loss.backward()
+        optimizer.step()
+        optimizer.clear_grad()
+        scheduler.step()
+        losses.append(float(loss))
+    assert np.mean(losses[-5:]) < 0.25 * np.mean(losses[:5]), losses
