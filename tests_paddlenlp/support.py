@@ -1,0 +1,84 @@
+"""Helpers for the PaddleNLP integration tests.
+
+Everything here is real PaddleNLP 2.8.1: a tiny ``BertForSequenceClassification``
+built from a ``BertConfig`` (no downloads) and a synthetic classification data
+set small enough that a Trainer run takes well under a second on a CPU.
+"""
+from __future__ import annotations
+
+import numpy as np
+import paddle
+from paddlenlp.trainer import TrainerCallback, TrainingArguments
+from paddlenlp.transformers import BertConfig, BertForSequenceClassification
+
+VOCAB_SIZE = 100
+SEQ_LEN = 8
+N_LAYERS = 2
+
+
+def make_bert(num_hidden_layers: int = N_LAYERS, seed: int = 7) -> BertForSequenceClassification:
+    """A 2-layer, 32-wide BERT classifier, without dropout so that runs repeat."""
+    paddle.seed(seed)
+    config = BertConfig(
+        vocab_size=VOCAB_SIZE,
+        hidden_size=32,
+        num_hidden_layers=num_hidden_layers,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=16,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+        num_labels=2,
+    )
+    return BertForSequenceClassification(config)
+
+
+def make_dataset(n_examples: int = 32, seed: int = 0) -> list:
+    """Label 1 when token 1 occurs in the sequence, 0 when token 2 does."""
+    rng = np.random.default_rng(seed)
+    examples = []
+    for i in range(n_examples):
+        ids = rng.integers(3, VOCAB_SIZE, SEQ_LEN)
+        label = i % 2
+        ids[rng.integers(0, SEQ_LEN)] = 1 if label else 2
+        examples.append({"input_ids": ids.tolist(), "labels": label})
+    return examples
+
+
+def make_args(output_dir, **overrides) -> TrainingArguments:
+    """Quiet CPU arguments: log every step, save nothing, report nowhere."""
+    settings = dict(
+        output_dir=str(output_dir),
+        max_steps=6,
+        per_device_train_batch_size=8,
+        learning_rate=1e-3,
+        logging_steps=1,
+        save_strategy="no",
+        report_to=[],
+        disable_tqdm=True,
+        seed=11,
+    )
+    settings.update(overrides)
+    args_class = settings.pop("args_class", TrainingArguments)
+    return args_class(**settings)
+
+
+def parameters_numpy(model) -> dict:
+    """Structured name -> float64 copy of every parameter."""
+    return {name: param.numpy().astype(np.float64) for name, param in model.named_parameters()}
+
+
+class GradientRecorder(TrainerCallback):
+    """Records, just before every optimizer step, each parameter and its
+    gradient (float64 copies), keyed by structured name."""
+
+    def __init__(self):
+        self.steps = []
+
+    def on_optimizer_begin(self, args, state, control, model=None, **kwargs):
+        self.steps.append(
+            {
+                name: (param.numpy().astype(np.float64), param.grad.numpy().astype(np.float64))
+                for name, param in model.named_parameters()
+            }
+        )

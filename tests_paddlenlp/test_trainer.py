@@ -1,0 +1,392 @@
+"""LLRDTrainer in real PaddleNLP 2.8.1 Trainer runs of a tiny BERT classifier.
+
+The numbers are checked against formulas written out here: a float64 NumPy
+AdamW with layer-wise decay fed the gradients the run computed, the schedules'
+closed forms, and Adam's first-step size ``lr * ratio``.
+"""
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import paddle
+import pytest
+from paddlenlp.trainer import Trainer, TrainingArguments
+from support import GradientRecorder, N_LAYERS, make_args, make_bert, make_dataset, parameters_numpy
+
+import paddle_llrd
+from paddle_llrd.integrations.paddlenlp import LLRDTrainer, LLRDTrainingArguments, no_decay_parameter_names
+
+
+# --- the formulas the runs must follow --------------------------------------------------------
+def expected_ratio(structured_name: str, decay: float, n_layers: int) -> float:
+    """Layer-wise lr ratio of a PaddleNLP BERT parameter."""
+    layer = re.search(r"encoder\.layers\.(\d+)\.", structured_name)
+    if layer:
+        return decay ** (n_layers - int(layer.group(1)))
+    if "embeddings" in structured_name:
+        return decay ** (n_layers + 1)
+    return 1.0
+
+
+def is_decayed(structured_name: str) -> bool:
+    return "bias" not in structured_name and "norm" not in structured_name
+
+
+def schedule_factor(name: str, step: int, warmup: int, total: int, num_cycles=0.5, lr_end_ratio=0.0, power=1.0):
+    """The lr factor at scheduler step ``step`` (PaddleNLP's five schedules)."""
+    if name == "constant":
+        return 1.0
+    if step < warmup:
+        return step / max(1, warmup)
+    if name == "constant_with_warmup":
+        return 1.0
+    progress = (step - warmup) / max(1, total - warmup)
+    if name == "linear":
+        return max(0.0, 1.0 - progress)
+    if name == "cosine":
+        return max(0.0, 0.5 * (1.0 + math.cos(math.pi * num_cycles * 2.0 * progress)))
+    if name == "polynomial":
+        if step > total:
+            return lr_end_ratio
+        return (1.0 - lr_end_ratio) * (1.0 - progress) ** power + lr_end_ratio
+    raise AssertionError(name)
+
+
+def adamwdl_reference(initial, recorded, lrs, *, decay, n_layers, weight_decay, beta1, beta2, eps, clip_norm):
+    """float64 AdamW with layer-wise decay over recorded raw gradients.
+
+    Per step t: clip all gradients by global norm; decayed parameters scale by
+    ``1 - lr_t * weight_decay``; then the Adam step with lr ``lr_t * ratio``.
+    Returns the parameters before every step and after the last one.
+    """
+    params = {name: value.copy() for name, value in initial.items()}
+    moment1 = {name: np.zeros_like(value) for name, value in params.items()}
+    moment2 = {name: np.zeros_like(value) for name, value in params.items()}
+    trajectory = []
+    for t, step in enumerate(recorded, start=1):
+        trajectory.append({name: value.copy() for name, value in params.items()})
+        global_norm = math.sqrt(sum(float(np.sum(grad**2)) for _, grad in step.values()))
+        scale = clip_norm / max(global_norm, clip_norm)
+        lr = lrs[t - 1]
+        for name in params:
+            grad = step[name][1] * scale
+            if is_decayed(name):
+                params[name] *= 1.0 - lr * weight_decay
+            moment1[name] = beta1 * moment1[name] + (1 - beta1) * grad
+            moment2[name] = beta2 * moment2[name] + (1 - beta2) * grad * grad
+            correction = math.sqrt(1 - beta2**t) / (1 - beta1**t)
+            denominator = np.sqrt(moment2[name]) + eps * math.sqrt(1 - beta2**t)
+            params[name] -= lr * expected_ratio(name, decay, n_layers) * correction * moment1[name] / denominator
+    trajectory.append(params)
+    return trajectory
+
+
+def logged_learning_rates(trainer):
+    return {record["step"]: record["learning_rate"] for record in trainer.state.log_history if "loss" in record}
+
+
+# --- a whole run against the float64 reference ------------------------------------------------
+def test_training_run_matches_float64_adamwdl_reference(tmp_path):
+    model = make_bert()
+    initial = parameters_numpy(model)
+    recorder = GradientRecorder()
+    steps, warmup, lr, weight_decay, decay = 8, 3, 5e-3, 0.5, 0.7
+    args = make_args(
+        tmp_path,
+        max_steps=steps,
+        learning_rate=lr,
+        warmup_steps=warmup,
+        lr_scheduler_type="linear",
+        weight_decay=weight_decay,
+        adam_beta1=0.8,
+        adam_beta2=0.95,
+        adam_epsilon=1e-6,
+        max_grad_norm=0.05,  # small enough to clip every step
+    )
+    trainer = LLRDTrainer(
+        model=model, args=args, train_dataset=make_dataset(), callbacks=[recorder], layerwise_decay=decay
+    )
+    trainer.train()
+
+    assert isinstance(trainer.optimizer, paddle_llrd.AdamWDL)
+    assert len(recorder.steps) == steps
+    lrs = [lr * schedule_factor("linear", s, warmup, steps) for s in range(steps)]
+    clip_norm = 0.05
+    first_norm = math.sqrt(sum(float(np.sum(g**2)) for _, g in recorder.steps[0].values()))
+    assert first_norm > 2 * clip_norm  # clipping really was active
+    trajectory = adamwdl_reference(
+        initial,
+        recorder.steps,
+        lrs,
+        decay=decay,
+        n_layers=N_LAYERS,
+        weight_decay=weight_decay,
+        beta1=0.8,
+        beta2=0.95,
+        eps=1e-6,
+        clip_norm=clip_norm,
+    )
+    for t, step in enumerate(recorder.steps):
+        for name, (param, _) in step.items():
+            np.testing.assert_allclose(param, trajectory[t][name], rtol=1e-5, atol=1e-6, err_msg=f"{name} step {t}")
+    final = parameters_numpy(model)
+    for name in final:
+        np.testing.assert_allclose(final[name], trajectory[-1][name], rtol=1e-5, atol=1e-6, err_msg=name)
+        if not name.endswith("k_proj.bias"):  # softmax ignores a key bias: its gradient is 0
+            assert not np.allclose(final[name], initial[name], rtol=0, atol=1e-7), f"{name} never moved"
+
+
+# --- the schedule the Trainer logs -------------------------------------------------------------
+SCHEDULE_RUNS = {
+    "linear": dict(warmup_ratio=0.25),  # floor(0.25 * 10) = 2 warmup steps
+    "cosine": dict(warmup_steps=3, num_cycles=0.5),
+    "constant": dict(),
+    "constant_with_warmup": dict(warmup_steps=4),
+    "polynomial": dict(warmup_steps=2, lr_end=1e-5, power=2.0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCHEDULE_RUNS))
+def test_logged_learning_rates_follow_the_schedule(tmp_path, name):
+    steps, lr = 10, 2e-3
+    settings = SCHEDULE_RUNS[name]
+    args = make_args(tmp_path, max_steps=steps, learning_rate=lr, lr_scheduler_type=name, **settings)
+    trainer = LLRDTrainer(model=make_bert(), args=args, train_dataset=make_dataset(), layerwise_decay=0.8)
+    trainer.train()
+
+    warmup = settings.get("warmup_steps") or int(settings.get("warmup_ratio", 0.0) * steps)
+    logged = logged_learning_rates(trainer)
+    assert sorted(logged) == list(range(1, steps + 1))
+    for step, value in logged.items():
+        # the Trainer logs the lr after its scheduler stepped, rounded to 4 digits
+        expected = lr * schedule_factor(
+            name,
+            step,
+            warmup,
+            steps,
+            num_cycles=settings.get("num_cycles", 0.5),
+            lr_end_ratio=settings.get("lr_end", 0.0) / lr,
+            power=settings.get("power", 1.0),
+        )
+        assert value == pytest.approx(expected, rel=6e-4, abs=1e-12), f"step {step}"
+    assert isinstance(trainer.optimizer, paddle_llrd.AdamWDL)
+
+
+def test_registered_schedule_drives_the_trainer_through_llrd_training_arguments(tmp_path):
+    from paddle.optimizer.lr import LambdaDecay
+
+    def get_halving_schedule(learning_rate, num_warmup_steps, last_epoch=-1):
+        return LambdaDecay(learning_rate, lambda s: 0.5 ** (s // max(1, num_warmup_steps)), last_epoch)
+
+    paddle_llrd.register_scheduler("test-halving", get_halving_schedule)
+    try:
+        with pytest.raises(ValueError, match="not a valid SchedulerType"):
+            make_args(tmp_path, lr_scheduler_type="test-halving")  # PaddleNLP's own arguments refuse it
+        args = make_args(
+            tmp_path,
+            args_class=LLRDTrainingArguments,
+            max_steps=6,
+            learning_rate=1e-3,
+            warmup_steps=2,
+            lr_scheduler_type="test-halving",
+        )
+        assert args.lr_scheduler_type == "test-halving"
+        trainer = LLRDTrainer(model=make_bert(), args=args, train_dataset=make_dataset())
+        trainer.train()
+        logged = logged_learning_rates(trainer)
+        assert logged == pytest.approx({s: 1e-3 * 0.5 ** (s // 2) for s in range(1, 7)}, rel=6e-4)
+    finally:
+        del paddle_llrd.TYPE_TO_SCHEDULER_FUNCTION["test-halving"]
+
+
+def test_llrd_training_arguments_refuse_unknown_schedule(tmp_path):
+    with pytest.raises(ValueError, match=r"lr_scheduler_type.*'cosine'.*'no-such-schedule'"):
+        make_args(tmp_path, args_class=LLRDTrainingArguments, lr_scheduler_type="no-such-schedule")
+
+
+# --- layer decay ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("n_layers", [None, 4])
+def test_first_step_moves_each_parameter_by_lr_times_its_layer_ratio(tmp_path, n_layers):
+    """Adam's first step is ``lr * ratio * g / (|g| + eps)``: with a tiny eps
+    its largest entry is ``lr * ratio`` for every parameter with a gradient."""
+    lr, decay = 1e-2, 0.5
+    model = make_bert()
+    before = parameters_numpy(model)
+    args = make_args(
+        tmp_path, max_steps=1, learning_rate=lr, lr_scheduler_type="constant", weight_decay=0.0, adam_epsilon=1e-15
+    )
+    trainer = LLRDTrainer(
+        model=model, args=args, train_dataset=make_dataset(), layerwise_decay=decay, n_layers=n_layers
+    )
+    trainer.train()
+    expected_layers = N_LAYERS if n_layers is None else n_layers
+    assert trainer.n_layers == expected_layers
+    after = parameters_numpy(model)
+    seen_ratios = set()
+    for name in before:
+        if name.endswith("k_proj.bias"):  # softmax ignores a key bias: its gradient is 0
+            continue
+        ratio = expected_ratio(name, decay, expected_layers)
+        seen_ratios.add(ratio)
+        largest_move = np.max(np.abs(after[name] - before[name]))
+        assert largest_move == pytest.approx(lr * ratio, rel=2e-3), name
+    # embeddings, each encoder layer and the head: N_LAYERS + 2 distinct ratios
+    assert len(seen_ratios) == N_LAYERS + 2
+
+
+def test_embeddings_move_less_than_the_classifier_under_layer_decay(tmp_path):
+    def relative_updates(decay):
+        model = make_bert()
+        before = parameters_numpy(model)
+        args = make_args(tmp_path / str(decay), max_steps=12, learning_rate=3e-3, lr_scheduler_type="linear")
+        LLRDTrainer(model=model, args=args, train_dataset=make_dataset(), layerwise_decay=decay).train()
+        after = parameters_numpy(model)
+        return {
+            name: np.linalg.norm(after[name] - before[name]) / np.linalg.norm(before[name])
+            for name in ("bert.embeddings.word_embeddings.weight", "classifier.weight")
+        }
+
+    decayed, plain = relative_updates(0.5), relative_updates(1.0)
+    embeddings, classifier = "bert.embeddings.word_embeddings.weight", "classifier.weight"
+    assert decayed[embeddings] < 0.5 * decayed[classifier]
+    # ratio 0.5 ** 3 = 0.125 for the embeddings, 1 for the classifier
+    assert decayed[embeddings] / plain[embeddings] < 0.25
+    assert decayed[classifier] / plain[classifier] > 0.5
+
+
+# --- which parameters decay ---------------------------------------------------------------------
+def test_bias_and_norm_parameters_are_kept_out_of_weight_decay(tmp_path):
+    model = make_bert()
+    excluded = {name for name, param in model.named_parameters() if param.name in no_decay_parameter_names(model)}
+    expected_excluded = {"bert.embeddings.layer_norm.weight", "bert.embeddings.layer_norm.bias"}
+    for i in range(N_LAYERS):
+        prefix = f"bert.encoder.layers.{i}."
+        expected_excluded |= {prefix + p for p in ("norm1.weight", "norm1.bias", "norm2.weight", "norm2.bias")}
+        expected_excluded |= {prefix + p for p in ("self_attn.q_proj.bias", "self_attn.k_proj.bias")}
+        expected_excluded |= {prefix + p for p in ("self_attn.v_proj.bias", "self_attn.out_proj.bias")}
+        expected_excluded |= {prefix + p for p in ("linear1.bias", "linear2.bias")}
+    expected_excluded |= {"bert.pooler.dense.bias", "classifier.bias"}
+    assert excluded == expected_excluded
+
+    # One step with and without weight decay from the same start: the
+    # difference is -lr * weight_decay * p0 for decayed parameters (whatever
+    # their layer ratio) and nothing for the excluded ones.
+    lr, weight_decay = 1e-2, 0.5
+
+    def one_step(wd):
+        model = make_bert()
+        args = make_args(
+            tmp_path / str(wd), max_steps=1, learning_rate=lr, lr_scheduler_type="constant", weight_decay=wd
+        )
+        LLRDTrainer(model=model, args=args, train_dataset=make_dataset(), layerwise_decay=0.5).train()
+        return parameters_numpy(model)
+
+    start = parameters_numpy(make_bert())
+    with_decay, without_decay = one_step(weight_decay), one_step(0.0)
+    for name, p0 in start.items():
+        expected = 0.0 if name in expected_excluded else -lr * weight_decay * p0
+        np.testing.assert_allclose(with_decay[name] - without_decay[name], expected, rtol=0, atol=2e-7, err_msg=name)
+
+
+# --- TrainingArguments that reach the optimizer ---------------------------------------------------
+def test_max_grad_norm_and_fp16_o2_reach_the_optimizer(tmp_path):
+    clipped = LLRDTrainer(model=make_bert(), args=make_args(tmp_path, max_grad_norm=0.3))
+    clipped.create_optimizer_and_scheduler(num_training_steps=4)
+    assert isinstance(clipped.optimizer._grad_clip, paddle.nn.ClipGradByGlobalNorm)
+    assert clipped.optimizer._grad_clip.clip_norm == pytest.approx(0.3)
+    assert clipped.optimizer._multi_precision is False
+
+    unclipped = LLRDTrainer(model=make_bert(), args=make_args(tmp_path, max_grad_norm=0.0))
+    unclipped.create_optimizer_and_scheduler(num_training_steps=4)
+    assert unclipped.optimizer._grad_clip is None
+
+    # On a CPU PaddleNLP's Trainer cannot run an fp16 step (its GradScaler is
+    # disabled there), but it builds the optimizer: O2 means master weights.
+    pure_fp16 = LLRDTrainer(model=make_bert(), args=make_args(tmp_path, fp16=True, fp16_opt_level="O2"))
+    pure_fp16.create_optimizer_and_scheduler(num_training_steps=4)
+    assert isinstance(pure_fp16.optimizer, paddle_llrd.AdamWDL)
+    assert pure_fp16.optimizer._multi_precision is True
+
+
+def test_an_optimizer_passed_in_is_kept(tmp_path):
+    model = make_bert()
+    scheduler = paddle.optimizer.lr.LambdaDecay(1e-3, lambda s: 1.0)
+    optimizer = paddle.optimizer.AdamW(learning_rate=scheduler, parameters=model.parameters())
+    trainer = LLRDTrainer(model=model, args=make_args(tmp_path), optimizers=(optimizer, scheduler))
+    trainer.create_optimizer_and_scheduler(num_training_steps=4)
+    assert trainer.optimizer is optimizer and trainer.lr_scheduler is scheduler
+
+
+def test_resuming_from_a_checkpoint_gives_the_uninterrupted_run(tmp_path):
+    def run(output_dir, resume=None):
+        # Optimizer checkpoints are keyed by generated names such as
+        # "linear_3.w_0_moment1_0"; a fresh name counter for each run gives the
+        # second run the names of the first, as a new process would.
+        with paddle.utils.unique_name.guard():
+            model = make_bert()
+            args = make_args(
+                output_dir,
+                max_steps=6,
+                learning_rate=4e-3,
+                warmup_steps=2,
+                lr_scheduler_type="cosine",
+                weight_decay=0.1,
+                save_strategy="steps",
+                save_steps=3,
+            )
+            trainer = LLRDTrainer(model=model, args=args, train_dataset=make_dataset(), layerwise_decay=0.6)
+            trainer.train(resume_from_checkpoint=resume)
+        return parameters_numpy(model)
+
+    uninterrupted = run(tmp_path / "whole")
+    resumed = run(tmp_path / "resumed", resume=str(tmp_path / "whole" / "checkpoint-3"))
+    for name, value in uninterrupted.items():
+        np.testing.assert_allclose(resumed[name], value, rtol=1e-5, atol=1e-7, err_msg=name)
+
+
+# --- bad input -----------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "keywords, error, message",
+    [
+        (dict(layerwise_decay="0.8"), TypeError, "layerwise_decay"),
+        (dict(layerwise_decay=True), TypeError, "layerwise_decay"),
+        (dict(layerwise_decay=0.0), ValueError, "layerwise_decay"),
+        (dict(layerwise_decay=float("nan")), ValueError, "layerwise_decay"),
+        (dict(n_layers=2.0), TypeError, "n_layers"),
+        (dict(n_layers=0), ValueError, "n_layers"),
+    ],
+)
+def test_bad_keywords_are_refused(tmp_path, keywords, error, message):
+    with pytest.raises(error, match=message):
+        LLRDTrainer(model=make_bert(), args=make_args(tmp_path), **keywords)
+
+
+def test_integer_layerwise_decay_is_accepted_as_float(tmp_path):
+    trainer = LLRDTrainer(model=make_bert(), args=make_args(tmp_path), layerwise_decay=1)
+    assert trainer.layerwise_decay == 1.0 and isinstance(trainer.layerwise_decay, float)
+
+
+def test_n_layers_is_needed_without_a_config(tmp_path):
+    class Plain(paddle.nn.Layer):
+        def __init__(self):
+            super().__init__()
+            self.linear = paddle.nn.Linear(4, 2)
+
+        def forward(self, x):
+            return self.linear(x)
+
+    with pytest.raises(ValueError, match="n_layers"):
+        LLRDTrainer(model=Plain(), args=make_args(tmp_path))
+    assert LLRDTrainer(model=Plain(), args=make_args(tmp_path), n_layers=3).n_layers == 3
+
+
+def test_another_optim_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="optim.*adafactor"):
+        LLRDTrainer(model=make_bert(), args=make_args(tmp_path, optim="adafactor"))
+
+
+def test_paddlenlp_trainer_is_the_base_class():
+    assert issubclass(LLRDTrainer, Trainer)
+    assert issubclass(LLRDTrainingArguments, TrainingArguments)
