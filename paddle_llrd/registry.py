@@ -211,15 +211,22 @@ def get_polynomial_decay_schedule_with_warmup(
 
 SchedulerFunction = Callable[..., LRScheduler]
 
-#: Schedule name -> function. Built-ins are keyed by :class:`SchedulerType`,
-#: schedules added by :func:`register_scheduler` by their name.
-TYPE_TO_SCHEDULER_FUNCTION: Dict[Union[SchedulerType, str], SchedulerFunction] = {
+class _ScheduleTable(dict):
+    """Schedule name -> schedule function, as used by :func:`get_scheduler`.
+
+    Built-in schedules are keyed by :class:`SchedulerType`, schedules added by
+    :func:`register_scheduler` by their name (a plain ``dict`` otherwise; its
+    own class exists so that the documentation shows this text).
+    """
+
+
+TYPE_TO_SCHEDULER_FUNCTION: Dict[Union[SchedulerType, str], SchedulerFunction] = _ScheduleTable({
     SchedulerType.LINEAR: get_linear_schedule_with_warmup,
     SchedulerType.COSINE: get_cosine_schedule_with_warmup,
     SchedulerType.CONSTANT: get_constant_schedule,
     SchedulerType.CONSTANT_WITH_WARMUP: get_constant_schedule_with_warmup,
     SchedulerType.POLYNOMIAL: get_polynomial_decay_schedule_with_warmup,
-}
+})
 
 _BUILTIN_VALUES = frozenset(member.value for member in SchedulerType)
 

@@ -1,0 +1,391 @@
+"""``python -m paddle_llrd schedules``: every schedule's lr at characteristic steps, and plots.
+
+The table lists each schedule registered in
+:data:`paddle_llrd.TYPE_TO_SCHEDULER_FUNCTION` (built with
+:func:`paddle_llrd.get_scheduler`, as PaddleNLP's Trainer builds it) at step 0,
+half way through warmup, the end of warmup, 25/50/75/100 % of training and
+past the end; ``--classes`` adds the scheduler classes. The curves are drawn
+with matplotlib when it is installed (``pip install paddle_llrd[plot]``).
+
+Every lr is read from a real scheduler stepped from step 0, as an optimizer
+would see it, never from a formula.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
+
+from paddle.optimizer.lr import LRScheduler
+
+from . import registry
+from .schedulers import (
+    ConstScheduleWithWarmup,
+    CosineAnnealingWithWarmupDecay,
+    CosineDecayWithWarmup,
+    InverseSquareRootSchedule,
+    LinearAnnealingWithWarmupDecay,
+    LinearDecayWithWarmup,
+    PolyDecayWithWarmup,
+)
+
+__all__ = [
+    "characteristic_steps",
+    "registry_schedules",
+    "class_schedules",
+    "lr_curve",
+    "format_table",
+    "plot_schedules",
+    "write_doc_figures",
+    "main",
+]
+
+DEFAULT_LEARNING_RATE = 5e-5
+DEFAULT_WARMUP_STEPS = 100
+DEFAULT_TOTAL_STEPS = 1000
+DEFAULT_OUTPUT = os.path.join("demo_output", "schedules.png")
+PLOT_HINT = "pip install paddle_llrd[plot]"
+
+#: A schedule to show: (label, file-name stem, factory building a fresh scheduler).
+Schedule = Tuple[str, str, Callable[[], LRScheduler]]
+Curve = Union[List[float], Exception]
+
+
+def characteristic_steps(warmup_steps: int, total_steps: int) -> List[Tuple[str, int]]:
+    """``(label, step)`` pairs: 0, mid-warmup, end of warmup, 25/50/75/100 % of training, past the end.
+
+    Sorted by step; a step already listed under an earlier label is left out
+    (with no warmup, the first three are all step 0).
+
+    Examples:
+        >>> characteristic_steps(100, 1000)  # doctest: +NORMALIZE_WHITESPACE
+        [('start', 0), ('warmup/2', 50), ('warmup end', 100), ('25%', 250), ('50%', 500),
+         ('75%', 750), ('100%', 1000), ('past end', 1100)]
+    """
+    candidates = [
+        ("start", 0),
+        ("warmup/2", warmup_steps // 2),
+        ("warmup end", warmup_steps),
+        ("25%", round(0.25 * total_steps)),
+        ("50%", round(0.50 * total_steps)),
+        ("75%", round(0.75 * total_steps)),
+        ("100%", total_steps),
+        ("past end", total_steps + max(1, total_steps // 10)),
+    ]
+    seen = set()
+    points = []
+    for label, step in sorted(candidates, key=lambda point: point[1]):
+        if step not in seen:
+            seen.add(step)
+            points.append((label, step))
+    return points
+
+
+def registry_schedules(
+    learning_rate: float = DEFAULT_LEARNING_RATE,
+    warmup_steps: int = DEFAULT_WARMUP_STEPS,
+    total_steps: int = DEFAULT_TOTAL_STEPS,
+    num_cycles: float = 0.5,
+    lr_end: float = 1e-7,
+    power: float = 1.0,
+    min_lr: float = 0.0,
+) -> List[Schedule]:
+    """One entry per registered name, built by :func:`paddle_llrd.get_scheduler` with these arguments."""
+
+    def factory(name: str) -> Callable[[], LRScheduler]:
+        return lambda: registry.get_scheduler(
+            name,
+            learning_rate,
+            num_warmup_steps=warmup_steps,
+            num_training_steps=total_steps,
+            num_cycles=num_cycles,
+            lr_end=lr_end,
+            power=power,
+            min_lr=min_lr,
+        )
+
+    names = [str(key) for key in registry.TYPE_TO_SCHEDULER_FUNCTION]
+    return [(name, f"registry_{name}", factory(name)) for name in names]
+
+
+def class_schedules(
+    learning_rate: float = DEFAULT_LEARNING_RATE,
+    warmup_steps: int = DEFAULT_WARMUP_STEPS,
+    total_steps: int = DEFAULT_TOTAL_STEPS,
+) -> List[Schedule]:
+    """The scheduler classes with illustrative options (floors at a tenth of the peak)."""
+    lr, warmup, total = learning_rate, warmup_steps, total_steps
+    floor = lr / 10
+    return [
+        ("LinearDecayWithWarmup", "LinearDecayWithWarmup", lambda: LinearDecayWithWarmup(lr, total, warmup)),
+        ("ConstScheduleWithWarmup", "ConstScheduleWithWarmup", lambda: ConstScheduleWithWarmup(lr, warmup)),
+        ("CosineDecayWithWarmup", "CosineDecayWithWarmup", lambda: CosineDecayWithWarmup(lr, total, warmup)),
+        (
+            "CosineDecayWithWarmup, num_cycles=2",
+            "CosineDecayWithWarmup_num_cycles",
+            lambda: CosineDecayWithWarmup(lr, total, warmup, num_cycles=2),
+        ),
+        (
+            "CosineDecayWithWarmup, hard restarts, num_cycles=2.0",
+            "CosineDecayWithWarmup_hard_restarts",
+            lambda: CosineDecayWithWarmup(lr, total, warmup, with_hard_restarts=True, num_cycles=2.0),
+        ),
+        (
+            "PolyDecayWithWarmup, lr_end=lr/10, power=2",
+            "PolyDecayWithWarmup",
+            lambda: PolyDecayWithWarmup(lr, total, warmup, lr_end=floor, power=2.0),
+        ),
+        (
+            "CosineAnnealingWithWarmupDecay, min_lr=lr/10",
+            "CosineAnnealingWithWarmupDecay",
+            lambda: CosineAnnealingWithWarmupDecay(lr, floor, warmup, total),
+        ),
+        (
+            "LinearAnnealingWithWarmupDecay, min_lr=lr/10",
+            "LinearAnnealingWithWarmupDecay",
+            lambda: LinearAnnealingWithWarmupDecay(lr, floor, warmup, total),
+        ),
+        (
+            "InverseSquareRootSchedule",
+            "InverseSquareRootSchedule",
+            lambda: InverseSquareRootSchedule(max(1, warmup), lr),
+        ),
+    ]
+
+
+def lr_curve(factory: Callable[[], LRScheduler], last_step: int) -> List[float]:
+    """The lr at steps ``0..last_step`` of a fresh scheduler, advanced with ``step()`` as in training."""
+    scheduler = factory()
+    values = [scheduler()]
+    for _ in range(last_step):
+        scheduler.step()
+        values.append(scheduler())
+    return values
+
+
+def _curves(schedules: Sequence[Schedule], last_step: int) -> Dict[str, Curve]:
+    curves: Dict[str, Curve] = {}
+    for label, _, factory in schedules:
+        try:
+            curves[label] = lr_curve(factory, last_step)
+        except (TypeError, ValueError) as exc:  # a schedule these settings do not fit: report, go on
+            curves[label] = exc
+    return curves
+
+
+def format_table(curves: Dict[str, Curve], points: Sequence[Tuple[str, int]]) -> str:
+    """Rows of ``label  lr(step) ...`` for each curve; a failed schedule shows its error."""
+    name_width = max([len("schedule")] + [len(label) for label in curves])
+    step_cells = [f"step {step}" for _, step in points]
+    width = max([len("0.000e+00")] + [len(label) for label, _ in points] + [len(cell) for cell in step_cells]) + 2
+    lines = [
+        "".ljust(name_width) + "".join(label.rjust(width) for label, _ in points),
+        "schedule".ljust(name_width) + "".join(cell.rjust(width) for cell in step_cells),
+    ]
+    lines.append("-" * len(lines[1]))
+    for label, curve in curves.items():
+        if isinstance(curve, Exception):
+            lines.append(f"{label.ljust(name_width)}  error: {curve}")
+        else:
+            lines.append(label.ljust(name_width) + "".join(f"{curve[step]:.3e}".rjust(width) for _, step in points))
+    return "\n".join(lines)
+
+
+def _import_matplotlib_figure():
+    try:
+        from matplotlib.figure import Figure
+    except ImportError as exc:
+        raise ImportError(f"Plotting the schedules needs matplotlib: {PLOT_HINT} (or pip install matplotlib).") from exc
+    return Figure
+
+
+def _draw(axes, curves: Dict[str, Curve], title: str, warmup_steps: int, total_steps: int) -> None:
+    # Several schedules coincide over long stretches (linear/polynomial,
+    # constant/constant_with_warmup); varied dash patterns keep both visible.
+    dashes = ["solid", "dashed", "dashdot", "dotted", (0, (8, 2, 1, 2, 1, 2))]
+    for index, (label, curve) in enumerate(curves.items()):
+        if not isinstance(curve, Exception):
+            axes.plot(range(len(curve)), curve, linestyle=dashes[index % len(dashes)], label=label, linewidth=1.6)
+    for step in (warmup_steps, total_steps):
+        axes.axvline(step, color="0.6", linestyle=":", linewidth=0.8)
+    axes.set_title(title)
+    axes.set_xlabel("step")
+    axes.set_ylabel("learning rate")
+    axes.grid(True, alpha=0.3)
+
+
+def _legend_below(axes) -> None:
+    axes.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2, frameon=False)
+
+
+def _save(figure, path: str) -> str:
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    figure.savefig(path, dpi=100)
+    return path
+
+
+def plot_schedules(
+    path: str,
+    learning_rate: float = DEFAULT_LEARNING_RATE,
+    warmup_steps: int = DEFAULT_WARMUP_STEPS,
+    total_steps: int = DEFAULT_TOTAL_STEPS,
+    *,
+    include_classes: bool = True,
+    num_cycles: float = 0.5,
+    lr_end: float = 1e-7,
+    power: float = 1.0,
+    min_lr: float = 0.0,
+) -> str:
+    """Write a PNG of every registered schedule's curve (and the scheduler classes') to ``path``.
+
+    matplotlib is imported here, and only its object-oriented ``Figure`` (Agg
+    canvas) is used, so no global backend is switched. Without matplotlib this
+    raises ``ImportError`` saying ``pip install paddle_llrd[plot]``.
+
+    Returns:
+        ``path``.
+    """
+    Figure = _import_matplotlib_figure()
+    last_step = total_steps + max(1, total_steps // 10)
+    panels = [
+        (
+            "get_scheduler(name, ...)",
+            _curves(
+                registry_schedules(learning_rate, warmup_steps, total_steps, num_cycles, lr_end, power, min_lr),
+                last_step,
+            ),
+        )
+    ]
+    if include_classes:
+        panels.append(("scheduler classes", _curves(class_schedules(learning_rate, warmup_steps, total_steps), last_step)))
+    figure = Figure(figsize=(7 * len(panels), 5.5), layout="constrained")
+    axes_list = figure.subplots(1, len(panels), squeeze=False)[0]
+    for axes, (title, curves) in zip(axes_list, panels):
+        _draw(axes, curves, title, warmup_steps, total_steps)
+        _legend_below(axes)
+    figure.suptitle(f"peak lr {learning_rate:g}, {warmup_steps} warmup steps, {total_steps} training steps")
+    return _save(figure, path)
+
+
+def write_doc_figures(
+    directory: str,
+    learning_rate: float = DEFAULT_LEARNING_RATE,
+    warmup_steps: int = DEFAULT_WARMUP_STEPS,
+    total_steps: int = DEFAULT_TOTAL_STEPS,
+) -> List[str]:
+    """Write ``schedules.png`` and one ``<stem>.png`` per schedule into ``directory`` (for the docs).
+
+    The stems are ``registry_<name>`` for registered schedules and the class
+    name (plus ``_num_cycles`` / ``_hard_restarts`` for the cosine variants)
+    for the scheduler classes.
+
+    Returns:
+        The paths written, ``schedules.png`` first.
+    """
+    Figure = _import_matplotlib_figure()
+    written = [plot_schedules(os.path.join(directory, "schedules.png"), learning_rate, warmup_steps, total_steps)]
+    last_step = total_steps + max(1, total_steps // 10)
+    schedules = registry_schedules(learning_rate, warmup_steps, total_steps) + class_schedules(
+        learning_rate, warmup_steps, total_steps
+    )
+    for label, stem, factory in schedules:
+        curves = _curves([(label, stem, factory)], last_step)
+        if isinstance(curves[label], Exception):
+            continue
+        figure = Figure(figsize=(5.5, 3.2), layout="constrained")
+        axes = figure.subplots()
+        _draw(axes, curves, label, warmup_steps, total_steps)
+        written.append(_save(figure, os.path.join(directory, f"{stem}.png")))
+    return written
+
+
+def _non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text!r}")
+    return value
+
+
+def _int_at_least(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {text!r}")
+        return value
+
+    return parse
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m paddle_llrd schedules",
+        description="Print every registered learning-rate schedule at characteristic steps and plot the curves.",
+    )
+    parser.add_argument("--learning-rate", type=_non_negative_float, default=DEFAULT_LEARNING_RATE,
+                        help="peak learning rate (default: %(default)g)")
+    parser.add_argument("--warmup-steps", type=_int_at_least(0), default=DEFAULT_WARMUP_STEPS,
+                        help="warmup steps (default: %(default)d)")
+    parser.add_argument("--total-steps", type=_int_at_least(1), default=DEFAULT_TOTAL_STEPS,
+                        help="training steps (default: %(default)d)")
+    parser.add_argument("--num-cycles", type=_non_negative_float, default=0.5,
+                        help="cosine waves for 'cosine' (default: %(default)g)")
+    parser.add_argument("--lr-end", type=_non_negative_float, default=1e-7,
+                        help="final lr for 'polynomial' (default: %(default)g)")
+    parser.add_argument("--power", type=_non_negative_float, default=1.0,
+                        help="power for 'polynomial' (default: %(default)g)")
+    parser.add_argument("--min-lr", type=_non_negative_float, default=0.0,
+                        help="floor for 'cosine' (default: %(default)g)")
+    parser.add_argument("--classes", action="store_true",
+                        help="also list the scheduler classes (LinearDecayWithWarmup, ...)")
+    parser.add_argument("--output", default=DEFAULT_OUTPUT,
+                        help="PNG file for the plot (default: %(default)s)")
+    parser.add_argument("--no-plot", action="store_true", help="print the table only")
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run ``python -m paddle_llrd schedules [flags]``; returns the exit status."""
+    args = _parser().parse_args(argv)
+    last_step = args.total_steps + max(1, args.total_steps // 10)
+    points = characteristic_steps(args.warmup_steps, args.total_steps)
+    schedules = registry_schedules(
+        args.learning_rate, args.warmup_steps, args.total_steps, args.num_cycles, args.lr_end, args.power, args.min_lr
+    )
+    if args.classes:
+        schedules += class_schedules(args.learning_rate, args.warmup_steps, args.total_steps)
+    print(
+        f"Learning rate at characteristic steps: peak lr {args.learning_rate:g}, "
+        f"{args.warmup_steps} warmup steps, {args.total_steps} training steps"
+    )
+    print(format_table(_curves(schedules, last_step), points))
+    if args.no_plot:
+        return 0
+    try:
+        path = plot_schedules(
+            args.output,
+            args.learning_rate,
+            args.warmup_steps,
+            args.total_steps,
+            include_classes=args.classes,
+            num_cycles=args.num_cycles,
+            lr_end=args.lr_end,
+            power=args.power,
+            min_lr=args.min_lr,
+        )
+    except ImportError:
+        print(f"\nNo plot: matplotlib is not installed. Get it with `{PLOT_HINT}`.")
+        return 0
+    print(f"\nPlot written to {path}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,193 @@
+"""``python -m paddle_llrd schedules``: the table's numbers against the formulas
+(written out here), the plot files, and the no-matplotlib path."""
+from __future__ import annotations
+
+import math
+import os
+import re
+import sys
+
+import pytest
+from paddle.optimizer.lr import LambdaDecay
+
+from paddle_llrd import TYPE_TO_SCHEDULER_FUNCTION, LinearDecayWithWarmup, register_scheduler, schedule_table
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+DOCS = os.path.join(os.path.dirname(__file__), os.pardir, "docs")
+
+
+@pytest.fixture(autouse=True)
+def _restore_registry():
+    saved = dict(TYPE_TO_SCHEDULER_FUNCTION)
+    yield
+    TYPE_TO_SCHEDULER_FUNCTION.clear()
+    TYPE_TO_SCHEDULER_FUNCTION.update(saved)
+
+
+def reference(name, lr, warmup, total, s, num_cycles=0.5, lr_end=1e-7, power=1.0, min_lr=0.0):
+    """PaddleNLP's schedules (cosine with its min_lr floor, held after `total`)."""
+    if name == "constant":
+        return lr
+    if s < warmup:
+        return lr * s / max(1, warmup)
+    if name == "constant_with_warmup":
+        return lr
+    if name == "linear":
+        return lr * max(0.0, (total - s) / max(1, total - warmup))
+    if name == "cosine":
+        p = min(1.0, (s - warmup) / max(1, total - warmup))
+        return min_lr + (lr - min_lr) * max(0.0, 0.5 * (1 + math.cos(2 * math.pi * num_cycles * p)))
+    if name == "polynomial":
+        if s > total:
+            return lr_end
+        return (lr - lr_end) * (1 - (s - warmup) / max(1, total - warmup)) ** power + lr_end
+    raise AssertionError(name)
+
+
+def parse_rows(text):
+    """``{schedule: [lr, ...]}`` from the table rows, and the steps of the header."""
+    lines = text.splitlines()
+    header = next(line for line in lines if line.startswith("schedule "))
+    steps = [int(n) for n in re.findall(r"step (\d+)", header)]
+    rows = {}
+    for line in lines[lines.index(header) + 2:]:
+        if not line.strip() or line.startswith("Plot") or line.startswith("No plot"):
+            continue
+        if "error:" in line:
+            name = line.split("error:")[0].strip()
+            rows[name] = line
+            continue
+        cells = line.split()
+        numbers = [float(cell) for cell in cells[-len(steps):]]
+        rows[" ".join(cells[: -len(steps)])] = numbers
+    return steps, rows
+
+
+def test_characteristic_steps():
+    assert schedule_table.characteristic_steps(100, 1000) == [
+        ("start", 0), ("warmup/2", 50), ("warmup end", 100), ("25%", 250),
+        ("50%", 500), ("75%", 750), ("100%", 1000), ("past end", 1100),
+    ]
+    # Without warmup the first three coincide; a step is listed once.
+    assert schedule_table.characteristic_steps(0, 40) == [
+        ("start", 0), ("25%", 10), ("50%", 20), ("75%", 30), ("100%", 40), ("past end", 44),
+    ]
+    # Long warmup: columns stay in step order.
+    assert schedule_table.characteristic_steps(7, 8) == [
+        ("start", 0), ("25%", 2), ("warmup/2", 3), ("50%", 4), ("75%", 6), ("warmup end", 7), ("100%", 8),
+        ("past end", 9),
+    ]
+
+
+@pytest.mark.parametrize(
+    "flags,lr,warmup,total,options",
+    [
+        ([], 5e-5, 100, 1000, {}),
+        (["--learning-rate", "0.002", "--warmup-steps", "0", "--total-steps", "40"], 2e-3, 0, 40, {}),
+        (
+            ["--learning-rate", "1e-3", "--warmup-steps", "30", "--total-steps", "200",
+             "--num-cycles", "1.5", "--lr-end", "1e-5", "--power", "2", "--min-lr", "1e-4"],
+            1e-3, 30, 200, {"num_cycles": 1.5, "lr_end": 1e-5, "power": 2.0, "min_lr": 1e-4},
+        ),
+    ],
+)
+def test_table_rows_follow_the_formulas(capsys, flags, lr, warmup, total, options):
+    assert schedule_table.main(flags + ["--no-plot"]) == 0
+    out = capsys.readouterr().out
+    steps, rows = parse_rows(out)
+    assert steps == [step for _, step in schedule_table.characteristic_steps(warmup, total)]
+    assert set(rows) == {"linear", "cosine", "constant", "constant_with_warmup", "polynomial"}
+    for name, values in rows.items():
+        expected = [reference(name, lr, warmup, total, s, **options) for s in steps]
+        assert values == pytest.approx(expected, rel=6e-4, abs=1e-12), name  # 4 significant digits printed
+    assert "Plot" not in out
+
+
+def test_classes_flag_adds_the_scheduler_classes(capsys):
+    assert schedule_table.main(["--classes", "--no-plot", "--learning-rate", "0.5", "--warmup-steps", "16",
+                                "--total-steps", "64"]) == 0
+    steps, rows = parse_rows(capsys.readouterr().out)
+    for cls in ["LinearDecayWithWarmup", "ConstScheduleWithWarmup", "CosineDecayWithWarmup", "PolyDecayWithWarmup",
+                "CosineAnnealingWithWarmupDecay", "LinearAnnealingWithWarmupDecay", "InverseSquareRootSchedule"]:
+        assert any(label.startswith(cls) for label in rows), cls
+    isr = [0.5 * s / 16 if s < 16 else 0.5 * math.sqrt(16) / math.sqrt(s) for s in steps]
+    assert rows["InverseSquareRootSchedule"] == pytest.approx(isr, rel=6e-4)
+
+
+def test_registered_schedules_are_listed_and_failures_reported(capsys):
+    def get_halving_schedule(learning_rate, num_training_steps, last_epoch=-1):
+        return LambdaDecay(learning_rate, lambda s: 0.5 ** (4 * s // num_training_steps), last_epoch)
+
+    def get_needy_schedule(learning_rate, num_warmup_steps, gamma):
+        raise AssertionError("never called: gamma is missing")
+
+    register_scheduler("halving", get_halving_schedule)
+    register_scheduler("needy", get_needy_schedule)
+    assert schedule_table.main(["--no-plot", "--learning-rate", "1.0", "--total-steps", "100",
+                                "--warmup-steps", "10"]) == 0
+    steps, rows = parse_rows(capsys.readouterr().out)
+    assert rows["halving"] == pytest.approx([0.5 ** (4 * s // 100) for s in steps])
+    assert "`gamma`" in rows["needy"]
+
+
+def test_main_writes_a_png(tmp_path, capsys):
+    path = tmp_path / "plots" / "schedules.png"
+    assert schedule_table.main(["--output", str(path), "--total-steps", "200", "--warmup-steps", "20"]) == 0
+    out = capsys.readouterr().out
+    assert path.read_bytes()[:8] == PNG_MAGIC
+    assert f"Plot written to {path}" in out
+    assert "linear" in out
+
+
+def test_plot_schedules_and_doc_figures(tmp_path):
+    single = schedule_table.plot_schedules(str(tmp_path / "all.png"), 1e-3, 10, 100, include_classes=False)
+    assert open(single, "rb").read(8) == PNG_MAGIC
+
+    written = schedule_table.write_doc_figures(str(tmp_path / "gen"), 1e-3, 10, 100)
+    assert written[0] == str(tmp_path / "gen" / "schedules.png")
+    for path in written:
+        with open(path, "rb") as handle:
+            assert handle.read(8) == PNG_MAGIC
+    # Every image the schedules page shows is one the docs build writes.
+    with open(os.path.join(DOCS, "schedules.rst"), encoding="utf-8") as page:
+        referenced = set(re.findall(r"_generated/([\w.-]+\.png)", page.read()))
+    assert referenced and referenced <= {os.path.basename(path) for path in written}
+
+
+def test_without_matplotlib_the_table_still_prints_and_says_how_to_plot(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
+    with pytest.raises(ImportError, match=re.escape("pip install paddle_llrd[plot]")):
+        schedule_table.plot_schedules(str(tmp_path / "x.png"))
+    path = tmp_path / "y.png"
+    assert schedule_table.main(["--output", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "pip install paddle_llrd[plot]" in out
+    assert "constant_with_warmup" in out
+    assert not path.exists()
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [["--total-steps", "0"], ["--warmup-steps", "-1"], ["--learning-rate", "-1e-3"], ["--learning-rate", "nan"],
+     ["--power", "abc"], ["--total-steps", "1.5"]],
+)
+def test_bad_flags_exit_with_usage_error(flags, capsys):
+    with pytest.raises(SystemExit) as info:
+        schedule_table.main(flags)
+    assert info.value.code == 2
+    assert flags[0] in capsys.readouterr().err
+
+
+def test_lr_curve_steps_the_scheduler_like_training():
+    curve = schedule_table.lr_curve(lambda: LinearDecayWithWarmup(1.0, 10, 4), 12)
+    expected = [s / 4 if s < 4 else max(0.0, (10 - s) / 6) for s in range(13)]
+    assert curve == pytest.approx(expected, rel=1e-12, abs=1e-15)
+
+
+def test_reached_through_the_package_cli(capsys):
+    from paddle_llrd.__main__ import main as cli
+
+    assert cli(["schedules", "--no-plot", "--total-steps", "20", "--warmup-steps", "4"]) == 0
+    _, rows = parse_rows(capsys.readouterr().out)
+    assert rows["constant_with_warmup"] == pytest.approx([0.0, 2.5e-5, 5e-5, 5e-5, 5e-5, 5e-5, 5e-5, 5e-5])
