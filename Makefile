@@ -30,6 +30,9 @@ bench: install
 docs: install
 	$(PY) -m sphinx -W --keep-going -b html -q docs docs/_build/html
 
+test-paddlenlp:
+	bash scripts/test_paddlenlp.sh
+
 clean:
 	rm -rf $(VENV) .venv-paddlenlp docs/_build build dist *.egg-info demo_output bench_output
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
