@@ -7,57 +7,8 @@ from paddle import nn
 
 from paddle_llrd import AdamWDL, layerwise_lr_decay
 from paddle_llrd.layer_maps import LayerMap, build_name_dict, make_layerwise_fn
+from paddle_llrd.skeletons import build_skeleton
 from paddle_llrd.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
-
-
-class MLPBlock(nn.Layer):
-    def __init__(self, width=4):
-        super().__init__()
-        self.attn = nn.Linear(width, width)
-        self.norm = nn.LayerNorm(width)
-
-
-class GPT2Like(nn.Layer):  # transformer.h.N, wte/wpe, ln_f; lm_head
-    def __init__(self, n):
-        super().__init__()
-        self.transformer = nn.Layer()
-        self.transformer.wte = nn.Embedding(10, 4)
-        self.transformer.wpe = nn.Embedding(8, 4)
-        self.transformer.h = nn.LayerList([MLPBlock() for _ in range(n)])
-        self.transformer.ln_f = nn.LayerNorm(4)
-        self.lm_head = nn.Linear(4, 10)
-
-
-class GPTDecoderLike(nn.Layer):  # PaddleNLP GPT: gpt.decoder.layers.N
-    def __init__(self, n):
-        super().__init__()
-        self.gpt = nn.Layer()
-        self.gpt.embeddings = nn.Embedding(10, 4)
-        self.gpt.decoder = nn.Layer()
-        self.gpt.decoder.layers = nn.LayerList([MLPBlock() for _ in range(n)])
-        self.gpt.decoder.norm = nn.LayerNorm(4)
-
-
-class LlamaLike(nn.Layer):  # model.embed_tokens, model.layers.N, model.norm, lm_head
-    def __init__(self, n):
-        super().__init__()
-        self.model = nn.Layer()
-        self.model.embed_tokens = nn.Embedding(10, 4)
-        self.model.layers = nn.LayerList([MLPBlock() for _ in range(n)])
-        self.model.norm = nn.LayerNorm(4)
-        self.lm_head = nn.Linear(4, 10)
-
-
-class ViTLike(nn.Layer):  # cls_token, pos_embed, patch_embed.proj, blocks.N, norm, head
-    def __init__(self, n):
-        super().__init__()
-        self.cls_token = self.create_parameter([1, 1, 4])
-        self.pos_embed = self.create_parameter([1, 5, 4])
-        self.patch_embed = nn.Layer()
-        self.patch_embed.proj = nn.Conv2D(3, 4, 2, 2)
-        self.blocks = nn.LayerList([MLPBlock() for _ in range(n)])
-        self.norm = nn.LayerNorm(4)
-        self.head = nn.Linear(4, 3)
 
 
 def _expected_layer_id(name, n):
@@ -71,10 +22,10 @@ def _expected_layer_id(name, n):
     return n + 1
 
 
-@pytest.mark.parametrize("family, cls", [("gpt", GPT2Like), ("gpt", GPTDecoderLike), ("llama", LlamaLike), ("vit", ViTLike)])
+@pytest.mark.parametrize("family, arch", [("gpt", "gpt2"), ("gpt", "gpt"), ("llama", "llama"), ("vit", "vit"), ("bert", "bert")])
 @pytest.mark.parametrize("n", [1, 3])
-def test_each_family_gets_documented_layer_ids_and_ratios(family, cls, n):
-    model = cls(n)
+def test_each_family_gets_documented_layer_ids_and_ratios(family, arch, n):
+    model = build_skeleton(arch, n)
     for chosen in (family, "auto"):
         layer_map = LayerMap.from_model(model, family=chosen)
         assert layer_map.n_layers == n
@@ -100,7 +51,7 @@ def test_user_pattern_and_explicit_n_layers():
 
 
 def test_build_name_dict_maps_paddle_names_to_structured_names():
-    model = LlamaLike(2)
+    model = build_skeleton("llama", 2)
     name_dict = build_name_dict(model)
     assert sorted(name_dict.values()) == sorted(n for n, _ in model.named_parameters())
     assert all(name_dict[p.name] == n for n, p in model.named_parameters())
@@ -137,7 +88,7 @@ def test_adamwdl_with_layer_map_scales_updates_by_ratio():
     by lr * ratio * (Adam's normalised step); with a constant gradient g the
     Adam step is exactly sign(g) * lr_t * |m_hat|/... -> compare displacement
     ratios between layers against decay ** (layer-id difference)."""
-    model = LlamaLike(2)
+    model = build_skeleton("llama", 2)
     layer_map, name_dict = make_layerwise_fn(model)
     opt = AdamWDL(learning_rate=0.01, parameters=model.parameters(), weight_decay=0.0, layerwise_decay=0.5,
                   n_layers=layer_map.n_layers, name_dict=name_dict, set_param_lr_fun=layer_map)
@@ -153,3 +104,30 @@ def test_adamwdl_with_layer_map_scales_updates_by_ratio():
     for name in params:
         expected = 0.5 ** (layer_map.n_layers + 1 - _expected_layer_id(name, layer_map.n_layers))
         assert moved[name] / head == pytest.approx(expected, rel=1e-4), name
+
+
+def _table_rows(out):
+    return [line.split() for line in out.strip().splitlines()[1:-1]]
+
+
+@pytest.mark.parametrize("arch", ["bert", "gpt", "gpt2", "llama", "vit"])
+def test_lr_table_prints_formula_values_for_each_family(arch, capsys):
+    from paddle_llrd.lr_table import main
+
+    assert main(["--arch", arch, "--layers", "3", "--decay", "0.5", "--learning-rate", "2.0"]) == 0
+    rows = _table_rows(capsys.readouterr().out)
+    assert len(rows) == len(build_skeleton(arch, 3).parameters())
+    for name, layer, ratio, lr in rows:
+        assert int(layer) == _expected_layer_id(name, 3), name
+        assert float(ratio) == pytest.approx(0.5 ** (4 - int(layer)), rel=1e-3)
+        assert float(lr) == pytest.approx(2.0 * 0.5 ** (4 - int(layer)), rel=1e-3)
+
+
+def test_lr_table_loads_a_user_factory(capsys):
+    from paddle_llrd.lr_table import main
+
+    assert main(["--model", "paddle_llrd.tiny_bert:TinyBertForSequenceClassification", "--decay", "0.9"]) == 0
+    out = capsys.readouterr().out
+    assert "n_layers=4" in out and "bert.encoder.layers.3.linear2.weight" in out
+    with pytest.raises(ValueError, match="package.module:factory"):
+        main(["--model", "no_colon_here"])
