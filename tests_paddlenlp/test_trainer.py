@@ -236,6 +236,29 @@ def test_first_step_moves_each_parameter_by_lr_times_its_layer_ratio(tmp_path, n
     assert len(seen_ratios) == N_LAYERS + 2
 
 
+def test_a_custom_set_param_lr_fun_gives_the_ratios(tmp_path):
+    calls = []
+
+    def quarter_for_the_head(decay, name_dict, n_layers, param):
+        calls.append((decay, n_layers))
+        return 0.25 if name_dict[param.name].startswith("classifier.") else 1.0
+
+    lr = 1e-2
+    model = make_bert()
+    before = parameters_numpy(model)
+    args = make_args(
+        tmp_path, max_steps=1, learning_rate=lr, lr_scheduler_type="constant", weight_decay=0.0, adam_epsilon=1e-15
+    )
+    LLRDTrainer(
+        model=model, args=args, train_dataset=make_dataset(), layerwise_decay=0.5, set_param_lr_fun=quarter_for_the_head
+    ).train()
+    after = parameters_numpy(model)
+    assert calls and set(calls) == {(0.5, N_LAYERS)}
+    for name in ("classifier.weight", "classifier.bias", "bert.pooler.dense.weight", "bert.embeddings.word_embeddings.weight"):
+        expected = 0.25 if name.startswith("classifier.") else 1.0
+        assert np.max(np.abs(after[name] - before[name])) == pytest.approx(lr * expected, rel=2e-3), name
+
+
 def test_embeddings_move_less_than_the_classifier_under_layer_decay(tmp_path):
     def relative_updates(decay):
         model = make_bert()
@@ -356,6 +379,7 @@ def test_resuming_from_a_checkpoint_gives_the_uninterrupted_run(tmp_path):
         (dict(layerwise_decay=float("nan")), ValueError, "layerwise_decay"),
         (dict(n_layers=2.0), TypeError, "n_layers"),
         (dict(n_layers=0), ValueError, "n_layers"),
+        (dict(set_param_lr_fun="layerwise"), TypeError, "set_param_lr_fun"),
     ],
 )
 def test_bad_keywords_are_refused(tmp_path, keywords, error, message):

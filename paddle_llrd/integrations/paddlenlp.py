@@ -3,8 +3,9 @@
 :class:`LLRDTrainer` is a :class:`paddlenlp.trainer.Trainer` whose optimizer is
 :class:`paddle_llrd.AdamWDL` and whose learning-rate schedule comes from
 :func:`paddle_llrd.get_scheduler`. Everything is driven by the ordinary
-``TrainingArguments`` fields, plus two constructor keywords, ``layerwise_decay``
-and ``n_layers``.
+``TrainingArguments`` fields, plus the constructor keywords ``layerwise_decay``
+and ``n_layers`` (and ``set_param_lr_fun`` for models whose layers are not
+named ``encoder.layers.N``).
 
 With ``lr_t`` the schedule's learning rate at step ``t`` (``learning_rate``
 times the ``lr_scheduler_type`` factor, after ``warmup_steps`` or
@@ -219,6 +220,13 @@ class LLRDTrainer(Trainer):
             task head ``1``. ``1.0`` (the default) means no layer decay.
         n_layers: the number of encoder layers ``L``; by default the model
             config's ``num_hidden_layers``.
+        set_param_lr_fun: the function that gives each parameter its ratio,
+            called as ``set_param_lr_fun(layerwise_decay, name_dict, n_layers,
+            param)`` with ``name_dict = {p.name: structured_name}`` built from
+            the model. The default, :func:`paddle_llrd.layerwise_lr_decay`,
+            knows BERT-style names (``encoder.layers.N``); pass another one for
+            models named otherwise (for instance a
+            ``paddle_llrd.layer_maps.LayerMap`` for GPT's ``decoder.layers.N``).
 
     The optimizer (:meth:`create_optimizer`) and the schedule
     (:meth:`create_scheduler`) follow the ``TrainingArguments`` exactly as
@@ -228,15 +236,28 @@ class LLRDTrainer(Trainer):
     through ``optimizers=(optimizer, scheduler)`` is used as it is.
 
     Raises:
-        TypeError: ``layerwise_decay`` is not a real number, or ``n_layers``
-            not an int.
+        TypeError: ``layerwise_decay`` is not a real number, ``n_layers``
+            not an int, or ``set_param_lr_fun`` not callable.
         ValueError: ``layerwise_decay <= 0``, ``n_layers < 1``, ``n_layers``
             not given for a model without ``config.num_hidden_layers``, or
             ``TrainingArguments.optim`` other than ``"adamw"``.
     """
 
-    def __init__(self, *args: Any, layerwise_decay: float = 1.0, n_layers: Optional[int] = None, **kwargs: Any):
+    def __init__(
+        self,
+        *args: Any,
+        layerwise_decay: float = 1.0,
+        n_layers: Optional[int] = None,
+        set_param_lr_fun: Callable[..., Optional[float]] = layerwise_lr_decay,
+        **kwargs: Any,
+    ):
         self.layerwise_decay = _check_layerwise_decay(layerwise_decay)
+        if not callable(set_param_lr_fun):
+            raise TypeError(
+                "set_param_lr_fun must be callable as fn(layerwise_decay, name_dict, n_layers, param), "
+                f"got {type(set_param_lr_fun).__name__} {set_param_lr_fun!r}"
+            )
+        self.set_param_lr_fun = set_param_lr_fun
         if n_layers is not None:
             n_layers = _check_n_layers(n_layers, "the n_layers keyword")
         super().__init__(*args, **kwargs)
@@ -304,7 +325,7 @@ class LLRDTrainer(Trainer):
             multi_precision=args.fp16_opt_level == "O2",
             layerwise_decay=self.layerwise_decay,
             n_layers=self.n_layers,
-            set_param_lr_fun=layerwise_lr_decay,
+            set_param_lr_fun=self.set_param_lr_fun,
             name_dict=self._parameter_name_dict(),
         )
         return self.optimizer
