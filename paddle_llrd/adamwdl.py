@@ -56,6 +56,15 @@ def _is_real_number(value: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
+def _is_sparse(grad: Any) -> bool:
+    """Whether ``grad`` is a SelectedRows gradient (e.g. of ``Embedding(sparse=True)``)."""
+    if isinstance(grad, pir.Value):
+        return grad.is_selected_row_type()
+    if framework.in_dygraph_mode():
+        return grad.is_selected_rows()
+    return grad.type == core.VarDesc.VarType.SELECTED_ROWS
+
+
 class AdamWDL(AdamW):
     r"""AdamW with layer-wise learning-rate decay and exact decoupled weight decay.
 
@@ -101,8 +110,10 @@ class AdamWDL(AdamW):
     ``AdamW``'s does. Layer ratios of the default function are computed once per
     parameter and scaled lr tensors once per distinct ratio and step. When the
     kernel cannot serve an update (a ratio of 0, a non-finite or Tensor-valued
-    lr factor or ratio) the decay is a separate op,
-    :meth:`_append_decoupled_weight_decay`, followed by the kernel without decay.
+    lr factor or ratio, a sparse ``SelectedRows`` gradient, whose ``adamw``
+    kernel is broken in Paddle 3.3.1) the decay is a separate op,
+    :meth:`_append_decoupled_weight_decay`, followed by the kernel without decay
+    (the ``adam`` kernel for sparse gradients).
 
     Args:
         learning_rate (float|LRScheduler, optional): The global learning rate. Default 0.001.
@@ -368,19 +379,8 @@ class AdamWDL(AdamW):
             else parameters_and_grads
         )
         for param, grad in pairs:
-            if grad is None or param.stop_gradient:
-                continue
-            self._layer_ratio(param)
-            if (
-                framework.in_dygraph_mode()
-                and self._needs_fp32_fallback(param)
-                and grad.is_selected_rows()
-            ):
-                raise NotImplementedError(
-                    f"AdamWDL: parameter {param.name!r} is {param.dtype} on {param.place} with "
-                    "a sparse (SelectedRows) gradient; Paddle has no CPU kernel for that. "
-                    "Use a dense gradient (e.g. Embedding(sparse=False)) or float32."
-                )
+            if grad is not None and not param.stop_gradient:
+                self._layer_ratio(param)
 
     def _end_pass(self) -> None:
         self._lr_to_coeff = {}
@@ -464,7 +464,15 @@ class AdamWDL(AdamW):
         try:
             update_scale = self._update_lr_scale(param, optimize_attr, base_scale)
             with_decay = self._decays(param)
-            fused_coeff = self._fused_decay_coeff(base_scale, update_scale) if with_decay else None
+            # Paddle 3.3.1's adamw kernel for SelectedRows gradients reads its
+            # attributes wrongly and crashes (as paddle.optimizer.AdamW does),
+            # so sparse gradients take the adam kernel and the separate decay.
+            sparse = _is_sparse(grad)
+            if sparse and not self._lazy_mode and framework.in_dygraph_mode():
+                grad, sparse = self._densify(param, grad), False
+            fused_coeff = (
+                self._fused_decay_coeff(base_scale, update_scale) if with_decay and not sparse else None
+            )
             if with_decay and fused_coeff is None:
                 self._append_decoupled_weight_decay(block, param_and_grad, lr_scale=base_scale)
             return self._append_adamw(
@@ -474,10 +482,26 @@ class AdamWDL(AdamW):
                 lr=self._lr_for_scale(update_scale),
                 with_decay=fused_coeff is not None,
                 coeff=self._weight_decay if fused_coeff is None else fused_coeff,
+                adam_kernel=sparse,
             )
         finally:
             if optimize_attr is not None:
                 optimize_attr["learning_rate"] = base_scale
+
+    @staticmethod
+    def _densify(param: Any, grad: Any) -> Any:
+        """A SelectedRows gradient as a dense one (duplicate rows summed).
+
+        Without lazy mode every row takes an Adam step, which is the dense
+        update with zeros where rows are absent; Paddle 3.3.1's CPU ``adam``
+        kernel for SelectedRows corrupts the moments in that mode.
+        """
+        values = grad._get_tensor_from_selected_rows()
+        dense = paddle.zeros(param.shape, dtype=values.dtype)
+        rows = grad.rows()
+        if not rows:
+            return dense
+        return paddle.scatter(dense, paddle.to_tensor(rows, dtype="int64"), values, overwrite=False)
 
     def _append_decoupled_weight_decay(
         self, block: Any, param_and_grad: Any, lr_scale: LrScale | None = None
@@ -537,13 +561,46 @@ class AdamWDL(AdamW):
             return param.place.is_cpu_place()
         return paddle.device.get_device() == "cpu"
 
+    def _advance_beta_pows(self, beta1_pow: Any, beta2_pow: Any) -> None:
+        """``beta_pow *= beta`` after a sparse ``adam`` update (not on an overflow step).
+
+        Paddle 3.3.1's CPU ``adam`` kernel for SelectedRows gradients advances
+        the in-place beta powers before it reads them, so its bias correction
+        is that of step ``t + 1``. Running it with ``use_global_beta_pow=True``
+        (powers left alone) and advancing them here gives step ``t``'s.
+        """
+        found_inf = None if framework.in_dygraph_mode() else self._get_auxiliary_var("found_inf")
+        for beta_pow, beta in ((beta1_pow, self._beta1), (beta2_pow, self._beta2)):
+            if framework.in_dygraph_mode():
+                if _is_tensor(beta):
+                    _C_ops.multiply_(beta_pow, paddle.cast(beta, beta_pow.dtype))
+                else:
+                    _C_ops.scale_(beta_pow, float(beta), 0.0, True)
+                continue
+            advanced = beta_pow * beta
+            if _is_tensor(found_inf):
+                advanced = paddle.where(paddle.reshape(found_inf, [1]), beta_pow, advanced)
+            paddle.assign(advanced, output=beta_pow)
+
     def _beta_value(self, beta: Any) -> Any:
         return beta.item(0) if isinstance(beta, Variable) else beta
 
     def _append_adamw(
-        self, block: Any, param: Any, grad: Any, *, lr: Any, with_decay: bool, coeff: float
+        self,
+        block: Any,
+        param: Any,
+        grad: Any,
+        *,
+        lr: Any,
+        with_decay: bool,
+        coeff: float,
+        adam_kernel: bool = False,
     ) -> Any:
-        """One ``adamw`` kernel: fused decay ``1 - lr*coeff`` if ``with_decay``, then Adam with ``lr``."""
+        """One ``adamw`` kernel: fused decay ``1 - lr*coeff`` if ``with_decay``, then Adam with ``lr``.
+
+        ``adam_kernel``: use the ``adam`` kernel instead (no decay, ``with_decay``
+        must be False), for SelectedRows gradients.
+        """
         moment1 = self._get_accumulator_master(self._moment1_acc_str, param)
         moment2 = self._get_accumulator_master(self._moment2_acc_str, param)
         moment2_max = (
@@ -566,7 +623,7 @@ class AdamWDL(AdamW):
             else:
                 kernel_param, kernel_grad = param, grad
                 kernel_master, kernel_multi_precision = master_weight, use_master
-            _C_ops.adamw_(
+            common = (
                 kernel_param,
                 kernel_grad,
                 lr,
@@ -580,15 +637,19 @@ class AdamWDL(AdamW):
                 self._beta_value(self._beta1),
                 self._beta_value(self._beta2),
                 self._epsilon,
-                1.0,
-                coeff,
-                with_decay,
+            )
+            tail = (
                 self._lazy_mode,
                 _MIN_ROW_SIZE_TO_USE_MULTITHREAD,
                 kernel_multi_precision,
-                False,
+                adam_kernel,  # use_global_beta_pow: see _advance_beta_pows
                 self._amsgrad,
             )
+            if adam_kernel:
+                _C_ops.adam_(*common, *tail)
+                self._advance_beta_pows(beta1_pow, beta2_pow)
+            else:
+                _C_ops.adamw_(*common, 1.0, coeff, with_decay, *tail)
             if fp32_fallback:
                 _C_ops.assign_out_(_C_ops.cast(master_weight, param.dtype), param)
             return None
@@ -602,6 +663,7 @@ class AdamWDL(AdamW):
             moments=(moment1, moment2, moment2_max, beta1_pow, beta2_pow),
             master_weight=master_weight,
             fp32_fallback=fp32_fallback,
+            adam_kernel=adam_kernel,
         )
 
     def _append_legacy_adamw(
@@ -616,8 +678,9 @@ class AdamWDL(AdamW):
         moments: tuple[Any, ...],
         master_weight: Any,
         fp32_fallback: bool,
+        adam_kernel: bool,
     ) -> Any:
-        """The same update as an ``adamw`` op of a legacy (non-PIR) static program."""
+        """The same update as an ``adamw`` (or ``adam``) op of a legacy (non-PIR) static program."""
         moment1, moment2, moment2_max, beta1_pow, beta2_pow = moments
         kernel_param, kernel_grad = param, grad
         if fp32_fallback:
@@ -658,11 +721,12 @@ class AdamWDL(AdamW):
             "lazy_mode": self._lazy_mode,
             "min_row_size_to_use_multithread": _MIN_ROW_SIZE_TO_USE_MULTITHREAD,
             "multi_precision": use_kernel_master,
-            "with_decay": with_decay,
-            "coeff": coeff,
-            "lr_ratio": 1.0,
             "amsgrad": self._amsgrad,
         }
+        if adam_kernel:
+            attrs["use_global_beta_pow"] = True  # see _advance_beta_pows
+        else:
+            attrs.update(with_decay=with_decay, coeff=coeff, lr_ratio=1.0)
         for key, tensor_key, value in (
             ("beta1", "Beta1Tensor", self._beta1),
             ("beta2", "Beta2Tensor", self._beta2),
@@ -679,7 +743,11 @@ class AdamWDL(AdamW):
             inputs["MasterParam"] = master_weight
             outputs["MasterParamOut"] = master_weight
         adamw_op = block.append_op(
-            type=self.type, inputs=inputs, outputs=outputs, attrs=attrs, stop_gradient=True
+            type="adam" if adam_kernel else self.type,
+            inputs=inputs,
+            outputs=outputs,
+            attrs=attrs,
+            stop_gradient=True,
         )
         if fp32_fallback:
             block.append_op(
@@ -688,4 +756,6 @@ class AdamWDL(AdamW):
                 outputs={"Out": [param]},
                 attrs={"in_dtype": core.VarDesc.VarType.FP32, "out_dtype": param.dtype},
             )
+        if adam_kernel:
+            self._advance_beta_pows(beta1_pow, beta2_pow)
         return adamw_op

@@ -1,0 +1,334 @@
+"""AdamWDL state: checkpoints, AMP overflow steps, attribute restoration,
+float16/bfloat16 master weights and sparse gradients, against the float64
+NumPy reference."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import paddle
+import pytest
+from paddle import nn
+
+from paddle_llrd import AdamWDL
+from reference_adamw import ReferenceAdamW, layer_ratio
+from test_adamwdl import (
+    ATOL,
+    N_LAYERS,
+    RTOL,
+    VOCAB,
+    assert_matches,
+    batches,
+    bert_like,
+    fresh_names,
+    gradients_of,
+    make_adamwdl,
+    name_dict_of,
+    ratio_fn,
+    tiny_bert,
+    train_and_compare,
+    weights_of,
+)
+
+
+def _train(model: nn.Layer, optimizer: paddle.optimizer.Optimizer, data: list, scheduler=None) -> None:
+    for ids, labels in data:
+        nn.functional.cross_entropy(model(ids), labels).backward()
+        optimizer.step()
+        optimizer.clear_grad()
+        if scheduler is not None:
+            scheduler.step()
+
+
+def _optimizer_state(optimizer: paddle.optimizer.Optimizer) -> dict[str, np.ndarray]:
+    return {
+        key: value.astype("float32").numpy().copy()
+        for key, value in optimizer.state_dict().items()
+        if isinstance(value, paddle.Tensor)
+    }
+
+
+# ------------------------------------------------------------------ resume
+def test_save_load_resume_equals_uninterrupted(tmp_path):
+    data = batches(6)
+
+    def build():
+        model = tiny_bert()
+        scheduler = paddle.optimizer.lr.StepDecay(0.02, step_size=2, gamma=0.5)
+        optimizer = make_adamwdl(model, learning_rate=scheduler, weight_decay=0.2, layerwise_decay=0.6)
+        return model, optimizer, scheduler
+
+    with fresh_names():
+        model, optimizer, scheduler = build()
+        _train(model, optimizer, data, scheduler)
+        uninterrupted = weights_of(model)
+
+    with fresh_names():
+        model, optimizer, scheduler = build()
+        _train(model, optimizer, data[:3], scheduler)
+        paddle.save(model.state_dict(), str(tmp_path / "model.pdparams"))
+        paddle.save(optimizer.state_dict(), str(tmp_path / "opt.pdopt"))
+
+    with fresh_names():
+        paddle.seed(99)  # a different initialisation, overwritten by the checkpoint
+        model, optimizer, scheduler = build()
+        model.set_state_dict(paddle.load(str(tmp_path / "model.pdparams")))
+        optimizer.set_state_dict(paddle.load(str(tmp_path / "opt.pdopt")))
+        assert scheduler.last_epoch == 3
+        _train(model, optimizer, data[3:], scheduler)
+        resumed = weights_of(model)
+
+    for name in uninterrupted:
+        np.testing.assert_array_equal(resumed[name], uninterrupted[name], err_msg=name)
+
+
+def test_state_dict_keys_equal_paddle_adamw():
+    def keys(make):
+        with fresh_names():
+            model = tiny_bert()
+            optimizer = make(model)
+            _train(model, optimizer, batches(1))
+            return sorted(optimizer.state_dict())
+
+    adamw_keys = keys(lambda m: paddle.optimizer.AdamW(0.01, parameters=m.parameters()))
+    adamwdl_keys = keys(lambda m: make_adamwdl(m, learning_rate=0.01, layerwise_decay=0.5))
+    assert adamw_keys == adamwdl_keys
+    assert any(k.endswith("moment1_0") for k in adamw_keys) and any(k.endswith("beta2_pow_acc_0") for k in adamw_keys)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_master_weight_state_dict_keys_equal_paddle_adamw(dtype):
+    """Paddle's AdamW cannot step float16 on CPU, so its accumulators are created directly."""
+
+    def keys(optimizer_class, **kwargs):
+        with fresh_names():
+            model = bert_like()
+            model.to(dtype=dtype)
+            optimizer = optimizer_class(learning_rate=0.01, parameters=model.parameters(), multi_precision=True, **kwargs)
+            block = paddle.static.default_main_program().global_block()
+            optimizer._create_accumulators(block, model.parameters())
+            state = optimizer.state_dict()
+            return sorted(state), sorted(state["master_weights"])
+
+    adamw_keys = keys(paddle.optimizer.AdamW)
+    adamwdl_keys = keys(AdamWDL, set_param_lr_fun=None)
+    assert adamw_keys == adamwdl_keys and adamw_keys[1]
+
+
+def _checkpoint(model: nn.Layer, optimizer: paddle.optimizer.Optimizer) -> tuple[dict, dict]:
+    return (
+        {k: v.numpy().copy() for k, v in model.state_dict().items()},
+        {k: (v.numpy().copy() if isinstance(v, paddle.Tensor) else v) for k, v in optimizer.state_dict().items()},
+    )
+
+
+def test_checkpoints_move_between_adamw_and_adamwdl():
+    """Each half runs in a fresh process-like name scope, as when resuming from disk."""
+    data = batches(6)
+
+    # AdamW for 3 steps, then AdamWDL(set_param_lr_fun=None) for 3: exactly AdamW for 6
+    with fresh_names():
+        model = tiny_bert()
+        optimizer = paddle.optimizer.AdamW(0.01, parameters=model.parameters(), weight_decay=0.2)
+        _train(model, optimizer, data)
+        adamw_only = weights_of(model)
+    with fresh_names():
+        model = tiny_bert()
+        optimizer = paddle.optimizer.AdamW(0.01, parameters=model.parameters(), weight_decay=0.2)
+        _train(model, optimizer, data[:3])
+        model_state, optimizer_state = _checkpoint(model, optimizer)
+    with fresh_names():
+        model = tiny_bert(seed=99)
+        model.set_state_dict(model_state)
+        optimizer = make_adamwdl(model, learning_rate=0.01, weight_decay=0.2, set_param_lr_fun=None)
+        optimizer.set_state_dict(optimizer_state)
+        _train(model, optimizer, data[3:])
+    for name, value in weights_of(model).items():
+        np.testing.assert_array_equal(value, adamw_only[name], err_msg=name)
+
+    # AdamWDL (layer ratios) for 3 steps, then AdamW for 3: the moments carry over
+    with fresh_names():
+        model = tiny_bert()
+        reference = ReferenceAdamW(weights_of(model), weight_decay=0.2)
+        optimizer = make_adamwdl(model, learning_rate=0.01, weight_decay=0.2, layerwise_decay=0.5)
+        train_and_compare(
+            model, optimizer, reference, lr_at=lambda s: 0.01, data=data[:3], reference_options={"ratio": ratio_fn(0.5)}
+        )
+        model_state, optimizer_state = _checkpoint(model, optimizer)
+    with fresh_names():
+        model = tiny_bert(seed=99)
+        model.set_state_dict(model_state)
+        optimizer = paddle.optimizer.AdamW(0.01, parameters=model.parameters(), weight_decay=0.2)
+        optimizer.set_state_dict(optimizer_state)
+        train_and_compare(model, optimizer, reference, lr_at=lambda s: 0.01, data=data[3:], reference_options={})
+
+
+# ---------------------------------------------------------------- overflow
+@pytest.mark.parametrize("general", [False, True], ids=["fused", "general"])
+def test_overflow_step_changes_nothing(general):
+    model = tiny_bert()
+    reference = ReferenceAdamW(weights_of(model), weight_decay=0.3)
+    optimizer = make_adamwdl(model, general=general, learning_rate=0.01, weight_decay=0.3, layerwise_decay=0.5)
+    options = {"ratio": ratio_fn(0.5)}
+    data = batches(5)
+    train_and_compare(model, optimizer, reference, lr_at=lambda s: 0.01, data=data[:2], reference_options=options)
+
+    weights, state = weights_of(model), _optimizer_state(optimizer)
+    nn.functional.cross_entropy(model(data[2][0]), data[2][1]).backward()
+    optimizer._set_auxiliary_var("found_inf", paddle.to_tensor(True))
+    optimizer.step()
+    optimizer.clear_grad()
+    for name, value in weights_of(model).items():
+        np.testing.assert_array_equal(value, weights[name], err_msg=name)
+    for key, value in _optimizer_state(optimizer).items():
+        np.testing.assert_array_equal(value, state[key], err_msg=key)
+
+    optimizer._set_auxiliary_var("found_inf", paddle.to_tensor(False))
+    train_and_compare(model, optimizer, reference, lr_at=lambda s: 0.01, data=data[3:], reference_options=options)
+
+
+# ----------------------------------------------------------- restoration
+def _lr_attributes(model: nn.Layer) -> dict[str, Any]:
+    return {n: p.optimize_attr["learning_rate"] for n, p in model.named_parameters()}
+
+
+def test_optimize_attr_restored_when_ratio_function_raises():
+    model = bert_like(layer_lrs={0: 0.5, 1: 2.0})
+    attributes = _lr_attributes(model)
+    calls = []
+
+    def failing_on_third(decay_rate, name_dict, n_layers, param):
+        calls.append(param.name)
+        param.optimize_attr["learning_rate"] *= 0.25  # edits first, like a None-returning function
+        if len(calls) == 3:
+            raise RuntimeError("boom")
+
+    optimizer = make_adamwdl(model, learning_rate=0.01, layerwise_decay=0.5, set_param_lr_fun=failing_on_third)
+    ids, labels = batches(1)[0]
+    nn.functional.cross_entropy(model(ids), labels).backward()
+    with pytest.raises(RuntimeError, match="boom"):
+        optimizer.step()
+    assert _lr_attributes(model) == attributes
+
+
+def test_optimize_attr_restored_when_the_update_raises(monkeypatch):
+    model = bert_like(layer_lrs={1: 2.0})
+    attributes = _lr_attributes(model)
+    optimizer = make_adamwdl(model, learning_rate=0.01, layerwise_decay=0.5)
+
+    def broken_kernel(*args, **kwargs):
+        raise RuntimeError("kernel failed")
+
+    monkeypatch.setattr(optimizer, "_append_adamw", broken_kernel)
+    ids, labels = batches(1)[0]
+    nn.functional.cross_entropy(model(ids), labels).backward()
+    with pytest.raises(RuntimeError, match="kernel failed"):
+        optimizer.step()
+    assert _lr_attributes(model) == attributes
+
+
+def test_bad_ratio_type_raises_type_error_and_restores():
+    model = bert_like(layer_lrs={1: 2.0})
+    attributes = _lr_attributes(model)
+    optimizer = make_adamwdl(model, learning_rate=0.01, layerwise_decay=0.5, set_param_lr_fun=lambda *a: "0.5")
+    ids, labels = batches(1)[0]
+    nn.functional.cross_entropy(model(ids), labels).backward()
+    with pytest.raises(TypeError, match="set_param_lr_fun"):
+        optimizer.step()
+    assert _lr_attributes(model) == attributes
+
+
+def test_missing_name_at_step_time_changes_no_parameter():
+    """A parameter unfrozen after construction and missing from name_dict: KeyError before any update."""
+    model = tiny_bert()
+    frozen = model.classifier.weight
+    frozen.stop_gradient = True
+    names = {p.name: n for n, p in model.named_parameters() if p is not frozen}
+    optimizer = make_adamwdl(model, learning_rate=0.01, layerwise_decay=0.5, name_dict=names)
+    frozen.stop_gradient = False
+    before = weights_of(model)
+    ids, labels = batches(1)[0]
+    nn.functional.cross_entropy(model(ids), labels).backward()
+    with pytest.raises(KeyError, match=frozen.name):
+        optimizer.step()
+    for name, value in weights_of(model).items():
+        np.testing.assert_array_equal(value, before[name], err_msg=name)
+
+
+# ------------------------------------------------------ mixed precision
+def _linear_loss_step(model: nn.Layer, optimizer: AdamWDL, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """loss = sum(p * G): the gradient of p is G cast to p's dtype. Returns those gradients."""
+    terms = [
+        (p.astype("float32") * paddle.to_tensor(rng.standard_normal(p.shape).astype("float32"))).sum()
+        for p in model.parameters()
+    ]
+    paddle.add_n(terms).backward()
+    grads, _ = gradients_of(model)
+    optimizer.step()
+    optimizer.clear_grad()
+    return grads
+
+
+@pytest.mark.parametrize("general", [False, True], ids=["fused", "general"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_multi_precision_updates_master_weight(dtype, general):
+    model = bert_like()
+    model.to(dtype=dtype)
+    names = name_dict_of(model)
+    optimizer = make_adamwdl(
+        model, general=general, learning_rate=0.01, weight_decay=0.3, layerwise_decay=0.5, multi_precision=True
+    )
+    reference = ReferenceAdamW(weights_of(model), weight_decay=0.3)  # the masters start as the casts
+    rng = np.random.default_rng(0)
+    for step in range(5):
+        grads = _linear_loss_step(model, optimizer, rng)
+        reference.step(grads, 0.01, ratio=ratio_fn(0.5))
+        for param in model.parameters():
+            master = optimizer._master_weights[param.name]
+            assert master.dtype == paddle.float32 and param.dtype == getattr(paddle, dtype)
+            np.testing.assert_allclose(
+                master.numpy(), reference.params[names[param.name]], rtol=RTOL, atol=ATOL, err_msg=f"{param.name} {step}"
+            )
+            np.testing.assert_array_equal(
+                param.astype("float32").numpy(), master.astype(dtype).astype("float32").numpy()
+            )
+    assert "master_weights" in optimizer.state_dict()
+
+
+# ------------------------------------------------------- sparse gradients
+@pytest.mark.parametrize("general", [False, True], ids=["fused", "general"])
+@pytest.mark.parametrize("lazy_mode", [True, False], ids=["lazy", "dense"])
+def test_sparse_embedding_gradients(lazy_mode, general):
+    model = bert_like(sparse=True)
+    embedding = "bert.embeddings.word_embeddings.weight"
+    reference = ReferenceAdamW(weights_of(model), weight_decay=0.3)
+    optimizer = make_adamwdl(
+        model, general=general, learning_rate=0.01, weight_decay=0.3, layerwise_decay=0.5, lazy_mode=lazy_mode
+    )
+    # step k looks up rows 4*(k % 3) .. 4*(k % 3) + 3 only; rows >= 12 never
+    rng = np.random.default_rng(3)
+    data = [
+        (
+            paddle.to_tensor(rng.integers(4 * (k % 3), 4 * (k % 3) + 4, (8, 6))),
+            paddle.to_tensor(rng.integers(0, 2, (8,))),
+        )
+        for k in range(5)
+    ]
+    ids, labels = data[0]
+    nn.functional.cross_entropy(model(ids), labels).backward()
+    assert model.bert.embeddings.word_embeddings.weight._grad_ivar().is_selected_rows()
+    optimizer.clear_grad()
+    before = weights_of(model)[embedding]
+
+    options = {"ratio": ratio_fn(0.5)}
+    if not lazy_mode:  # every row takes an Adam step, with a zero gradient where absent
+        options["rows"] = None
+    history = train_and_compare(
+        model, optimizer, reference, lr_at=lambda s: 0.01, data=data, reference_options=options
+    )
+    decay = 1 - 0.01 * 0.3  # the embeddings' base lr, not times their layer ratio
+    # rows never looked up: only decayed (their moments stay 0 in either mode)
+    np.testing.assert_allclose(history[-1][embedding][12:], before[12:] * decay**5, rtol=1e-6)
+    # rows 0-3, absent at step 1: lazy mode only decays them, dense mode moves them on momentum
+    only_decayed = np.allclose(history[1][embedding][:4], history[0][embedding][:4] * decay, rtol=1e-6)
+    assert only_decayed == lazy_mode
