@@ -369,6 +369,33 @@ def test_resuming_from_a_checkpoint_gives_the_uninterrupted_run(tmp_path):
         np.testing.assert_allclose(resumed[name], value, rtol=1e-5, atol=1e-7, err_msg=name)
 
 
+@pytest.mark.parametrize("first, second", [(Trainer, LLRDTrainer), (LLRDTrainer, Trainer)])
+def test_checkpoints_move_between_paddlenlp_trainer_and_llrd_trainer(tmp_path, first, second):
+    """Without layer decay AdamWDL is AdamW: a run resumed across the two
+    trainers ends where PaddleNLP's own uninterrupted run ends."""
+
+    def run(trainer_class, output_dir, resume=None):
+        with paddle.utils.unique_name.guard():
+            model = make_bert()
+            args = make_args(
+                output_dir,
+                max_steps=6,
+                learning_rate=4e-3,
+                warmup_steps=2,
+                weight_decay=0.1,
+                save_strategy="steps",
+                save_steps=3,
+            )
+            trainer_class(model=model, args=args, train_dataset=make_dataset()).train(resume_from_checkpoint=resume)
+        return parameters_numpy(model)
+
+    reference = run(Trainer, tmp_path / "reference")
+    run(first, tmp_path / "first")
+    resumed = run(second, tmp_path / "second", resume=str(tmp_path / "first" / "checkpoint-3"))
+    for name, value in reference.items():
+        np.testing.assert_allclose(resumed[name], value, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
 # --- bad input -----------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "keywords, error, message",
