@@ -1,10 +1,12 @@
 """The main job: ``python -m paddle_llrd demo`` (``make demo``).
 
-Fine-tunes the built-in small BERT (:mod:`paddle_llrd.tiny_bert`, random
-init, no downloads) on the synthetic majority task
-(:mod:`paddle_llrd.synthetic`) twice from the same initial weights and data
-order: once with ``paddle.optimizer.AdamW`` and once with
-:class:`paddle_llrd.AdamWDL` (layer-wise lr decay). Both runs use the same
+Builds the small BERT of :mod:`paddle_llrd.tiny_bert` (random init, no
+downloads) and fine-tunes it on the synthetic majority task
+(``rule="upper"`` of :mod:`paddle_llrd.synthetic`) twice from the same
+weights and data order: once with ``paddle.optimizer.AdamW`` and once with
+:class:`paddle_llrd.AdamWDL` (layer-wise lr decay). With
+``--pretrain-steps N`` both start instead from a checkpoint trained for ``N``
+AdamW steps on the related ``rule="middle"`` task. Both runs use the same
 warmup schedule from the registry, the same gradient clipping and an
 :class:`paddle_llrd.ExponentialMovingAverage` of the weights, so the table
 isolates the optimizer. It prints a side-by-side table and writes PNG plots
@@ -49,7 +51,8 @@ class RunResult:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m paddle_llrd demo", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--steps", type=int, default=400, help="training steps per run (default 400)")
+    parser.add_argument("--steps", type=int, default=400, help="fine-tuning steps per run (default 400)")
+    parser.add_argument("--pretrain-steps", type=int, default=0, help="AdamW steps on the related rule=\"middle\" task before fine-tuning (default 0: fine-tune from random init)")
     parser.add_argument("--layers", type=int, default=4, help="Transformer layers (default 4)")
     parser.add_argument("--hidden", type=int, default=64, help="hidden size (default 64)")
     parser.add_argument("--decay", type=float, default=0.8, help="layer-wise lr decay of AdamWDL (default 0.8)")
@@ -63,6 +66,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--output-dir", default="demo_output", help="folder for the plots and results.json")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     return parser
+
+
+SEQ_LEN = 16
+VOCAB_SIZE = 64
 
 
 def _layer_label(structured_name: str) -> str:
@@ -84,18 +91,42 @@ def _evaluate(model, input_ids, labels, batch_size) -> float:
     return correct / len(labels)
 
 
-def train_once(args, use_llrd: bool, data) -> RunResult:
-    train_ids, train_labels, eval_ids, eval_labels = data
+def build_model(args) -> TinyBertForSequenceClassification:
     paddle.seed(args.seed)
     config = TinyBertConfig(
-        vocab_size=int(train_ids.max()) + 1,
+        vocab_size=VOCAB_SIZE,
         hidden_size=args.hidden,
         num_hidden_layers=args.layers,
         num_attention_heads=4,
         intermediate_size=2 * args.hidden,
-        max_position_embeddings=train_ids.shape[1],
+        max_position_embeddings=SEQ_LEN,
     )
-    model = TinyBertForSequenceClassification(config)
+    return TinyBertForSequenceClassification(config)
+
+
+def pretrain(args, model) -> dict:
+    """A short AdamW run on the related task; returns the checkpoint both fine-tunes start from."""
+    ids, labels = make_majority_task(4096, seq_len=SEQ_LEN, vocab_size=VOCAB_SIZE, seed=args.seed + 2, rule="middle")
+    optimizer = paddle.optimizer.AdamW(learning_rate=args.learning_rate, parameters=model.parameters())
+    rng = np.random.default_rng(args.seed + 2)
+    steps = range(args.pretrain_steps)
+    if not args.no_progress:
+        from tqdm import tqdm
+
+        steps = tqdm(steps, desc="pretrain", unit="step")
+    for _ in steps:
+        batch = rng.integers(0, len(labels), size=args.batch_size)
+        loss = paddle.nn.functional.cross_entropy(model(paddle.to_tensor(ids[batch])), paddle.to_tensor(labels[batch]))
+        loss.backward()
+        optimizer.step()
+        optimizer.clear_grad()
+    return {k: v.clone() for k, v in model.state_dict().items()}
+
+
+def train_once(args, use_llrd: bool, data, initial_state: dict) -> RunResult:
+    train_ids, train_labels, eval_ids, eval_labels = data
+    model = build_model(args)
+    model.set_state_dict(initial_state)
     scheduler = get_scheduler(
         args.schedule,
         learning_rate=args.learning_rate,
@@ -216,14 +247,18 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("--steps must be >= 1")
     if args.layers < 1:
         raise SystemExit("--layers must be >= 1")
-    train_ids, train_labels = make_majority_task(4096, seq_len=16, vocab_size=64, seed=args.seed)
-    eval_ids, eval_labels = make_majority_task(1024, seq_len=16, vocab_size=64, seed=args.seed + 1)
+    if args.pretrain_steps < 0:
+        raise SystemExit("--pretrain-steps must be >= 0")
+    train_ids, train_labels = make_majority_task(4096, seq_len=SEQ_LEN, vocab_size=VOCAB_SIZE, seed=args.seed)
+    eval_ids, eval_labels = make_majority_task(1024, seq_len=SEQ_LEN, vocab_size=VOCAB_SIZE, seed=args.seed + 1)
     data = (train_ids, train_labels, eval_ids, eval_labels)
     print(
-        f"Fine-tuning a {args.layers}-layer BERT-shaped model (hidden {args.hidden}) for {args.steps} steps, "
-        f"schedule {args.schedule!r}, layer decay {args.decay}"
+        f"A {args.layers}-layer BERT-shaped model (hidden {args.hidden}): {args.pretrain_steps} pretraining steps, "
+        f"then {args.steps} fine-tuning steps per optimizer, schedule {args.schedule!r}, layer decay {args.decay}"
     )
-    results = [train_once(args, use_llrd=False, data=data), train_once(args, use_llrd=True, data=data)]
+    model = build_model(args)
+    initial_state = pretrain(args, model) if args.pretrain_steps else model.state_dict()
+    results = [train_once(args, use_llrd, data, initial_state) for use_llrd in (False, True)]
     print()
     print(format_table(results))
     os.makedirs(args.output_dir, exist_ok=True)

@@ -98,7 +98,16 @@ def test_majority_task_labels_match_definition():
     assert 0.3 < labels.mean() < 0.7
 
 
-@pytest.mark.parametrize("kwargs, message", [({"num_samples": 0}, "num_samples"), ({"seq_len": 7}, "seq_len"), ({"vocab_size": 3}, "vocab_size")])
+def test_majority_task_middle_rule_matches_definition():
+    ids, labels = make_majority_task(500, seq_len=10, vocab_size=40, seed=4, rule="middle")
+    middle = ((ids[:, 1:] >= 10) & (ids[:, 1:] < 30)).sum(axis=1)
+    np.testing.assert_array_equal(labels, (middle >= 5).astype("int64"))
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [({"num_samples": 0}, "num_samples"), ({"seq_len": 7}, "seq_len"), ({"vocab_size": 3}, "vocab_size"), ({"rule": "lower"}, "rule")],
+)
 def test_majority_task_rejects_bad_arguments(kwargs, message):
     args = {"num_samples": 4, **kwargs}
     with pytest.raises(ValueError, match=message):
@@ -106,7 +115,7 @@ def test_majority_task_rejects_bad_arguments(kwargs, message):
 
 
 def test_demo_short_run_prints_table_and_writes_plots(tmp_path, capsys):
-    assert cli_main(["demo", "--steps", "6", "--layers", "2", "--hidden", "16", "--no-progress", "--output-dir", str(tmp_path)]) == 0
+    assert cli_main(["demo", "--steps", "6", "--pretrain-steps", "3", "--layers", "2", "--hidden", "16", "--no-progress", "--output-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "eval accuracy (EMA)" in out and "AdamWDL" in out and "AdamW" in out
     for name in ("loss_curves.png", "layer_lrs.png", "results.json"):
