@@ -18,6 +18,8 @@ from __future__ import annotations
 import functools
 import math
 import numbers
+import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Union
 
@@ -46,6 +48,37 @@ _FUSED_RATIO_RANGE = (1e-12, 1e12)
 _MIN_ROW_SIZE_TO_USE_MULTITHREAD = 1000
 
 LrScale = Union[float, "Tensor"]
+
+
+def _run_eagerly_under_sot() -> None:
+    """Let ``paddle.jit.to_static`` run this optimizer's Python like Paddle's own.
+
+    Paddle 3's default translator (SOT) simulates the bytecode of every frame
+    outside Paddle's own files; the optimizer step after ``loss.backward()``
+    (a graph break) runs eagerly for ``paddle.optimizer.AdamW`` because its
+    files are on SOT's skip list. Without the same for this file and
+    :mod:`paddle_llrd.layerwise`, SOT simulates AdamWDL's step and Paddle
+    3.3.1's simulator fails on it (``KeyError``). Best effort: the skip list is
+    internal to Paddle, so its absence only costs this workaround.
+    """
+    try:
+        from paddle.jit.sot.opcode_translator import skip_files
+    except ImportError:  # pragma: no cover - a Paddle without SOT
+        return
+    try:
+        here = os.path.dirname(os.path.abspath(__file__))
+        skip_files.skip_file_names.update(
+            os.path.join(here, module) for module in ("adamwdl.py", "layerwise.py")
+        )
+        skip_files.skip_file_name_re = re.compile(
+            f"^({'|'.join(map(re.escape, skip_files.skip_file_names))})"
+        )
+        skip_files.setup_skip_files()
+    except (AttributeError, TypeError):  # pragma: no cover - a changed SOT internals layout
+        return
+
+
+_run_eagerly_under_sot()
 
 
 def _is_tensor(value: Any) -> bool:
