@@ -91,6 +91,7 @@ except ImportError as exc:  # absent, or present without the pins it needs
 
 import paddle
 
+from paddle_llrd import registry
 from paddle_llrd.adamwdl import AdamWDL
 from paddle_llrd.layerwise import layerwise_lr_decay
 from paddle_llrd.registry import get_scheduler
@@ -174,8 +175,7 @@ class LLRDTrainingArguments(TrainingArguments):
 
 
 def _registered_scheduler_names() -> "list[str]":
-    from paddle_llrd import registry
-
+    # read at call time: register_scheduler may have added names since import
     return sorted(_scheduler_name(key) for key in registry.TYPE_TO_SCHEDULER_FUNCTION)
 
 
