@@ -12,8 +12,13 @@ Modes:
 * ``dygraph``: an eager loop ``loss.backward(); opt.step(); opt.clear_grad()``.
 * ``to_static``: that whole train step under ``paddle.jit.to_static``
   (Paddle 3's default SOT translator: on Paddle 3.3.1 the forward becomes one
-  static subgraph, ``loss.backward()`` breaks the graph and the rest runs
-  eagerly). ``to_static_ast`` is the same with ``full_graph=True``, kept as a
+  static subgraph, ``loss.backward()`` breaks the graph, and SOT goes on
+  translating the frames called after it, the optimizer's included, one by
+  one; they run without static subgraphs). SOT remembers per code object
+  how translating it went, and after two failures stops translating it for
+  the rest of the process, so a failing run can make later runs in the same
+  process pass: run one ``--decay-paths``/``--scenarios`` pair per process
+  to see each run as a user would. ``to_static_ast`` is the same with ``full_graph=True``, kept as a
   reproducer: Paddle 3.3.1 cannot translate a whole train step that way, for
   any optimizer (``AttributeError: 'paddle.base.libpaddle.pir.Value' object
   has no attribute 'backward'``; with ``FLAGS_enable_pir_api=0`` the process
@@ -32,17 +37,20 @@ to the optimizer with ``opt._set_auxiliary_var('found_inf', ...)`` as
 ``paddle.amp.GradScaler`` does: a bool tensor in dygraph, a bool feed variable
 of the program in static mode; it is ``False`` on every step except one extra
 step, before step ``OVERFLOW_BEFORE_STEP``, where it is ``True`` and must
-change nothing: ``<scenario>/before_overflow/*``, ``after_overflow/*`` and
-``state_before_overflow/*``, ``state_after_overflow/*`` hold the weights and
-the optimizer state around that step).
+change nothing). For AdamWDL each scenario runs on both of its decay paths
+(``fused``: the decay folded into the ``adamw`` kernel; ``general``: a
+separate decay op, see :func:`make_optimizer`).
 
-Each scenario saves the structured-name weights before and after training
-(``<scenario>/init/<name>``, ``<scenario>/final/<name>``) and the learning
-rate of every step (``<scenario>/lrs``); dygraph also saves every gradient it
-applied (``<scenario>/grad/<step>/<name>``) so that a float64 NumPy
-reference can replay the updates. A scenario that raises stores its traceback
-under ``<scenario>/error`` instead, so one broken mode does not hide the
-others.
+Each run (key ``<path>-<scenario>``, e.g. ``general-overflow``) saves the
+structured-name weights before and after training (``<key>/init/<name>``,
+``<key>/final/<name>``) and the learning rate of every step
+(``<key>/lrs``); dygraph also saves every gradient it applied
+(``<key>/grad/<step>/<name>``) so that a float64 NumPy reference can replay
+the updates; the overflow scenario saves the weights and the optimizer state
+around the overflow step (``<key>/before_overflow/*``, ``after_overflow/*``,
+``state_before_overflow/*``, ``state_after_overflow/*``). A run that raises
+stores its traceback under ``<key>/error`` instead, so one broken run does
+not hide the others.
 
 The model is built only from operators that exist in every mode on Paddle
 3.3.1's CPU build: the legacy static program there has no ``tanh``,
@@ -96,6 +104,7 @@ OVERFLOW_BEFORE_STEP = 2
 MODES = ("dygraph", "to_static", "to_static_ast", "static", "static_legacy")
 OPTIMIZERS = ("adamw", "adamwdl")
 SCENARIOS = ("float", "scheduler", "overflow")
+DECAY_PATHS = ("fused", "general")
 
 
 def scheduled_lr(step: int) -> float:
@@ -230,10 +239,19 @@ def make_learning_rate(scenario: str):
     return paddle.optimizer.lr.LambdaDecay(BASE_LR, lambda step: scheduled_lr(step) / BASE_LR)
 
 
-def make_optimizer(kind: str, model: nn.Layer, learning_rate, parameters=None):
+def make_optimizer(kind: str, model: nn.Layer, learning_rate, parameters=None, decay_path: str = "fused"):
     """The optimizer under test; ``adamw`` is ``paddle.optimizer.AdamW`` with
     the same decay mask and no layer decay (the stand-in the harness was
-    first built with, and the baseline that shows layer decay matters)."""
+    first built with).
+
+    ``decay_path``: AdamWDL folds the decay into the fused ``adamw`` kernel
+    (``"fused"``, its default) or, where the kernel cannot express it, appends
+    a separate decay op built from the ``_lr_to_coeff`` cache and the
+    ``found_inf`` flag (``"general"``, forced here with its
+    ``_force_general_decay`` switch so that every mode exercises both).
+    """
+    if decay_path not in DECAY_PATHS:
+        raise ValueError(f"decay_path must be one of {DECAY_PATHS}, got {decay_path!r}")
     # p.name is the variable name (e.g. "linear_3.w_0"), which differs between
     # modes; the structured name is stable, so map through it.
     name_dict = {param.name: name for name, param in model.named_parameters()}
@@ -259,12 +277,14 @@ def make_optimizer(kind: str, model: nn.Layer, learning_rate, parameters=None):
 
         if AdamWDL is None:
             raise RuntimeError("paddle_llrd.AdamWDL is still a stub")
-        return AdamWDL(
+        opt = AdamWDL(
             **common,
             layerwise_decay=LAYERWISE_DECAY,
             n_layers=NUM_LAYERS,
             name_dict=name_dict,
         )
+        opt._force_general_decay = decay_path == "general"
+        return opt
     raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {kind!r}")
 
 
@@ -291,20 +311,28 @@ def _dygraph_accumulators(opt):
     return values
 
 
-def _record_overflow_snapshot(result, scenario, when, weights, state):
+def _record_overflow_snapshot(result, key, when, weights, state):
     for name, value in weights.items():
-        result[f"{scenario}/{when}_overflow/{name}"] = value
+        result[f"{key}/{when}_overflow/{name}"] = value
     for var_name, value in state.items():
-        result[f"{scenario}/state_{when}_overflow/{var_name}"] = value
+        result[f"{key}/state_{when}_overflow/{var_name}"] = value
 
 
-def run_dygraph(optimizer_kind: str, scenario: str, translate: Optional[str], result: dict) -> None:
+def run_key(decay_path: str, scenario: str) -> str:
+    """The prefix of one run's entries in the saved results."""
+    return f"{decay_path}-{scenario}"
+
+
+def run_dygraph(
+    optimizer_kind: str, scenario: str, translate: Optional[str], result: dict, decay_path: str = "fused"
+) -> None:
+    key = run_key(decay_path, scenario)
     paddle.disable_static()
     model = build_model()
     init = initial_weights(model)
     _set_dygraph_weights(model, init)
     learning_rate = make_learning_rate(scenario)
-    opt = make_optimizer(optimizer_kind, model, learning_rate)
+    opt = make_optimizer(optimizer_kind, model, learning_rate, decay_path=decay_path)
     grads_to_record = {} if translate is None else None
 
     def train_step(input_ids, position_ids, labels):
@@ -334,21 +362,29 @@ def run_dygraph(optimizer_kind: str, scenario: str, translate: Optional[str], re
             before = (_dygraph_weights(model), _dygraph_accumulators(opt))
             set_found_inf(True)
             train_step(**_to_tensors(batch))
-            _record_overflow_snapshot(result, scenario, "before", *before)
-            _record_overflow_snapshot(result, scenario, "after", _dygraph_weights(model), _dygraph_accumulators(opt))
+            _record_overflow_snapshot(result, key, "before", *before)
+            _record_overflow_snapshot(result, key, "after", _dygraph_weights(model), _dygraph_accumulators(opt))
         set_found_inf(False)
         lrs.append(opt.get_lr())
         train_step(**_to_tensors(batch))
         if grads_to_record is not None:
             for name, grad in grads_to_record.items():
-                result[f"{scenario}/grad/{step}/{name}"] = grad
+                result[f"{key}/grad/{step}/{name}"] = grad
         if scenario != "float":
             learning_rate.step()
-    result[f"{scenario}/lrs"] = np.asarray(lrs)
+    result[f"{key}/lrs"] = np.asarray(lrs)
     for name, value in init.items():
-        result[f"{scenario}/init/{name}"] = value
+        result[f"{key}/init/{name}"] = value
     for name, value in _dygraph_weights(model).items():
-        result[f"{scenario}/final/{name}"] = value
+        result[f"{key}/final/{name}"] = value
+
+
+def current_place():
+    """The place dygraph would use (``paddle.get_device()``), so every mode runs on the same device."""
+    device = paddle.device.get_device()
+    if device.startswith("gpu"):
+        return paddle.CUDAPlace(int(device.split(":")[1]))
+    return paddle.CPUPlace()
 
 
 def _static_weights(model, scope):
@@ -367,7 +403,8 @@ def _static_accumulators(opt, scope):
     return values
 
 
-def run_static(optimizer_kind: str, scenario: str, result: dict) -> None:
+def run_static(optimizer_kind: str, scenario: str, result: dict, decay_path: str = "fused") -> None:
+    key = run_key(decay_path, scenario)
     paddle.enable_static()
     main_program, startup_program = paddle.static.Program(), paddle.static.Program()
     with paddle.utils.unique_name.guard(), paddle.static.program_guard(main_program, startup_program):
@@ -377,15 +414,15 @@ def run_static(optimizer_kind: str, scenario: str, result: dict) -> None:
         labels = paddle.static.data("labels", [-1], "int64")
         loss = loss_fn(model, input_ids, position_ids, labels)
         learning_rate = make_learning_rate("float" if scenario == "float" else "scheduler")
-        opt = make_optimizer(optimizer_kind, model, learning_rate)
+        opt = make_optimizer(optimizer_kind, model, learning_rate, decay_path=decay_path)
         if scenario == "overflow":
             found_inf = paddle.static.data("found_inf", [1], "bool")
             opt._set_auxiliary_var("found_inf", found_inf)
         opt.minimize(loss)
     if hasattr(opt, "_lr_to_coeff"):
-        result[f"{scenario}/lr_to_coeff_after_minimize"] = np.asarray(len(opt._lr_to_coeff))
+        result[f"{key}/lr_to_coeff_after_minimize"] = np.asarray(len(opt._lr_to_coeff))
 
-    place = paddle.CPUPlace()
+    place = current_place()
     scope = paddle.static.Scope()
     exe = paddle.static.Executor(place)
     with paddle.static.scope_guard(scope):
@@ -399,9 +436,9 @@ def run_static(optimizer_kind: str, scenario: str, result: dict) -> None:
             if scenario == "overflow" and step == OVERFLOW_BEFORE_STEP:
                 before = (_static_weights(model, scope), _static_accumulators(opt, scope))
                 exe.run(main_program, feed={**batch, "found_inf": np.array([True])}, fetch_list=[loss])
-                _record_overflow_snapshot(result, scenario, "before", *before)
+                _record_overflow_snapshot(result, key, "before", *before)
                 _record_overflow_snapshot(
-                    result, scenario, "after", _static_weights(model, scope), _static_accumulators(opt, scope)
+                    result, key, "after", _static_weights(model, scope), _static_accumulators(opt, scope)
                 )
             feed = dict(batch)
             if scenario == "overflow":
@@ -410,15 +447,17 @@ def run_static(optimizer_kind: str, scenario: str, result: dict) -> None:
             exe.run(main_program, feed=feed, fetch_list=[loss])
             if scenario != "float":
                 learning_rate.step()
-        result[f"{scenario}/lrs"] = np.asarray(lrs)
+        result[f"{key}/lrs"] = np.asarray(lrs)
         for name, value in init.items():
-            result[f"{scenario}/init/{name}"] = value
+            result[f"{key}/init/{name}"] = value
         for name, value in _static_weights(model, scope).items():
-            result[f"{scenario}/final/{name}"] = value
+            result[f"{key}/final/{name}"] = value
     paddle.disable_static()
 
 
-def run_mode(mode: str, optimizer_kind: str, scenarios: Sequence[str]) -> Dict[str, np.ndarray]:
+def run_mode(
+    mode: str, optimizer_kind: str, scenarios: Sequence[str], decay_paths: Sequence[str] = DECAY_PATHS
+) -> Dict[str, np.ndarray]:
     result: Dict[str, np.ndarray] = {}
     if mode.startswith("static"):
         pir = bool(paddle.framework.use_pir_api())
@@ -428,19 +467,20 @@ def run_mode(mode: str, optimizer_kind: str, scenarios: Sequence[str]) -> Dict[s
                 f"environment before paddle is imported; paddle's PIR API is {'on' if pir else 'off'}"
             )
         result["pir"] = np.asarray(pir)
-    for scenario in scenarios:
+    runs = [(path, scenario) for path in decay_paths for scenario in scenarios]
+    for decay_path, scenario in runs:
         try:
             if mode == "dygraph":
-                run_dygraph(optimizer_kind, scenario, None, result)
+                run_dygraph(optimizer_kind, scenario, None, result, decay_path)
             elif mode == "to_static":
-                run_dygraph(optimizer_kind, scenario, "sot", result)
+                run_dygraph(optimizer_kind, scenario, "sot", result, decay_path)
             elif mode == "to_static_ast":
-                run_dygraph(optimizer_kind, scenario, "ast", result)
+                run_dygraph(optimizer_kind, scenario, "ast", result, decay_path)
             else:
-                run_static(optimizer_kind, scenario, result)
-        except Exception:  # recorded for the test to report; the next scenario still runs
+                run_static(optimizer_kind, scenario, result, decay_path)
+        except Exception:  # recorded for the test to report; the next run still happens
             paddle.disable_static()
-            result[f"{scenario}/error"] = np.asarray(traceback.format_exc())
+            result[f"{run_key(decay_path, scenario)}/error"] = np.asarray(traceback.format_exc())
     return result
 
 
@@ -449,13 +489,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--mode", choices=MODES, required=True)
     parser.add_argument("--optimizer", choices=OPTIMIZERS, default="adamwdl")
     parser.add_argument("--scenarios", default=None, help="comma-separated subset of " + ",".join(SCENARIOS))
+    parser.add_argument(
+        "--decay-paths", default=None, help="comma-separated subset of " + ",".join(DECAY_PATHS) + " (adamwdl only)"
+    )
     parser.add_argument("--out", required=True, help="the .npz file to write")
     args = parser.parse_args(argv)
-    if args.scenarios is None:
-        scenarios = SCENARIOS
+    scenarios = SCENARIOS if args.scenarios is None else tuple(args.scenarios.split(","))
+    if args.decay_paths is not None:
+        decay_paths = tuple(args.decay_paths.split(","))
     else:
-        scenarios = tuple(args.scenarios.split(","))
-    result = run_mode(args.mode, args.optimizer, scenarios)
+        decay_paths = DECAY_PATHS if args.optimizer == "adamwdl" else ("fused",)
+    result = run_mode(args.mode, args.optimizer, scenarios, decay_paths)
     np.savez(args.out, **result)
     return 0
 

@@ -34,6 +34,8 @@ import numpy as np
 import pytest
 
 import mode_runner as runner
+from reference_adamw import AdamWState, adamw_update
+from reference_adamw import layer_ratio as reference_layer_ratio
 
 HERE = Path(__file__).resolve().parent
 RUNNER = HERE / "mode_runner.py"
@@ -41,47 +43,53 @@ REPO_ROOT = HERE.parent
 
 # The optimizer every mode trains with ("adamw" = paddle.optimizer.AdamW,
 # the stand-in the harness was first built with).
-OPTIMIZER = "adamw"
+OPTIMIZER = "adamwdl"
 TOLERANCE = 1e-5
 SUBPROCESS_TIMEOUT_S = 180
 OTHER_MODES = ("to_static", "static", "static_legacy")
 SCENARIOS = ("float", "scheduler", "overflow")
+DECAY_PATHS = runner.DECAY_PATHS if OPTIMIZER == "adamwdl" else ("fused",)
 
 
-def run_mode_subprocess(mode: str, optimizer: str, out_dir: Path) -> Dict[str, np.ndarray]:
+def run_mode_subprocess(mode: str, out: Path) -> Dict[str, np.ndarray]:
     """Run ``mode_runner.py`` in a fresh interpreter and load what it saved."""
-    out = out_dir / f"{mode}-{optimizer}.npz"
     env = dict(os.environ)
     # Paddle reads this flag once, at import: the legacy program needs a process of its own.
     env["FLAGS_enable_pir_api"] = "0" if mode == "static_legacy" else "1"
+    command = [sys.executable, str(RUNNER), "--mode", mode, "--optimizer", OPTIMIZER, "--out", str(out)]
     proc = subprocess.run(
-        [sys.executable, str(RUNNER), "--mode", mode, "--optimizer", optimizer, "--out", str(out)],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=SUBPROCESS_TIMEOUT_S,
+        command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT_S
     )
     if proc.returncode != 0 or not out.exists():
-        pytest.fail(f"{RUNNER.name} --mode {mode} exited with {proc.returncode}:\n{proc.stderr[-4000:]}")
+        pytest.fail(f"{' '.join(command[1:])} exited with {proc.returncode}:\n{proc.stderr[-4000:]}")
     with np.load(out) as saved:
         return dict(saved)
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> Callable[[str], Dict[str, np.ndarray]]:
-    """``runs(mode)``: the saved results of that mode, each mode run once per module."""
+def runs(tmp_path_factory) -> Callable[[str, str, str], Dict[str, np.ndarray]]:
+    """``runs(mode, decay_path, scenario)``: that run's saved entries, prefix removed.
+
+    Each mode's process runs once per module; a run that raised fails the
+    test with its traceback. (Under ``to_static`` the first failing runs of a
+    process are the informative ones: SOT stops translating a code object
+    after two failures, see mode_runner.py.)
+    """
     out_dir = tmp_path_factory.mktemp("modes")
-    return functools.lru_cache(maxsize=None)(lambda mode: run_mode_subprocess(mode, OPTIMIZER, out_dir))
+    process = functools.lru_cache(maxsize=None)(lambda mode: run_mode_subprocess(mode, out_dir / f"{mode}.npz"))
 
+    def run(mode: str, decay_path: str, scenario: str) -> Dict[str, np.ndarray]:
+        saved = process(mode)
+        if mode.startswith("static"):
+            assert bool(saved["pir"]) == (mode == "static"), "the static program is not of the IR the mode names"
+        key = runner.run_key(decay_path, scenario)
+        error = saved.get(f"{key}/error")
+        if error is not None:
+            pytest.fail(f"{mode}: the {key!r} run raised:\n{error}")
+        prefix = f"{key}/"
+        return {name[len(prefix):]: value for name, value in saved.items() if name.startswith(prefix)}
 
-def scenario_of(run: Dict[str, np.ndarray], scenario: str) -> Dict[str, np.ndarray]:
-    """One scenario's entries with the prefix removed; fails with the run's traceback if it raised."""
-    error = run.get(f"{scenario}/error")
-    if error is not None:
-        pytest.fail(f"the {scenario!r} scenario raised:\n{error}")
-    prefix = f"{scenario}/"
-    return {key[len(prefix):]: value for key, value in run.items() if key.startswith(prefix)}
+    return run
 
 
 def weights(entries: Dict[str, np.ndarray], kind: str) -> Dict[str, np.ndarray]:
@@ -102,106 +110,107 @@ def assert_close(actual, expected, what: str, tolerance: float = TOLERANCE) -> N
 
 # --------------------------------------------------------------------------- float64 reference
 def layer_ratio(structured_name: str) -> float:
-    """SPEC.md's ``layerwise_lr_decay`` written out, for this model's names."""
     if OPTIMIZER == "adamw":
         return 1.0
-    index = runner.layer_index_of(structured_name)
-    if index is not None:
-        return runner.LAYERWISE_DECAY ** (runner.NUM_LAYERS - index)
-    if "embedding" in structured_name:
-        return runner.LAYERWISE_DECAY ** (runner.NUM_LAYERS + 1)
-    return 1.0
+    return reference_layer_ratio(structured_name, runner.LAYERWISE_DECAY, runner.NUM_LAYERS)
+
+
+def param_lr_scale(structured_name: str) -> float:
+    return runner.PARAM_LR_SCALES.get(structured_name, 1.0)
 
 
 def replay_float64(
     entries: Dict[str, np.ndarray],
     ratio_of: Callable[[str], float] = layer_ratio,
-    decay_lr_scale_of: Callable[[str], float] = lambda name: runner.PARAM_LR_SCALES.get(name, 1.0),
+    decay_lr_scale_of: Callable[[str], float] = param_lr_scale,
 ) -> Dict[str, np.ndarray]:
-    """The contract's update in float64, replayed over the gradients a run applied:
+    """The contract's update (``tests/reference_adamw.py``) in float64, replayed
+    over the gradients a run applied::
 
-    p <- p * (1 - lr_p * coeff)                       (decayed parameters only)
-    m <- b1*m + (1-b1)*g ;  v <- b2*v + (1-b2)*g*g
-    p <- p - lr_p*ratio * sqrt(1-b2^t)/(1-b1^t) * m / (sqrt(v) + eps*sqrt(1-b2^t))
+        p <- p * (1 - lr_p * coeff)                       (decayed parameters only)
+        m <- b1*m + (1-b1)*g ;  v <- b2*v + (1-b2)*g*g
+        p <- p - lr_p*ratio * sqrt(1-b2^t)/(1-b1^t) * m / (sqrt(v) + eps*sqrt(1-b2^t))
 
     with ``lr_p`` the step's lr times the parameter's ParamAttr lr.
-    ``decay_lr_scale_of`` lets a test build the result of a wrong decay.
+    ``ratio_of`` and ``decay_lr_scale_of`` let a test build the result of a
+    wrong implementation.
     """
-    b1, b2, eps = runner.BETA1, runner.BETA2, runner.EPSILON
     params = {name: value.astype("float64") for name, value in weights(entries, "init").items()}
-    first = {name: np.zeros_like(value) for name, value in params.items()}
-    second = {name: np.zeros_like(value) for name, value in params.items()}
+    states = {name: AdamWState.zeros_like(value) for name, value in params.items()}
     for step, lr in enumerate(entries["lrs"].astype("float64")):
-        t = step + 1
         for name in params:
-            grad = entries[f"grad/{step}/{name}"].astype("float64")
-            lr_p = lr * runner.PARAM_LR_SCALES.get(name, 1.0)
-            if runner.is_decayed(name):
-                params[name] *= 1.0 - lr * decay_lr_scale_of(name) * runner.WEIGHT_DECAY
-            first[name] = b1 * first[name] + (1 - b1) * grad
-            second[name] = b2 * second[name] + (1 - b2) * grad * grad
-            correction = np.sqrt(1 - b2**t) / (1 - b1**t)
-            params[name] -= (
-                lr_p * ratio_of(name) * correction * first[name] / (np.sqrt(second[name]) + eps * np.sqrt(1 - b2**t))
+            params[name], states[name] = adamw_update(
+                params[name],
+                entries[f"grad/{step}/{name}"],
+                states[name],
+                lr=lr * param_lr_scale(name) * ratio_of(name),
+                decay_lr=lr * decay_lr_scale_of(name),
+                coeff=runner.WEIGHT_DECAY if runner.is_decayed(name) else 0.0,
+                beta1=runner.BETA1,
+                beta2=runner.BETA2,
+                epsilon=runner.EPSILON,
             )
     return params
 
 
 # --------------------------------------------------------------------------- tests
+@pytest.mark.parametrize("decay_path", DECAY_PATHS)
 @pytest.mark.parametrize("scenario", ["float", "scheduler"])
-def test_dygraph_matches_float64_reference(runs, scenario):
-    entries = scenario_of(runs("dygraph"), scenario)
+def test_dygraph_matches_float64_reference(runs, scenario, decay_path):
+    entries = runs("dygraph", decay_path, scenario)
     expected_lrs = (
         [runner.BASE_LR] * runner.NUM_STEPS
         if scenario == "float"
         else [runner.scheduled_lr(step) for step in range(runner.NUM_STEPS)]
     )
     np.testing.assert_allclose(entries["lrs"], expected_lrs, rtol=1e-12)
-    assert_close(weights(entries, "final"), replay_float64(entries), f"dygraph {scenario} vs float64 reference")
+    assert_close(weights(entries, "final"), replay_float64(entries), f"dygraph {decay_path}-{scenario} vs float64")
 
 
+@pytest.mark.parametrize("decay_path", DECAY_PATHS)
 @pytest.mark.parametrize("scenario", SCENARIOS)
 @pytest.mark.parametrize("mode", OTHER_MODES)
-def test_mode_matches_dygraph(runs, mode, scenario):
-    entries = scenario_of(runs(mode), scenario)
+def test_mode_matches_dygraph(runs, mode, scenario, decay_path):
+    entries = runs(mode, decay_path, scenario)
     # The overflow scenario is the scheduler scenario plus one skipped step.
-    reference = scenario_of(runs("dygraph"), "scheduler" if scenario == "overflow" else scenario)
-    if mode.startswith("static"):
-        assert bool(runs(mode)["pir"]) == (mode == "static"), "the static program is not of the IR the mode names"
+    reference = runs("dygraph", decay_path, "scheduler" if scenario == "overflow" else scenario)
     np.testing.assert_allclose(entries["lrs"], reference["lrs"], rtol=1e-12)
     for name, value in weights(entries, "init").items():
         np.testing.assert_array_equal(value, reference[f"init/{name}"])
-    assert_close(weights(entries, "final"), weights(reference, "final"), f"{mode} {scenario} vs dygraph")
+    assert_close(weights(entries, "final"), weights(reference, "final"), f"{mode} {decay_path}-{scenario} vs dygraph")
 
 
+@pytest.mark.parametrize("decay_path", DECAY_PATHS)
 @pytest.mark.parametrize("mode", ("dygraph",) + OTHER_MODES)
-def test_overflow_step_changes_nothing(runs, mode):
-    entries = scenario_of(runs(mode), "overflow")
+def test_overflow_step_changes_nothing(runs, mode, decay_path):
+    entries = runs(mode, decay_path, "overflow")
     for kind in ("", "state_"):
         before = weights(entries, f"{kind}before_overflow")
         after = weights(entries, f"{kind}after_overflow")
         assert before, f"no {kind or 'weight '}snapshot around the overflow step"
         changed = {name: diff for name, diff in max_abs_difference(after, before).items() if diff != 0.0}
-        assert not changed, f"{mode}: the found_inf=True step changed {kind or 'weights '}{changed}"
+        assert not changed, f"{mode} {decay_path}: the found_inf=True step changed {kind or 'weights '}{changed}"
     # The optimizer state holds both moments and both beta powers of every parameter.
     assert len(weights(entries, "state_before_overflow")) >= 4 * len(weights(entries, "init"))
     # ... and the run still trained on its other steps (the scheduler scenario's numbers).
-    dygraph = scenario_of(runs("dygraph"), "scheduler")
-    assert_close(weights(entries, "final"), weights(dygraph, "final"), f"{mode} overflow run vs dygraph")
+    dygraph = runs("dygraph", decay_path, "scheduler")
+    assert_close(weights(entries, "final"), weights(dygraph, "final"), f"{mode} {decay_path} overflow run vs dygraph")
 
 
 @pytest.mark.skipif(OPTIMIZER != "adamwdl", reason="a property of AdamWDL's static-graph decay")
+@pytest.mark.parametrize("decay_path", DECAY_PATHS)
 @pytest.mark.parametrize("mode", ("static", "static_legacy"))
-def test_lr_to_coeff_cache_is_emptied_after_minimize(runs, mode):
+def test_lr_to_coeff_cache_is_emptied_after_minimize(runs, mode, decay_path):
     for scenario in SCENARIOS:
-        entries = scenario_of(runs(mode), scenario)
+        entries = runs(mode, decay_path, scenario)
         assert int(entries["lr_to_coeff_after_minimize"]) == 0
 
 
 def test_reference_tells_layer_decay_and_per_parameter_lr_apart(runs):
     """A mode that dropped layer decay, or built one decay coefficient from
-    the global lr for all parameters, would miss the tolerance by far."""
-    entries = scenario_of(runs("dygraph"), "scheduler")
+    the global lr for all parameters (a ``_lr_to_coeff`` cache keyed on the
+    wrong thing), would miss the tolerance by far."""
+    entries = runs("dygraph", DECAY_PATHS[-1], "scheduler")
     correct = replay_float64(entries)
     without_layer_decay = replay_float64(entries, ratio_of=lambda name: 1.0)
     global_lr_decay = replay_float64(entries, decay_lr_scale_of=lambda name: 1.0)
