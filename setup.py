@@ -31,6 +31,15 @@ setup(
         "plot": ["matplotlib"],
         "demo": ["tqdm", "matplotlib"],
         "docs": ["sphinx"],
+        # paddle_llrd.integrations.paddlenlp: PaddleNLP 2.8.1 runs beside
+        # Paddle 3 only with these pins (see requirements-paddlenlp.txt).
+        "paddlenlp": [
+            "paddlenlp==2.8.1",
+            "huggingface_hub<0.26",
+            "aistudio-sdk==0.1.7",
+            "datasets<3",
+            "pyarrow<17",
+        ],
     },
     entry_points={"console_scripts": ["paddle-llrd=paddle_llrd.__main__:main"]},
     classifiers=[
