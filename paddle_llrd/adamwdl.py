@@ -184,11 +184,11 @@ class AdamWDL(AdamW):
 
     Raises:
         TypeError: ``layerwise_decay`` is not a float or Tensor (an ``int`` is
-            refused), ``n_layers`` is not an int, ``set_param_lr_fun`` is not
-            callable, ``name_dict`` is not a mapping.
-        ValueError: ``layerwise_decay`` is negative or not finite, ``n_layers``
-            is negative, or ``layerwise_decay != 1.0`` with the default
-            function and no ``name_dict``.
+            refused), ``set_param_lr_fun`` is not callable, ``name_dict`` is not
+            a mapping, or (default function) ``n_layers`` is not an int.
+        ValueError: ``layerwise_decay`` is negative or not finite, or (default
+            function) ``n_layers`` is negative, a parameter's layer index is not
+            below it, or ``layerwise_decay != 1.0`` and there is no ``name_dict``.
         KeyError: a trainable parameter is missing from ``name_dict`` (default
             function).
 
@@ -293,13 +293,15 @@ class AdamWDL(AdamW):
                 "AdamWDL: `layerwise_decay` must be a finite float >= 0 (usually in "
                 f"(0, 1]), got {layerwise_decay!r}."
             )
-        if isinstance(n_layers, bool) or not isinstance(n_layers, numbers.Integral):
-            raise TypeError(
-                f"AdamWDL: `n_layers` must be an int (the number of encoder layers), "
-                f"got {type(n_layers).__name__} {n_layers!r}."
-            )
-        if n_layers < 0:
-            raise ValueError(f"AdamWDL: `n_layers` must be >= 0, got {n_layers}.")
+        # A custom set_param_lr_fun receives n_layers as given and may read it its own way.
+        if set_param_lr_fun is layerwise_lr_decay:
+            if isinstance(n_layers, bool) or not isinstance(n_layers, numbers.Integral):
+                raise TypeError(
+                    f"AdamWDL: `n_layers` must be an int (the number of encoder layers), "
+                    f"got {type(n_layers).__name__} {n_layers!r}."
+                )
+            if n_layers < 0:
+                raise ValueError(f"AdamWDL: `n_layers` must be >= 0, got {n_layers}.")
         if set_param_lr_fun is not None and not callable(set_param_lr_fun):
             raise TypeError(
                 "AdamWDL: `set_param_lr_fun` must be callable "
@@ -347,6 +349,7 @@ class AdamWDL(AdamW):
 
     # ----------------------------------------------------------- param groups
     def _add_param_group(self, param_group: dict[str, Any]) -> None:
+        # PaddleNLP's groups call the weight decay `coeff`; AdamW's `weight_decay`.
         if "coeff" in param_group:
             coeff = param_group["coeff"]
             if "weight_decay" in param_group and param_group["weight_decay"] != coeff:
@@ -357,12 +360,6 @@ class AdamWDL(AdamW):
                 )
             param_group["weight_decay"] = coeff
         super()._add_param_group(param_group)
-
-    def _update_param_group(self, parameters: dict[str, Any]) -> Any:
-        params = super()._update_param_group(parameters)
-        if "weight_decay" not in parameters and "coeff" in parameters:
-            self._weight_decay = parameters["coeff"]
-        return params
 
     # ----------------------------------------------------------- layer ratios
     def _layer_ratio(self, param: Any) -> float | None:

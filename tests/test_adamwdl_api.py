@@ -132,6 +132,17 @@ def test_n_layers_errors(bad, error):
         AdamWDL(parameters=model.parameters(), layerwise_decay=0.5, n_layers=bad, name_dict=name_dict_of(model))
 
 
+def test_custom_function_receives_n_layers_as_given():
+    seen = []
+    model = tiny_bert()
+    opt = AdamWDL(parameters=model.parameters(), n_layers=None,
+                  set_param_lr_fun=lambda d, nd, n, p: seen.append(n) or 1.0)
+    ids, labels = batches(1)[0]
+    nn.functional.cross_entropy(model(ids), labels).backward()
+    opt.step()
+    assert seen and set(seen) == {None}
+
+
 def test_set_param_lr_fun_must_be_callable():
     with pytest.raises(TypeError, match="set_param_lr_fun"):
         AdamWDL(parameters=tiny_bert().parameters(), set_param_lr_fun=0.5)

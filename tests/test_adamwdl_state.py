@@ -11,13 +11,10 @@ import pytest
 from paddle import nn
 
 from paddle_llrd import AdamWDL
-from reference_adamw import ReferenceAdamW, layer_ratio
+from reference_adamw import ReferenceAdamW
 from test_adamwdl import (
     ATOL,
-    N_LAYERS,
     RTOL,
-    VOCAB,
-    assert_matches,
     batches,
     bert_like,
     fresh_names,
