@@ -86,6 +86,8 @@ def _is_tensor(value: Any) -> bool:
 
 
 def _is_real_number(value: Any) -> bool:
+    if type(value) is float:  # the common case, without an ABC check per update
+        return True
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
@@ -613,6 +615,8 @@ class AdamWDL(AdamW):
             paddle.assign(advanced, output=beta_pow)
 
     def _beta_value(self, beta: Any) -> Any:
+        if type(beta) is float:
+            return beta
         return beta.item(0) if isinstance(beta, Variable) else beta
 
     def _append_adamw(
@@ -640,7 +644,7 @@ class AdamWDL(AdamW):
         beta2_pow = self._get_accumulator_master(self._beta2_pow_acc_str, param)
         use_master = self._uses_master(param)
         master_weight = self._master_weights[param.name] if use_master else None
-        fp32_fallback = self._needs_fp32_fallback(param)
+        fp32_fallback = use_master and self._needs_fp32_fallback(param)
 
         if in_dynamic_or_pir_mode():
             found_inf = self._get_auxiliary_var("found_inf") if in_pir_mode() else None
