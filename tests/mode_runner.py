@@ -239,7 +239,9 @@ def make_learning_rate(scenario: str):
     return paddle.optimizer.lr.LambdaDecay(BASE_LR, lambda step: scheduled_lr(step) / BASE_LR)
 
 
-def make_optimizer(kind: str, model: nn.Layer, learning_rate, parameters=None, decay_path: str = "fused"):
+def make_optimizer(
+    kind: str, model: nn.Layer, learning_rate, parameters=None, decay_path: str = "fused", **options
+):
     """The optimizer under test; ``adamw`` is ``paddle.optimizer.AdamW`` with
     the same decay mask and no layer decay (the stand-in the harness was
     first built with).
@@ -249,6 +251,7 @@ def make_optimizer(kind: str, model: nn.Layer, learning_rate, parameters=None, d
     a separate decay op built from the ``_lr_to_coeff`` cache and the
     ``found_inf`` flag (``"general"``, forced here with its
     ``_force_general_decay`` switch so that every mode exercises both).
+    ``options`` go to the constructor (e.g. ``multi_precision=True``).
     """
     if decay_path not in DECAY_PATHS:
         raise ValueError(f"decay_path must be one of {DECAY_PATHS}, got {decay_path!r}")
@@ -269,6 +272,7 @@ def make_optimizer(kind: str, model: nn.Layer, learning_rate, parameters=None, d
         parameters=parameters,
         weight_decay=WEIGHT_DECAY,
         apply_decay_param_fun=apply_decay_param_fun,
+        **options,
     )
     if kind == "adamw":
         return paddle.optimizer.AdamW(**common)

@@ -18,6 +18,7 @@ and NCCL data parallel) is in ``tests/test_gpu.py``.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -180,3 +181,23 @@ def test_fleet_with_launch_matches_one_process(tmp_path, single_process, wrapper
     assert str(ranks[0]["model_class"]) == model_class
     assert_ranks_match_single_process(ranks, single_process)
     assert proc.returncode == 0, proc.stdout[-2000:] + rank_logs(log_dir)
+
+
+def test_data_parallel_example_ranks_match_one_process(tmp_path):
+    """``examples/data_parallel.py``: one process, then 2 ranks started by
+    ``--spawn 2``; every rank prints the same weight checksum as the single process."""
+    example = str(REPO_ROOT / "examples" / "data_parallel.py")
+
+    def checksums(*extra: str) -> Dict[str, float]:
+        proc = run_in_own_session([sys.executable, example, "--steps", "3", *extra], LAUNCH_TIMEOUT_S, tmp_path)
+        assert proc.returncode == 0, proc.stdout[-4000:]
+        found = re.findall(r"rank (\d+/\d+) final weight checksum ([0-9.]+)", proc.stdout)
+        return {rank: float(value) for rank, value in found}
+
+    single = checksums()
+    ranks = checksums("--spawn", "2")
+    assert list(single) == ["0/1"]
+    assert sorted(ranks) == ["0/2", "1/2"]
+    assert ranks["0/2"] == ranks["1/2"]
+    # A sum of |w| over ~10k float32 weights: equal up to float32 rounding.
+    np.testing.assert_allclose(ranks["0/2"], single["0/1"], rtol=1e-5)

@@ -7,15 +7,19 @@ ParamAttr learning rate of 0.5 and 2.0) in one mode per fresh process:
 dygraph, ``paddle.jit.to_static`` over the whole train step, a static PIR
 program (``minimize`` + ``Executor``) and the legacy static program
 (``FLAGS_enable_pir_api=0``), each with a float lr, with an ``LRScheduler``
-and with an AMP overflow step.
+and with an AMP overflow step, and each on both of AdamWDL's decay paths
+(folded into the fused ``adamw`` kernel; a separate decay op built from the
+``_lr_to_coeff`` cache and the ``found_inf`` flag).
 
 Checked here:
 
 * the dygraph run against a float64 NumPy replay of the update rule of the
-  contract (SPEC.md), fed with the gradients the run applied;
+  contract (SPEC.md, ``tests/reference_adamw.py``), fed with the gradients
+  the run applied;
 * every other mode against dygraph, within 1e-5;
 * an overflow step (``found_inf`` true) changes no weight and no optimizer
   state, in every mode, while the other steps of the same run still train;
+* ``_lr_to_coeff`` is empty after ``minimize`` in both static programs;
 * the test setup can tell a wrong implementation apart: ignoring layer decay,
   or keying the decay coefficient on the global lr instead of each
   parameter's own lr (the ``_lr_to_coeff`` cache), moves the result far more
@@ -221,3 +225,27 @@ def test_reference_tells_layer_decay_and_per_parameter_lr_apart(runs):
     moved = max_abs_difference(global_lr_decay, correct)
     for name in runner.PARAM_LR_SCALES:
         assert moved[name] > 100 * TOLERANCE, (name, moved[name])
+
+
+def test_static_graph_example_runs_as_documented():
+    """``python examples/static_graph.py --steps 20``: a PIR program trained by
+    AdamWDL with ``LinearDecayWithWarmup(1e-2, 20, warmup=0.1)``."""
+    steps = 20
+    proc = subprocess.run(
+        [sys.executable, str(REPO_ROOT / "examples" / "static_graph.py"), "--steps", str(steps)],
+        cwd=REPO_ROOT,
+        env={**os.environ, "FLAGS_enable_pir_api": "1"},
+        capture_output=True,
+        text=True,
+        timeout=SUBPROCESS_TIMEOUT_S,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    rows = [line.split() for line in proc.stdout.splitlines() if line.startswith("step ")]
+    assert [int(row[1]) for row in rows] == list(range(steps))
+    lrs = np.array([float(row[3]) for row in rows])
+    losses = np.array([float(row[5]) for row in rows])
+    warmup = int(0.1 * steps)  # floor(warmup * total_steps)
+    expected = [1e-2 * (s / warmup if s < warmup else (steps - s) / (steps - warmup)) for s in range(steps)]
+    np.testing.assert_allclose(lrs, expected, atol=1e-6)  # printed with 6 decimals
+    assert losses[-10:].mean() < losses[0] - 0.1, losses
+    assert f"PIR program, {steps} steps" in proc.stdout

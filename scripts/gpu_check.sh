@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# GPU checks of paddle_llrd: tests/test_gpu.py (fused kernel float16/bfloat16
+# master weights, auto_cast O1/O2 with GradScaler and an overflow step,
+# multi-GPU data parallel and sharding) plus the execution-mode and
+# distributed tests, run against a CUDA build of Paddle. Prints a PASS/FAIL
+# line per suite and exits non-zero if any suite failed.
+#
+# Not part of CI (CI has no GPU): run it by hand on a CUDA machine,
+#
+#     scripts/gpu_check.sh                       # creates/reuses .venv-gpu
+#     PYTHON=/path/to/python scripts/gpu_check.sh   # use an interpreter that already has paddlepaddle-gpu
+#
+# Environment:
+#   PYTHON              an interpreter with a CUDA build of Paddle (skips the venv)
+#   GPU_VENV            the virtualenv to create or reuse (default .venv-gpu)
+#   PADDLE_GPU_VERSION  default 3.3.1, the version CI pins for the CPU build
+#   PADDLE_CUDA_TAG     default cu126; cu118 and cu129 are the other CUDA builds
+#
+# Where paddlepaddle-gpu comes from: PyPI's paddlepaddle-gpu stops at 2.6.2
+# (`pip index versions paddlepaddle-gpu`), so Paddle 3 GPU wheels come from
+# Paddle's own index, as Paddle's install guide says:
+#     pip install paddlepaddle-gpu==3.3.1 -i https://www.paddlepaddle.org.cn/packages/stable/cu126/
+# The package is installed with --no-deps: its `gpu` extra asks for
+# paddlepaddle-gpu>=3.0, which PyPI cannot satisfy.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+PADDLE_GPU_VERSION="${PADDLE_GPU_VERSION:-3.3.1}"
+PADDLE_CUDA_TAG="${PADDLE_CUDA_TAG:-cu126}"
+PADDLE_INDEX="https://www.paddlepaddle.org.cn/packages/stable/${PADDLE_CUDA_TAG}/"
+GPU_VENV="${GPU_VENV:-.venv-gpu}"
+
+has_cuda_paddle() {
+    "$1" -c "import paddle, sys; sys.exit(0 if paddle.device.is_compiled_with_cuda() else 1)" >/dev/null 2>&1
+}
+
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
+    echo "gpu_check: FAIL: no NVIDIA GPU visible (nvidia-smi -L failed); this script is for CUDA machines only."
+    exit 2
+fi
+nvidia-smi -L
+
+if [[ -n "${PYTHON:-}" ]]; then
+    if ! has_cuda_paddle "$PYTHON"; then
+        echo "gpu_check: FAIL: PYTHON=$PYTHON has no CUDA build of Paddle."
+        exit 2
+    fi
+else
+    PYTHON="$GPU_VENV/bin/python"
+    if [[ -x "$PYTHON" ]] && has_cuda_paddle "$PYTHON"; then
+        echo "gpu_check: reusing $GPU_VENV"
+    else
+        echo "gpu_check: creating $GPU_VENV with paddlepaddle-gpu==$PADDLE_GPU_VERSION from $PADDLE_INDEX"
+        python3 -m venv "$GPU_VENV" || exit 2
+        "$PYTHON" -m pip install -q --upgrade pip || exit 2
+        "$PYTHON" -m pip install -q "paddlepaddle-gpu==$PADDLE_GPU_VERSION" -i "$PADDLE_INDEX" || {
+            echo "gpu_check: FAIL: could not install paddlepaddle-gpu==$PADDLE_GPU_VERSION from $PADDLE_INDEX"
+            exit 2
+        }
+    fi
+    # The test tools at CI's pins, without CI's CPU Paddle; the package itself without its extras.
+    grep -v '^paddlepaddle' requirements-dev.txt > "$GPU_VENV/requirements-gpu-check.txt"
+    "$PYTHON" -m pip install -q -r "$GPU_VENV/requirements-gpu-check.txt" || exit 2
+    "$PYTHON" -m pip install -q --no-deps -e . || exit 2
+fi
+
+"$PYTHON" -c "import paddle; print('paddle', paddle.__version__, 'CUDA', paddle.version.cuda(), \
+'GPUs', paddle.device.cuda.device_count()); paddle.utils.run_check()" || {
+    echo "gpu_check: FAIL: paddle.utils.run_check() failed"
+    exit 2
+}
+
+declare -a SUITES=(
+    "gpu:tests/test_gpu.py"
+    "execution-modes:tests/test_execution_modes.py"
+    "distributed:tests/test_distributed.py"
+)
+declare -a SUMMARY=()
+STATUS=0
+for suite in "${SUITES[@]}"; do
+    name="${suite%%:*}"
+    path="${suite#*:}"
+    echo
+    echo "=== $name ($path)"
+    log="$(mktemp)"
+    # -rs lists every skip with its reason: a skipped GPU test is not a pass.
+    "$PYTHON" -m pytest -q -rs "$path" 2>&1 | tee "$log"
+    rc=${PIPESTATUS[0]}
+    counts="$(grep -E '^[0-9]+ (passed|failed|skipped|error)|^=+ .*(passed|failed|skipped|error)' "$log" | tail -1)"
+    rm -f "$log"
+    if [[ $rc -eq 0 ]]; then
+        SUMMARY+=("PASS  $name  $counts")
+    else
+        SUMMARY+=("FAIL  $name  $counts (pytest exit $rc)")
+        STATUS=1
+    fi
+done
+
+echo
+echo "=== gpu_check summary"
+printf '%s\n' "${SUMMARY[@]}"
+if [[ $STATUS -eq 0 ]]; then
+    echo "gpu_check: PASS"
+else
+    echo "gpu_check: FAIL"
+fi
+exit $STATUS
