@@ -169,6 +169,56 @@ def _polynomial_decay(
     return ((lr_init - lr_end) * remaining**power + lr_end) / lr_init
 
 
+def _inverse_sqrt_decay(step: int, *, warmup_steps: int, timescale: int) -> float:
+    """``sqrt(timescale / (step + timescale - W))``: 1 at the end of warmup, then ``~ 1/sqrt(step)``."""
+    return math.sqrt(timescale / (step + timescale - warmup_steps))
+
+
+# The decay stage's shapes: the share a(r) of the way from the floor to the peak
+# that is left at progress r in [0, 1]; each is 1 at r = 0 and 0 at r = 1.
+def _anneal_linear(ratio: float) -> float:
+    return 1.0 - ratio
+
+
+def _anneal_cosine(ratio: float) -> float:
+    return 0.5 * (math.cos(math.pi * ratio) + 1.0)
+
+
+def _anneal_exponential(ratio: float) -> float:
+    return 2.0 * 0.5**ratio - 1.0
+
+
+def _anneal_one_minus_sqrt(ratio: float) -> float:
+    return 1.0 - math.sqrt(ratio)
+
+
+#: ``decay_style`` of the warmup-stable-decay schedule -> its shape a(r).
+_WSD_DECAY_STYLES = {
+    "linear": _anneal_linear,
+    "cosine": _anneal_cosine,
+    "exponential": _anneal_exponential,
+    "1-sqrt": _anneal_one_minus_sqrt,
+}
+
+
+def _stable_then_decay(
+    step: int,
+    *,
+    warmup_steps: int,
+    total_steps: int,
+    decay_steps: int,
+    anneal: Callable[[float], float],
+    floor: float,
+) -> float:
+    """1 until ``total_steps - decay_steps``, then ``floor + (1 - floor) * anneal(r)``, ``floor`` from ``total_steps``."""
+    decay_start = total_steps - decay_steps
+    if step < decay_start:
+        return 1.0
+    if step >= total_steps:
+        return floor
+    return floor + (1.0 - floor) * anneal((step - decay_start) / decay_steps)
+
+
 def _lr_lambda(decay: Callable[..., float], warmup_steps: int, **decay_args: Any) -> Callable[[int], float]:
     """A picklable ``f(step)``: the shared warmup followed by ``decay``."""
     return functools.partial(_factor_with_warmup, warmup_steps=warmup_steps, decay=decay, **decay_args)
@@ -519,9 +569,7 @@ class CosineAnnealingWithWarmupDecay(_AnnealingWithWarmupDecay):
         [0.0, 0.5, 1.0, 0.882843, 0.6, 0.317157, 0.2, 0.2]
     """
 
-    @staticmethod
-    def _anneal(ratio: float) -> float:
-        return 0.5 * (math.cos(math.pi * ratio) + 1.0)
+    _anneal = staticmethod(_anneal_cosine)
 
 
 class LinearAnnealingWithWarmupDecay(_AnnealingWithWarmupDecay):
@@ -558,9 +606,7 @@ class LinearAnnealingWithWarmupDecay(_AnnealingWithWarmupDecay):
         [0.0, 0.5, 1.0, 0.8, 0.6, 0.4, 0.2, 0.2]
     """
 
-    @staticmethod
-    def _anneal(ratio: float) -> float:
-        return 1.0 - ratio
+    _anneal = staticmethod(_anneal_linear)
 
 
 class InverseSquareRootSchedule(LRScheduler):
