@@ -1,11 +1,16 @@
 r"""Schedules by name: ``get_scheduler("cosine", ...)``, as PaddleNLP's Trainer calls it.
 
 The names are the ``lr_scheduler_type`` strings of PaddleNLP's
-``TrainingArguments``. Every schedule function takes ``learning_rate`` first
-and returns a :class:`paddle.optimizer.lr.LambdaDecay` whose lr at step
+``TrainingArguments``, then Hugging Face's ``cosine_with_restarts``,
+``inverse_sqrt``, ``cosine_with_min_lr`` and ``warmup_stable_decay`` (with
+Megatron-LM's decay styles) and the Megatron-style annealing schedulers. Every
+schedule function takes ``learning_rate`` first; all but the two annealing
+ones return a :class:`paddle.optimizer.lr.LambdaDecay` whose lr at step
 :math:`s` is ``learning_rate * f(s)``, with :math:`W` = ``num_warmup_steps``,
 :math:`T` = ``num_training_steps`` and the linear warmup
-:math:`f(s) = s / \max(1, W)` for :math:`s < W`.
+:math:`f(s) = s / \max(1, W)` for :math:`s < W`. Each ``f`` is the shared
+warmup followed by one small decay function of :mod:`paddle_llrd.schedulers`,
+bound with :func:`functools.partial` (so the schedulers pickle).
 
 :func:`register_scheduler` adds a schedule under a new name;
 :func:`get_scheduler` passes each schedule only the arguments it accepts.
@@ -14,20 +19,27 @@ from __future__ import annotations
 
 import enum
 import inspect
+import math
 from typing import Any, Callable, Dict, Optional, Union
 
 from paddle.optimizer.lr import LambdaDecay, LRScheduler
 
 from .schedulers import (
+    _WSD_DECAY_STYLES,
     ConstScheduleWithWarmup,
+    CosineAnnealingWithWarmupDecay,
+    CosineDecayWithWarmup,
+    LinearAnnealingWithWarmupDecay,
     LinearDecayWithWarmup,
     PolyDecayWithWarmup,
     _constant,
     _cosine_waves,
     _finite_real,
+    _inverse_sqrt_decay,
     _last_epoch,
     _learning_rate,
     _lr_lambda,
+    _stable_then_decay,
     _step_count,
 )
 
@@ -36,21 +48,36 @@ __all__ = [
     "TYPE_TO_SCHEDULER_FUNCTION",
     "get_constant_schedule",
     "get_constant_schedule_with_warmup",
+    "get_cosine_annealing_schedule_with_warmup",
     "get_cosine_schedule_with_warmup",
+    "get_cosine_with_hard_restarts_schedule_with_warmup",
+    "get_cosine_with_min_lr_schedule_with_warmup",
+    "get_inverse_sqrt_schedule",
+    "get_linear_annealing_schedule_with_warmup",
     "get_linear_schedule_with_warmup",
     "get_polynomial_decay_schedule_with_warmup",
     "get_scheduler",
+    "get_wsd_schedule",
     "register_scheduler",
+    "DEFAULT_INVERSE_SQRT_TIMESCALE",
+    "DEFAULT_WSD_DECAY_RATIO",
 ]
 
 
 class SchedulerType(str, enum.Enum):
-    """The built-in schedule names (PaddleNLP's ``lr_scheduler_type`` values).
+    """The built-in schedule names.
+
+    The first five are PaddleNLP's ``lr_scheduler_type`` values; then come
+    Hugging Face's ``cosine_with_restarts``, ``inverse_sqrt``,
+    ``cosine_with_min_lr`` and ``warmup_stable_decay`` (with Megatron-LM's
+    decay styles), and the Megatron-style annealing schedulers.
 
     Examples:
         >>> from paddle_llrd import SchedulerType
         >>> SchedulerType("cosine") is SchedulerType.COSINE, SchedulerType.COSINE == "cosine"
         (True, True)
+        >>> str(SchedulerType.WARMUP_STABLE_DECAY)
+        'warmup_stable_decay'
     """
 
     LINEAR = "linear"
@@ -58,6 +85,12 @@ class SchedulerType(str, enum.Enum):
     CONSTANT = "constant"
     CONSTANT_WITH_WARMUP = "constant_with_warmup"
     POLYNOMIAL = "polynomial"
+    COSINE_WITH_RESTARTS = "cosine_with_restarts"
+    INVERSE_SQRT = "inverse_sqrt"
+    COSINE_WITH_MIN_LR = "cosine_with_min_lr"
+    WARMUP_STABLE_DECAY = "warmup_stable_decay"
+    COSINE_ANNEALING_WITH_WARMUP = "cosine_annealing_with_warmup"
+    LINEAR_ANNEALING_WITH_WARMUP = "linear_annealing_with_warmup"
 
     def __str__(self) -> str:
         return self.value
@@ -209,6 +242,445 @@ def get_polynomial_decay_schedule_with_warmup(
     return PolyDecayWithWarmup(learning_rate, total, warmup, lr_end=lr_end, power=power, last_epoch=last_epoch)
 
 
+def get_cosine_with_hard_restarts_schedule_with_warmup(
+    learning_rate: float,
+    num_warmup_steps: int,
+    num_training_steps: int,
+    num_cycles: float = 1.0,
+    last_epoch: int = -1,
+) -> LambdaDecay:
+    r"""Linear warmup, then ``num_cycles`` cosine decays to 0, each restarting at the peak (``"cosine_with_restarts"``).
+
+    Hugging Face's ``get_cosine_with_hard_restarts_schedule_with_warmup``: the
+    decay phase is cut into :math:`c` = ``num_cycles`` equal cycles, each a half
+    cosine from the peak down to 0, after which the lr jumps back to the peak.
+    With :math:`p = (s - W) / \max(1, T - W)`:
+
+    .. math::
+
+        f(s) = \begin{cases}
+            \tfrac12 \left(1 + \cos(\pi\, ((c\, p) \bmod 1))\right) & s \ge W,\ p < 1 \\
+            0 & p \ge 1
+        \end{cases}
+
+    A fractional :math:`c` ends part-way through its last cycle and drops to 0
+    at :math:`T`; ``num_cycles=0.5`` falls to half the peak, then to 0.
+
+    This is exactly :class:`~paddle_llrd.CosineDecayWithWarmup` with
+    ``with_hard_restarts=True`` and ``num_cycles=float(c)``, which it returns.
+    Only the defaults differ: Hugging Face's ``1`` here, PaddleNLP's ``0.5``
+    for the class. :func:`get_scheduler` uses the ``num_cycles`` its caller
+    passes and ``1`` when none is passed; PaddleNLP's ``Trainer`` always passes
+    ``TrainingArguments.num_cycles`` (``0.5`` by default), so set
+    ``num_cycles`` to 1 or more there for whole cycles.
+
+    Args:
+        learning_rate (float): The peak learning rate, ``>= 0``.
+        num_warmup_steps (int): Warmup steps :math:`W`, ``>= 0``.
+        num_training_steps (int): Training steps :math:`T`, ``>= 1``.
+        num_cycles (float, optional): The number of cycles :math:`c \ge 0`
+            (an ``int`` is accepted). Default: ``1.0``.
+        last_epoch (int, optional): The last step already taken. Default: ``-1``.
+
+    Examples:
+        >>> from paddle_llrd.registry import get_cosine_with_hard_restarts_schedule_with_warmup
+        >>> scheduler = get_cosine_with_hard_restarts_schedule_with_warmup(1.0, 2, 10, num_cycles=2)
+        >>> lrs = []
+        >>> for _ in range(12):
+        ...     lrs.append(round(scheduler(), 6))
+        ...     scheduler.step()
+        >>> lrs
+        [0.0, 0.5, 1.0, 0.853553, 0.5, 0.146447, 1.0, 0.853553, 0.5, 0.146447, 0.0, 0.0]
+    """
+    warmup = _step_count(num_warmup_steps, "num_warmup_steps")
+    total = _step_count(num_training_steps, "num_training_steps", minimum=1)
+    num_cycles = _finite_real(num_cycles, "num_cycles")
+    if num_cycles < 0:
+        raise ValueError(f"`num_cycles` must be >= 0 (the number of cycles), got {num_cycles!r}.")
+    return CosineDecayWithWarmup(
+        learning_rate, total, warmup, with_hard_restarts=True, num_cycles=num_cycles, last_epoch=last_epoch
+    )
+
+
+#: The ``timescale`` of ``"inverse_sqrt"`` without warmup (Hugging Face's and big_vision's).
+DEFAULT_INVERSE_SQRT_TIMESCALE = 10_000
+
+
+def get_inverse_sqrt_schedule(
+    learning_rate: float,
+    num_warmup_steps: int,
+    timescale: Optional[int] = None,
+    last_epoch: int = -1,
+) -> LambdaDecay:
+    r"""Linear warmup, then decay with the inverse square root of the step (``"inverse_sqrt"``).
+
+    Hugging Face's ``get_inverse_sqrt_schedule``. With :math:`\tau` = ``timescale``:
+
+    .. math::
+
+        f(s) = \sqrt{\frac{\tau}{s + \tau - W}}, \qquad s \ge W
+
+    so :math:`f(W) = 1` and the lr falls like :math:`1/\sqrt{s}`; it is half
+    the peak at :math:`s = W + 3\tau`. ``timescale=None`` means:
+
+    * :math:`\tau = W` when :math:`W \ge 1`. Then :math:`f(s) = \sqrt{W / s}`,
+      the curve of :class:`~paddle_llrd.InverseSquareRootSchedule` ``(W,
+      learning_rate)`` (PaddleNLP's Transformer schedule) step for step.
+    * :math:`\tau` = ``DEFAULT_INVERSE_SQRT_TIMESCALE`` (10 000, as in Hugging
+      Face and big_vision) when :math:`W = 0`, where :math:`\tau = W` would
+      divide by zero: the lr starts at the peak and decays slowly
+      (:math:`f(s) = \sqrt{10^4 / (s + 10^4)}`). Pass ``timescale`` to set the
+      pace; :math:`\tau = 1` gives :math:`1/\sqrt{s + 1}`.
+
+    ``num_training_steps`` plays no part (the decay never ends).
+
+    Args:
+        learning_rate (float): The peak learning rate, ``>= 0``.
+        num_warmup_steps (int): Warmup steps :math:`W`, ``>= 0``.
+        timescale (int, optional): :math:`\tau \ge 1`. Default: ``None`` (see above).
+        last_epoch (int, optional): The last step already taken. Default: ``-1``.
+
+    Examples:
+        >>> from paddle_llrd.registry import get_inverse_sqrt_schedule
+        >>> scheduler = get_inverse_sqrt_schedule(0.5, num_warmup_steps=4)
+        >>> lrs = []
+        >>> for _ in range(17):
+        ...     lrs.append(round(scheduler(), 6))
+        ...     scheduler.step()
+        >>> lrs[:5], lrs[16]
+        ([0.0, 0.125, 0.25, 0.375, 0.5], 0.25)
+        >>> get_inverse_sqrt_schedule(1.0, num_warmup_steps=0, timescale=100, last_epoch=299)()
+        0.5
+    """
+    learning_rate = _learning_rate(learning_rate)
+    warmup = _step_count(num_warmup_steps, "num_warmup_steps")
+    if timescale is None:
+        timescale = warmup if warmup > 0 else DEFAULT_INVERSE_SQRT_TIMESCALE
+    timescale = _step_count(timescale, "timescale", minimum=1)
+    lr_lambda = _lr_lambda(_inverse_sqrt_decay, warmup, timescale=timescale)
+    return LambdaDecay(learning_rate, lr_lambda, last_epoch=_last_epoch(last_epoch))
+
+
+def _floor_ratio(
+    learning_rate: float,
+    min_lr: Optional[float],
+    ratio: Optional[float],
+    ratio_name: str,
+    *,
+    schedule: str,
+    required: bool,
+) -> float:
+    """The floor as a fraction of ``learning_rate``, from at most (or, if ``required``, exactly) one of the two."""
+    if min_lr is not None and ratio is not None:
+        raise ValueError(
+            f"Pass only one of `min_lr` (an absolute lr) and `{ratio_name}` (a fraction of learning_rate), "
+            f"got min_lr={min_lr!r} and {ratio_name}={ratio!r}."
+        )
+    if min_lr is not None:
+        min_lr = _learning_rate(min_lr, "min_lr")
+        if min_lr > learning_rate:
+            raise ValueError(f"`min_lr` ({min_lr!r}) must be <= `learning_rate` ({learning_rate!r}).")
+        return min_lr / learning_rate if learning_rate > 0 else 0.0
+    if ratio is not None:
+        ratio = _finite_real(ratio, ratio_name)
+        if not 0.0 <= ratio <= 1.0:
+            raise ValueError(f"`{ratio_name}` must lie in [0, 1] (a fraction of learning_rate), got {ratio!r}.")
+        return ratio
+    if required:
+        raise ValueError(
+            f"Scheduler {schedule!r} requires `min_lr` (an absolute lr) or `{ratio_name}` (a fraction of "
+            "learning_rate), please provide one of them."
+        )
+    return 0.0
+
+
+def get_cosine_with_min_lr_schedule_with_warmup(
+    learning_rate: float,
+    num_warmup_steps: int,
+    num_training_steps: int,
+    num_cycles: float = 0.5,
+    last_epoch: int = -1,
+    min_lr: Optional[float] = None,
+    min_lr_rate: Optional[float] = None,
+) -> LambdaDecay:
+    r"""Linear warmup, then a cosine down to a floor given as ``min_lr`` or ``min_lr_rate`` (``"cosine_with_min_lr"``).
+
+    Hugging Face's ``get_cosine_with_min_lr_schedule_with_warmup``; exactly one
+    of ``min_lr`` (absolute) and ``min_lr_rate`` (a fraction of the peak) must
+    be given. With :math:`m` = ``min_lr_rate`` or ``min_lr`` :math:`/\eta`,
+    :math:`c` = ``num_cycles`` and
+    :math:`p = \min\!\left(1, \frac{s - W}{\max(1, T - W)}\right)`:
+
+    .. math::
+
+        f(s) = m + (1 - m)\, \tfrac12 \left(1 + \cos(2 \pi c\, p)\right), \qquad s \ge W
+
+    Up to :math:`T` these are Hugging Face's values; from :math:`T` on the value
+    reached at :math:`T` is held (:math:`m` for the default half cosine), where
+    Hugging Face's curve turns back up. It is the ``"cosine"`` schedule with a
+    floor that may be given as a ratio.
+
+    Args:
+        learning_rate (float): The peak learning rate :math:`\eta`, ``>= 0``.
+        num_warmup_steps (int): Warmup steps :math:`W`, ``>= 0``.
+        num_training_steps (int): Training steps :math:`T`, ``>= 1``.
+        num_cycles (float, optional): Cosine waves over the decay phase, ``>= 0``. Default: ``0.5``.
+        last_epoch (int, optional): The last step already taken. Default: ``-1``.
+        min_lr (float, optional): The floor as an lr, ``0 <= min_lr <= learning_rate``.
+        min_lr_rate (float, optional): The floor as a fraction of ``learning_rate``, in ``[0, 1]``.
+
+    Raises:
+        ValueError: neither or both of ``min_lr`` and ``min_lr_rate``, or one out of range.
+
+    Examples:
+        >>> from paddle_llrd.registry import get_cosine_with_min_lr_schedule_with_warmup
+        >>> scheduler = get_cosine_with_min_lr_schedule_with_warmup(1.0, 2, 6, min_lr_rate=0.2)
+        >>> lrs = []
+        >>> for _ in range(8):
+        ...     lrs.append(round(scheduler(), 6))
+        ...     scheduler.step()
+        >>> lrs
+        [0.0, 0.5, 1.0, 0.882843, 0.6, 0.317157, 0.2, 0.2]
+    """
+    learning_rate = _learning_rate(learning_rate)
+    warmup = _step_count(num_warmup_steps, "num_warmup_steps")
+    total = _step_count(num_training_steps, "num_training_steps", minimum=1)
+    num_cycles = _finite_real(num_cycles, "num_cycles")
+    if num_cycles < 0:
+        raise ValueError(f"`num_cycles` must be >= 0, got {num_cycles!r}.")
+    floor = _floor_ratio(
+        learning_rate, min_lr, min_lr_rate, "min_lr_rate", schedule="cosine_with_min_lr", required=True
+    )
+    lr_lambda = _lr_lambda(
+        _cosine_waves, warmup, total_steps=total, num_cycles=num_cycles, floor=floor, hold_after_end=True
+    )
+    return LambdaDecay(learning_rate, lr_lambda, last_epoch=_last_epoch(last_epoch))
+
+
+#: The share of ``num_training_steps`` that ``"warmup_stable_decay"`` decays over when
+#: neither ``num_decay_steps`` nor ``decay_ratio`` is given.
+DEFAULT_WSD_DECAY_RATIO = 0.1
+
+# Megatron-LM calls the 1-sqrt style "minus_sqrt".
+_WSD_STYLE_ALIASES = {"minus_sqrt": "1-sqrt"}
+
+
+def _wsd_decay_style(decay_style: Any) -> str:
+    if not isinstance(decay_style, str):
+        raise TypeError(
+            f"`decay_style` must be a str, one of {', '.join(map(repr, _WSD_DECAY_STYLES))}; got {decay_style!r}."
+        )
+    style = _WSD_STYLE_ALIASES.get(decay_style, decay_style)
+    if style not in _WSD_DECAY_STYLES:
+        raise ValueError(
+            f"`decay_style` must be one of {', '.join(map(repr, _WSD_DECAY_STYLES))} "
+            f"(or Megatron-LM's 'minus_sqrt' for '1-sqrt'), got {decay_style!r}."
+        )
+    return style
+
+
+def _wsd_decay_steps(num_decay_steps: Any, decay_ratio: Any, total: int) -> int:
+    if num_decay_steps is not None and decay_ratio is not None:
+        raise ValueError(
+            "Pass only one of `num_decay_steps` (steps) and `decay_ratio` (a fraction of num_training_steps), "
+            f"got num_decay_steps={num_decay_steps!r} and decay_ratio={decay_ratio!r}."
+        )
+    if num_decay_steps is not None:
+        return _step_count(num_decay_steps, "num_decay_steps")
+    ratio = DEFAULT_WSD_DECAY_RATIO if decay_ratio is None else _finite_real(decay_ratio, "decay_ratio")
+    if not 0.0 <= ratio <= 1.0:
+        raise ValueError(f"`decay_ratio` must lie in [0, 1] (a fraction of num_training_steps), got {ratio!r}.")
+    return int(math.floor(ratio * total))
+
+
+def get_wsd_schedule(
+    learning_rate: float,
+    num_warmup_steps: int,
+    num_training_steps: int,
+    num_decay_steps: Optional[int] = None,
+    decay_ratio: Optional[float] = None,
+    decay_style: str = "cosine",
+    min_lr_ratio: Optional[float] = None,
+    min_lr: Optional[float] = None,
+    last_epoch: int = -1,
+) -> LambdaDecay:
+    r"""Warmup, a stable stage at the peak, then a decay to a floor by the end (``"warmup_stable_decay"``).
+
+    The WSD schedule (MiniCPM; Megatron-LM's ``--lr-decay-style WSD``, Hugging
+    Face's ``get_wsd_schedule``). The decay stage is the last :math:`D` of the
+    :math:`T` training steps: :math:`D` = ``num_decay_steps``, or
+    :math:`\lfloor` ``decay_ratio`` :math:`\cdot T \rfloor`, or
+    :math:`\lfloor 0.1\, T \rfloor` when neither is given; the stable stage
+    fills :math:`[W, T - D)`, so :math:`W + D \le T` is required. With the
+    floor :math:`m` = ``min_lr_ratio`` or ``min_lr`` :math:`/\eta` (at most one
+    of them; 0 when neither) and :math:`r = (s - (T - D)) / D`:
+
+    .. math::
+
+        f(s) = \begin{cases}
+            s / \max(1, W) & s < W \\
+            1 & W \le s < T - D \\
+            m + (1 - m)\, a(r) & T - D \le s < T \\
+            m & s \ge T
+        \end{cases}
+
+    with the decay shape :math:`a(r)` named by ``decay_style`` (each falls from
+    1 at :math:`r = 0` to 0 at :math:`r = 1`):
+
+    * ``"linear"``: :math:`a(r) = 1 - r`
+    * ``"cosine"``: :math:`a(r) = \tfrac12 (1 + \cos(\pi r))`
+    * ``"exponential"``: :math:`a(r) = 2 \cdot 0.5^{r} - 1`
+    * ``"1-sqrt"`` (Megatron-LM's ``"minus_sqrt"`` is accepted too):
+      :math:`a(r) = 1 - \sqrt{r}`
+
+    These are Megatron-LM's ``WSD`` formulas (its ``lr_decay_steps`` is
+    :math:`T`, ``wsd_decay_steps`` is :math:`D`, ``init_lr`` 0) and, for the
+    styles they share, Hugging Face's, with two differences from the latter:
+    the warmup always starts at 0 (Hugging Face's starts at
+    :math:`m \eta`), and the cosine is the half cosine (no ``num_cycles``).
+    ``decay_style`` is Hugging Face's ``decay_type``; the stable stage is
+    :math:`T - W - D` steps rather than a ``num_stable_steps``.
+
+    Args:
+        learning_rate (float): The peak learning rate :math:`\eta`, ``>= 0``.
+        num_warmup_steps (int): Warmup steps :math:`W`, ``>= 0``.
+        num_training_steps (int): Training steps :math:`T`, ``>= 1``; the decay ends here.
+        num_decay_steps (int, optional): Decay steps :math:`D`, ``<= T - W``.
+        decay_ratio (float, optional): :math:`D` as a fraction of :math:`T`, in
+            ``[0, 1]``. Default (with ``num_decay_steps`` also ``None``): ``0.1``.
+        decay_style (str, optional): ``"linear"``, ``"cosine"``,
+            ``"exponential"`` or ``"1-sqrt"``. Default: ``"cosine"``.
+        min_lr_ratio (float, optional): The floor as a fraction of ``learning_rate``, in ``[0, 1]``.
+        min_lr (float, optional): The floor as an lr, ``<= learning_rate``.
+        last_epoch (int, optional): The last step already taken. Default: ``-1``.
+
+    Examples:
+        >>> from paddle_llrd.registry import get_wsd_schedule
+        >>> scheduler = get_wsd_schedule(1.0, num_warmup_steps=2, num_training_steps=10, num_decay_steps=4,
+        ...                              decay_style="linear", min_lr_ratio=0.2)
+        >>> lrs = []
+        >>> for _ in range(12):
+        ...     lrs.append(round(scheduler(), 6))
+        ...     scheduler.step()
+        >>> lrs
+        [0.0, 0.5, 1.0, 1.0, 1.0, 1.0, 1.0, 0.8, 0.6, 0.4, 0.2, 0.2]
+        >>> half_way = {style: round(get_wsd_schedule(1.0, 0, 4, num_decay_steps=4, decay_style=style,
+        ...                                           last_epoch=1)(), 6)
+        ...             for style in ["linear", "cosine", "exponential", "1-sqrt"]}
+        >>> half_way
+        {'linear': 0.5, 'cosine': 0.5, 'exponential': 0.414214, '1-sqrt': 0.292893}
+    """
+    learning_rate = _learning_rate(learning_rate)
+    warmup = _step_count(num_warmup_steps, "num_warmup_steps")
+    total = _step_count(num_training_steps, "num_training_steps", minimum=1)
+    decay_steps = _wsd_decay_steps(num_decay_steps, decay_ratio, total)
+    if warmup + decay_steps > total:
+        given = "num_decay_steps" if num_decay_steps is not None else "decay_ratio"
+        raise ValueError(
+            f"`num_warmup_steps` ({warmup}) plus the decay steps ({decay_steps}, from `{given}`) must not exceed "
+            f"`num_training_steps` ({total}): the decay stage is the end of training, after warmup."
+        )
+    style = _wsd_decay_style(decay_style)
+    floor = _floor_ratio(
+        learning_rate, min_lr, min_lr_ratio, "min_lr_ratio", schedule="warmup_stable_decay", required=False
+    )
+    lr_lambda = _lr_lambda(
+        _stable_then_decay,
+        warmup,
+        total_steps=total,
+        decay_steps=decay_steps,
+        anneal=_WSD_DECAY_STYLES[style],
+        floor=floor,
+    )
+    return LambdaDecay(learning_rate, lr_lambda, last_epoch=_last_epoch(last_epoch))
+
+
+def _annealing_arguments(learning_rate: Any, num_warmup_steps: Any, num_training_steps: Any, min_lr: Any):
+    """The annealing classes' arguments, checked under the registry's names."""
+    learning_rate = _learning_rate(learning_rate)
+    min_lr = _learning_rate(min_lr, "min_lr")
+    if min_lr > learning_rate:
+        raise ValueError(f"`min_lr` ({min_lr!r}) must be <= `learning_rate` ({learning_rate!r}).")
+    warmup = _step_count(num_warmup_steps, "num_warmup_steps")
+    total = _step_count(num_training_steps, "num_training_steps", minimum=1)
+    if total <= warmup:
+        raise ValueError(
+            f"`num_training_steps` ({total}) must be greater than `num_warmup_steps` ({warmup}) "
+            "for the annealing schedules (they anneal between the two)."
+        )
+    return {"max_lr": learning_rate, "min_lr": min_lr, "warmup_step": warmup, "decay_step": total}
+
+
+def get_cosine_annealing_schedule_with_warmup(
+    learning_rate: float,
+    num_warmup_steps: int,
+    num_training_steps: int,
+    min_lr: float = 0.0,
+    last_epoch: int = -1,
+) -> CosineAnnealingWithWarmupDecay:
+    r"""Megatron-style warmup to ``learning_rate``, cosine annealing to ``min_lr`` (``"cosine_annealing_with_warmup"``).
+
+    :class:`~paddle_llrd.CosineAnnealingWithWarmupDecay` ``(max_lr=learning_rate,
+    min_lr=min_lr, warmup_step=num_warmup_steps, decay_step=num_training_steps)``,
+    an absolute-lr :class:`~paddle.optimizer.lr.LRScheduler`. With
+    :math:`r = (s - W) / (T - W)` and :math:`T > W`:
+
+    .. math::
+
+        \mathrm{lr}(s) = \begin{cases}
+            \eta\, s / W & W > 0,\ s \le W \\
+            \eta_{\min} + \tfrac12 \left(\cos(\pi r) + 1\right) (\eta - \eta_{\min}) & \text{otherwise, } s \le T \\
+            \eta_{\min} & s > T
+        \end{cases}
+
+    Examples:
+        >>> from paddle_llrd.registry import get_cosine_annealing_schedule_with_warmup
+        >>> scheduler = get_cosine_annealing_schedule_with_warmup(1.0, 2, 6, min_lr=0.2)
+        >>> lrs = []
+        >>> for _ in range(8):
+        ...     lrs.append(round(scheduler(), 6))
+        ...     scheduler.step()
+        >>> lrs
+        [0.0, 0.5, 1.0, 0.882843, 0.6, 0.317157, 0.2, 0.2]
+    """
+    arguments = _annealing_arguments(learning_rate, num_warmup_steps, num_training_steps, min_lr)
+    return CosineAnnealingWithWarmupDecay(**arguments, last_epoch=last_epoch)
+
+
+def get_linear_annealing_schedule_with_warmup(
+    learning_rate: float,
+    num_warmup_steps: int,
+    num_training_steps: int,
+    min_lr: float = 0.0,
+    last_epoch: int = -1,
+) -> LinearAnnealingWithWarmupDecay:
+    r"""Megatron-style warmup to ``learning_rate``, linear annealing to ``min_lr`` (``"linear_annealing_with_warmup"``).
+
+    :class:`~paddle_llrd.LinearAnnealingWithWarmupDecay` ``(max_lr=learning_rate,
+    min_lr=min_lr, warmup_step=num_warmup_steps, decay_step=num_training_steps)``:
+    as ``"cosine_annealing_with_warmup"`` with :math:`1 - r` for the cosine factor,
+
+    .. math::
+
+        \mathrm{lr}(s) = \eta_{\min} + (1 - r) (\eta - \eta_{\min}), \qquad r = \frac{s - W}{T - W},\ W < s \le T
+
+    Unlike ``"linear"``, the warmup reaches the peak at step :math:`W` itself
+    and the lr stays at ``min_lr`` after :math:`T`.
+
+    Examples:
+        >>> from paddle_llrd.registry import get_linear_annealing_schedule_with_warmup
+        >>> scheduler = get_linear_annealing_schedule_with_warmup(1.0, 2, 6, min_lr=0.2)
+        >>> lrs = []
+        >>> for _ in range(8):
+        ...     lrs.append(round(scheduler(), 6))
+        ...     scheduler.step()
+        >>> lrs
+        [0.0, 0.5, 1.0, 0.8, 0.6, 0.4, 0.2, 0.2]
+    """
+    arguments = _annealing_arguments(learning_rate, num_warmup_steps, num_training_steps, min_lr)
+    return LinearAnnealingWithWarmupDecay(**arguments, last_epoch=last_epoch)
+
+
 SchedulerFunction = Callable[..., LRScheduler]
 
 class _ScheduleTable(dict):
@@ -226,6 +698,12 @@ TYPE_TO_SCHEDULER_FUNCTION: Dict[Union[SchedulerType, str], SchedulerFunction] =
     SchedulerType.CONSTANT: get_constant_schedule,
     SchedulerType.CONSTANT_WITH_WARMUP: get_constant_schedule_with_warmup,
     SchedulerType.POLYNOMIAL: get_polynomial_decay_schedule_with_warmup,
+    SchedulerType.COSINE_WITH_RESTARTS: get_cosine_with_hard_restarts_schedule_with_warmup,
+    SchedulerType.INVERSE_SQRT: get_inverse_sqrt_schedule,
+    SchedulerType.COSINE_WITH_MIN_LR: get_cosine_with_min_lr_schedule_with_warmup,
+    SchedulerType.WARMUP_STABLE_DECAY: get_wsd_schedule,
+    SchedulerType.COSINE_ANNEALING_WITH_WARMUP: get_cosine_annealing_schedule_with_warmup,
+    SchedulerType.LINEAR_ANNEALING_WITH_WARMUP: get_linear_annealing_schedule_with_warmup,
 })
 
 _BUILTIN_VALUES = frozenset(member.value for member in SchedulerType)
@@ -270,7 +748,10 @@ def register_scheduler(
     ``num_warmup_steps``, ``num_training_steps``, ``num_cycles``, ``lr_end``,
     ``power``, ``min_lr`` and ``get_scheduler``'s extra keyword arguments that
     its signature accepts (all of them if it takes ``**kwargs``), and should
-    return a :class:`paddle.optimizer.lr.LRScheduler`.
+    return a :class:`paddle.optimizer.lr.LRScheduler`. Of ``num_cycles``,
+    ``lr_end``, ``power`` and ``min_lr``, one that the caller of
+    ``get_scheduler`` leaves out reaches ``fn`` as ``get_scheduler``'s default
+    only where ``fn`` has no default of its own for it.
 
     Args:
         name (str|SchedulerType): The new name. Replacing an existing schedule
@@ -321,21 +802,41 @@ def register_scheduler(
     return fn
 
 
+class _Default(float):
+    """A :func:`get_scheduler` default: the documented number, marked as not passed by the caller.
+
+    ``get_scheduler`` leaves such a value to the schedule function's own
+    default, so that an option the caller did not give never collides with
+    another way of saying the same thing (``min_lr`` and ``min_lr_rate``).
+    """
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return float.__repr__(self)
+
+
 def get_scheduler(
     name: Union[str, SchedulerType],
     learning_rate: float,
     num_warmup_steps: Optional[int] = None,
     num_training_steps: Optional[int] = None,
-    num_cycles: float = 0.5,
-    lr_end: float = 1e-7,
-    power: float = 1.0,
-    min_lr: float = 0.0,
+    num_cycles: float = _Default(0.5),
+    lr_end: float = _Default(1e-7),
+    power: float = _Default(1.0),
+    min_lr: float = _Default(0.0),
     **kwargs: Any,
 ) -> LRScheduler:
     """Build the schedule called ``name``, as PaddleNLP's ``Trainer.create_scheduler`` does.
 
     Each schedule gets only the arguments its function accepts, so
     ``num_cycles``/``lr_end``/``power``/``min_lr`` can always be passed.
+    Of those four, one the caller does not pass goes to the schedule only if
+    its function has no default of its own for it (or takes ``**kwargs``);
+    otherwise the function's default applies. For the five PaddleNLP names the
+    two defaults are the same numbers; ``"cosine_with_restarts"`` thus gets
+    Hugging Face's ``num_cycles=1``, and ``"cosine_with_min_lr"`` /
+    ``"warmup_stable_decay"`` see ``min_lr`` only when it is passed.
 
     Args:
         name (str|SchedulerType): A :class:`SchedulerType` value or a name added
@@ -343,14 +844,22 @@ def get_scheduler(
         learning_rate (float): The peak learning rate.
         num_warmup_steps (int, optional): Warmup steps; required by every
             built-in schedule but ``"constant"``.
-        num_training_steps (int, optional): Training steps; required by
-            ``"linear"``, ``"cosine"`` and ``"polynomial"``.
-        num_cycles (float, optional): Cosine waves (``"cosine"``). Default: ``0.5``.
+        num_training_steps (int, optional): Training steps; required by every
+            built-in schedule but ``"constant"``, ``"constant_with_warmup"``
+            and ``"inverse_sqrt"``.
+        num_cycles (float, optional): Cosine waves (``"cosine"``,
+            ``"cosine_with_min_lr"``) or cycles (``"cosine_with_restarts"``,
+            whose own default is ``1``). Default: ``0.5``.
         lr_end (float, optional): Final lr (``"polynomial"``). Default: ``1e-7``.
         power (float, optional): Polynomial power (``"polynomial"``). Default: ``1.0``.
-        min_lr (float, optional): Cosine floor (``"cosine"``). Default: ``0.0``.
-        **kwargs: Further arguments for the schedule function (``last_epoch``,
-            or those of a registered schedule); one it does not accept raises
+        min_lr (float, optional): The floor as an lr (``"cosine"``,
+            ``"cosine_with_min_lr"``, ``"warmup_stable_decay"``, the annealing
+            schedules). Default: ``0.0``.
+        **kwargs: Further arguments for the schedule function: ``last_epoch``,
+            ``min_lr_rate`` (``"cosine_with_min_lr"``), ``timescale``
+            (``"inverse_sqrt"``), ``num_decay_steps``, ``decay_ratio``,
+            ``decay_style``, ``min_lr_ratio`` (``"warmup_stable_decay"``), or
+            those of a registered schedule; one it does not accept raises
             ``TypeError``.
 
     Raises:
@@ -367,6 +876,14 @@ def get_scheduler(
         ...     scheduler.step()
         >>> lrs
         [0.0, 0.05, 0.1, 0.0875, 0.075]
+        >>> wsd = get_scheduler("warmup_stable_decay", 0.1, num_warmup_steps=2, num_training_steps=10,
+        ...                     num_decay_steps=4, decay_style="linear", min_lr_ratio=0.5)
+        >>> lrs = []
+        >>> for _ in range(12):
+        ...     lrs.append(round(wsd(), 6))
+        ...     wsd.step()
+        >>> lrs
+        [0.0, 0.05, 0.1, 0.1, 0.1, 0.1, 0.1, 0.0875, 0.075, 0.0625, 0.05, 0.05]
         >>> get_scheduler("cosine_annealing", 0.1)
         Traceback (most recent call last):
         ...
@@ -403,8 +920,14 @@ def get_scheduler(
     for arg_name, value in offered.items():
         if value is None:
             continue  # leave the function's own default, or report it missing below
-        if arg_name in named or takes_any_keyword:
-            arguments[arg_name] = value
+        parameter = named.get(arg_name)
+        if parameter is None and not takes_any_keyword:
+            continue
+        if isinstance(value, _Default):
+            if parameter is not None and parameter.default is not inspect.Parameter.empty:
+                continue  # not passed by the caller: the function's own default applies
+            value = float(value)
+        arguments[arg_name] = value
     for parameter in named.values():
         if parameter.default is inspect.Parameter.empty and parameter.name not in arguments:
             raise ValueError(

@@ -26,6 +26,14 @@ from paddle_llrd import (
 )
 
 PADDLENLP_NAMES = ["linear", "cosine", "constant", "constant_with_warmup", "polynomial"]
+ADDED_NAMES = [
+    "cosine_with_restarts",
+    "inverse_sqrt",
+    "cosine_with_min_lr",
+    "warmup_stable_decay",
+    "cosine_annealing_with_warmup",
+    "linear_annealing_with_warmup",
+]
 
 
 @pytest.fixture(autouse=True)
@@ -84,7 +92,7 @@ def assert_run(scheduler, fn, n_steps):
 # The names and the table.
 # --------------------------------------------------------------------------
 def test_scheduler_type_holds_paddlenlp_names():
-    assert [member.value for member in SchedulerType] == PADDLENLP_NAMES
+    assert [member.value for member in SchedulerType] == PADDLENLP_NAMES + ADDED_NAMES
     assert all(isinstance(member, str) for member in SchedulerType)
     assert SchedulerType("polynomial") is SchedulerType.POLYNOMIAL
     assert str(SchedulerType.CONSTANT_WITH_WARMUP) == "constant_with_warmup"
@@ -255,13 +263,13 @@ def test_constant_with_warmup_ignores_num_training_steps():
     assert_run(scheduler, lambda s: ref_constant_with_warmup(1e-3, 4, s), 8)
 
 
-@pytest.mark.parametrize("bad_name", ["cosine_with_restarts", "Linear", "", "inverse_sqrt"])
+@pytest.mark.parametrize("bad_name", ["cosine_with_hard_restarts", "Linear", "", "wsd", "inverse_square_root"])
 def test_unknown_name_lists_the_valid_ones(bad_name):
     with pytest.raises(ValueError) as info:
         get_scheduler(bad_name, 1e-3, num_warmup_steps=1, num_training_steps=10)
     message = str(info.value)
     assert repr(bad_name) in message
-    for name in PADDLENLP_NAMES:
+    for name in PADDLENLP_NAMES + ADDED_NAMES:
         assert name in message
 
 
@@ -338,6 +346,32 @@ def test_registered_schedule_with_kwargs_gets_everything():
         "min_lr": 0.0,
         "gamma": 0.3,
     }
+    assert all(type(received[key]) is float for key in ("num_cycles", "lr_end", "power", "min_lr"))
+
+
+def test_options_left_out_keep_the_registered_functions_own_defaults():
+    received = {}
+
+    def own_defaults(learning_rate, num_cycles=3.0, min_lr=None, power=2.0, lr_end=0.25):
+        received.update(num_cycles=num_cycles, min_lr=min_lr, power=power, lr_end=lr_end)
+        return get_constant_schedule(learning_rate)
+
+    def no_defaults(learning_rate, num_cycles, min_lr):
+        received.update(num_cycles=num_cycles, min_lr=min_lr)
+        return get_constant_schedule(learning_rate)
+
+    register_scheduler("own_defaults", own_defaults)
+    register_scheduler("no_defaults", no_defaults)
+    get_scheduler("own_defaults", 0.1)
+    assert received == {"num_cycles": 3.0, "min_lr": None, "power": 2.0, "lr_end": 0.25}
+    # Passed explicitly, even with the value of get_scheduler's default, they arrive.
+    get_scheduler("own_defaults", 0.1, num_cycles=0.5, min_lr=0.0, power=1.0, lr_end=1e-7)
+    assert received == {"num_cycles": 0.5, "min_lr": 0.0, "power": 1.0, "lr_end": 1e-7}
+    # Without a default of the function's own, get_scheduler's documented default arrives, a plain float.
+    received.clear()
+    get_scheduler("no_defaults", 0.1)
+    assert received == {"num_cycles": 0.5, "min_lr": 0.0}
+    assert type(received["num_cycles"]) is float and type(received["min_lr"]) is float
 
 
 def test_registered_schedule_missing_argument_is_named():
