@@ -7,15 +7,20 @@ half way through warmup, the end of warmup, 25/50/75/100 % of training and
 past the end; ``--classes`` adds the scheduler classes. The curves are drawn
 with matplotlib when it is installed (``pip install paddle_llrd[plot]``).
 
+Options left unset keep each schedule's own defaults; an option goes only to
+the schedules that take it. ``"cosine_with_min_lr"``, which needs a floor, is
+shown with ``min_lr_rate=0.1`` unless ``--min-lr`` or ``--min-lr-rate`` is given.
+
 Every lr is read from a real scheduler stepped from step 0, as an optimizer
 would see it, never from a formula.
 """
 from __future__ import annotations
 
 import argparse
+import inspect
 import math
 import os
-from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from paddle.optimizer.lr import LRScheduler
 
@@ -34,6 +39,7 @@ __all__ = [
     "characteristic_steps",
     "registry_schedules",
     "class_schedules",
+    "wsd_style_schedules",
     "lr_curve",
     "format_table",
     "plot_schedules",
@@ -45,6 +51,8 @@ DEFAULT_LEARNING_RATE = 5e-5
 DEFAULT_WARMUP_STEPS = 100
 DEFAULT_TOTAL_STEPS = 1000
 DEFAULT_OUTPUT = os.path.join("demo_output", "schedules.png")
+#: The floor ``"cosine_with_min_lr"`` is shown with when no other is given (it has no default).
+DEFAULT_MIN_LR_RATE = 0.1
 PLOT_HINT = "pip install paddle_llrd[plot]"
 
 #: A schedule to show: (label, file-name stem, factory building a fresh scheduler).
@@ -82,31 +90,109 @@ def characteristic_steps(warmup_steps: int, total_steps: int) -> List[Tuple[str,
     return points
 
 
+def _options_taken_by(fn: Callable[..., Any], options: Dict[str, Any]) -> Dict[str, Any]:
+    """Those of ``options`` that ``fn``'s signature names (all of them if it takes ``**kwargs``)."""
+    parameters = inspect.signature(fn).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return dict(options)
+    names = {p.name for p in parameters}
+    return {key: value for key, value in options.items() if key in names}
+
+
 def registry_schedules(
     learning_rate: float = DEFAULT_LEARNING_RATE,
     warmup_steps: int = DEFAULT_WARMUP_STEPS,
     total_steps: int = DEFAULT_TOTAL_STEPS,
-    num_cycles: float = 0.5,
-    lr_end: float = 1e-7,
-    power: float = 1.0,
-    min_lr: float = 0.0,
+    num_cycles: Optional[float] = None,
+    lr_end: Optional[float] = None,
+    power: Optional[float] = None,
+    min_lr: Optional[float] = None,
+    *,
+    min_lr_rate: Optional[float] = None,
+    decay_style: Optional[str] = None,
 ) -> List[Schedule]:
-    """One entry per registered name, built by :func:`paddle_llrd.get_scheduler` with these arguments."""
+    """One entry per registered name, built by :func:`paddle_llrd.get_scheduler` with these arguments.
 
-    def factory(name: str) -> Callable[[], LRScheduler]:
+    An option left ``None`` is not passed (the schedule's default applies);
+    ``min_lr_rate`` and ``decay_style`` go only to the schedules whose function
+    takes them. Without ``min_lr`` and ``min_lr_rate``, ``"cosine_with_min_lr"``
+    gets ``min_lr_rate=DEFAULT_MIN_LR_RATE``.
+    """
+    common = {
+        key: value
+        for key, value in (("num_cycles", num_cycles), ("lr_end", lr_end), ("power", power), ("min_lr", min_lr))
+        if value is not None
+    }
+    if min_lr is None and min_lr_rate is None:
+        min_lr_rate = DEFAULT_MIN_LR_RATE
+    extras = {key: value for key, value in (("min_lr_rate", min_lr_rate), ("decay_style", decay_style))
+              if value is not None}
+
+    def factory(name: str, fn: Callable[..., Any]) -> Callable[[], LRScheduler]:
+        options = {**common, **_options_taken_by(fn, extras)}
         return lambda: registry.get_scheduler(
-            name,
+            name, learning_rate, num_warmup_steps=warmup_steps, num_training_steps=total_steps, **options
+        )
+
+    return [
+        (str(key), f"registry_{key}", factory(str(key), fn))
+        for key, fn in list(registry.TYPE_TO_SCHEDULER_FUNCTION.items())
+    ]
+
+
+def wsd_style_schedules(
+    learning_rate: float = DEFAULT_LEARNING_RATE,
+    warmup_steps: int = DEFAULT_WARMUP_STEPS,
+    total_steps: int = DEFAULT_TOTAL_STEPS,
+    decay_ratio: float = 0.3,
+    min_lr_ratio: float = 0.1,
+) -> List[Schedule]:
+    """``"warmup_stable_decay"`` in each decay style (by default over the last 30 %, down to a tenth of the peak)."""
+
+    def factory(style: str) -> Callable[[], LRScheduler]:
+        return lambda: registry.get_scheduler(
+            "warmup_stable_decay",
             learning_rate,
             num_warmup_steps=warmup_steps,
             num_training_steps=total_steps,
-            num_cycles=num_cycles,
-            lr_end=lr_end,
-            power=power,
-            min_lr=min_lr,
+            decay_ratio=decay_ratio,
+            decay_style=style,
+            min_lr_ratio=min_lr_ratio,
         )
 
-    names = [str(key) for key in registry.TYPE_TO_SCHEDULER_FUNCTION]
-    return [(name, f"registry_{name}", factory(name)) for name in names]
+    return [
+        (f"decay_style={style!r}", f"registry_warmup_stable_decay_{style}", factory(style))
+        for style in ("linear", "cosine", "exponential", "1-sqrt")
+    ]
+
+
+def _restart_cycle_schedules(learning_rate: float, warmup_steps: int, total_steps: int) -> List[Schedule]:
+    """``"cosine_with_restarts"`` with 0.5, 1 and 3 cycles."""
+
+    def factory(cycles: float) -> Callable[[], LRScheduler]:
+        return lambda: registry.get_scheduler(
+            "cosine_with_restarts", learning_rate, num_warmup_steps=warmup_steps,
+            num_training_steps=total_steps, num_cycles=cycles,
+        )
+
+    return [(f"num_cycles={cycles:g}", f"restarts_{cycles:g}", factory(cycles)) for cycles in (0.5, 1.0, 3.0)]
+
+
+def _inverse_sqrt_timescale_schedules(learning_rate: float, warmup_steps: int, total_steps: int) -> List[Schedule]:
+    """``"inverse_sqrt"`` with warmup, and without it at the default and at a short timescale."""
+    short = max(1, total_steps // 10)
+
+    def factory(warmup: int, timescale: Optional[int]) -> Callable[[], LRScheduler]:
+        return lambda: registry.get_scheduler(
+            "inverse_sqrt", learning_rate, num_warmup_steps=warmup, timescale=timescale
+        )
+
+    return [
+        (f"warmup {warmup_steps} (timescale {warmup_steps or registry.DEFAULT_INVERSE_SQRT_TIMESCALE})",
+         "isr_warmup", factory(warmup_steps, None)),
+        (f"no warmup (timescale {registry.DEFAULT_INVERSE_SQRT_TIMESCALE})", "isr_default", factory(0, None)),
+        (f"no warmup, timescale={short}", "isr_short", factory(0, short)),
+    ]
 
 
 def class_schedules(
@@ -203,10 +289,14 @@ def _import_matplotlib_figure():
 def _draw(axes, curves: Dict[str, Curve], title: str, warmup_steps: int, total_steps: int) -> None:
     # Several schedules coincide over long stretches (linear/polynomial,
     # constant/constant_with_warmup); varied dash patterns keep both visible.
+    # matplotlib cycles 10 colours: shift the dashes once per colour cycle so
+    # that no two curves share both.
     dashes = ["solid", "dashed", "dashdot", "dotted", (0, (8, 2, 1, 2, 1, 2))]
     for index, (label, curve) in enumerate(curves.items()):
         if not isinstance(curve, Exception):
-            axes.plot(range(len(curve)), curve, linestyle=dashes[index % len(dashes)], label=label, linewidth=1.6)
+            linestyle = dashes[(index + index // 10) % len(dashes)]
+            axes.plot(range(len(curve)), curve, color=f"C{index % 10}", linestyle=linestyle, label=label,
+                      linewidth=1.6)
     for step in (warmup_steps, total_steps):
         axes.axvline(step, color="0.6", linestyle=":", linewidth=0.8)
     axes.set_title(title)
@@ -233,16 +323,20 @@ def plot_schedules(
     total_steps: int = DEFAULT_TOTAL_STEPS,
     *,
     include_classes: bool = True,
-    num_cycles: float = 0.5,
-    lr_end: float = 1e-7,
-    power: float = 1.0,
-    min_lr: float = 0.0,
+    num_cycles: Optional[float] = None,
+    lr_end: Optional[float] = None,
+    power: Optional[float] = None,
+    min_lr: Optional[float] = None,
+    min_lr_rate: Optional[float] = None,
+    decay_style: Optional[str] = None,
 ) -> str:
     """Write a PNG of every registered schedule's curve (and the scheduler classes') to ``path``.
 
-    matplotlib is imported here, and only its object-oriented ``Figure`` (Agg
-    canvas) is used, so no global backend is switched. Without matplotlib this
-    raises ``ImportError`` saying ``pip install paddle_llrd[plot]``.
+    The options are those of :func:`registry_schedules` (``None``: the
+    schedule's own default). matplotlib is imported here, and only its
+    object-oriented ``Figure`` (Agg canvas) is used, so no global backend is
+    switched. Without matplotlib this raises ``ImportError`` saying
+    ``pip install paddle_llrd[plot]``.
 
     Returns:
         ``path``.
@@ -253,7 +347,10 @@ def plot_schedules(
         (
             "get_scheduler(name, ...)",
             _curves(
-                registry_schedules(learning_rate, warmup_steps, total_steps, num_cycles, lr_end, power, min_lr),
+                registry_schedules(
+                    learning_rate, warmup_steps, total_steps, num_cycles, lr_end, power, min_lr,
+                    min_lr_rate=min_lr_rate, decay_style=decay_style,
+                ),
                 last_step,
             ),
         )
@@ -279,7 +376,11 @@ def write_doc_figures(
 
     The stems are ``registry_<name>`` for registered schedules and the class
     name (plus ``_num_cycles`` / ``_hard_restarts`` for the cosine variants)
-    for the scheduler classes.
+    for the scheduler classes. ``registry_warmup_stable_decay_styles.png``
+    shows :func:`wsd_style_schedules` together,
+    ``registry_cosine_with_restarts_cycles.png`` three ``num_cycles`` and
+    ``registry_inverse_sqrt_timescales.png`` the ``timescale`` with and
+    without warmup.
 
     Returns:
         The paths written, ``schedules.png`` first.
@@ -287,6 +388,18 @@ def write_doc_figures(
     Figure = _import_matplotlib_figure()
     written = [plot_schedules(os.path.join(directory, "schedules.png"), learning_rate, warmup_steps, total_steps)]
     last_step = total_steps + max(1, total_steps // 10)
+    groups = [
+        ("warmup_stable_decay: the decay styles", "registry_warmup_stable_decay_styles", wsd_style_schedules),
+        ("cosine_with_restarts: num_cycles", "registry_cosine_with_restarts_cycles", _restart_cycle_schedules),
+        ("inverse_sqrt: warmup and timescale", "registry_inverse_sqrt_timescales", _inverse_sqrt_timescale_schedules),
+    ]
+    for title, stem, make_schedules in groups:
+        curves = _curves(make_schedules(learning_rate, warmup_steps, total_steps), last_step)
+        figure = Figure(figsize=(5.5, 4.2), layout="constrained")
+        axes = figure.subplots()
+        _draw(axes, curves, title, warmup_steps, total_steps)
+        _legend_below(axes)
+        written.append(_save(figure, os.path.join(directory, f"{stem}.png")))
     schedules = registry_schedules(learning_rate, warmup_steps, total_steps) + class_schedules(
         learning_rate, warmup_steps, total_steps
     )
@@ -335,14 +448,21 @@ def _parser() -> argparse.ArgumentParser:
                         help="warmup steps (default: %(default)d)")
     parser.add_argument("--total-steps", type=_int_at_least(1), default=DEFAULT_TOTAL_STEPS,
                         help="training steps (default: %(default)d)")
-    parser.add_argument("--num-cycles", type=_non_negative_float, default=0.5,
-                        help="cosine waves for 'cosine' (default: %(default)g)")
-    parser.add_argument("--lr-end", type=_non_negative_float, default=1e-7,
-                        help="final lr for 'polynomial' (default: %(default)g)")
-    parser.add_argument("--power", type=_non_negative_float, default=1.0,
-                        help="power for 'polynomial' (default: %(default)g)")
-    parser.add_argument("--min-lr", type=_non_negative_float, default=0.0,
-                        help="floor for 'cosine' (default: %(default)g)")
+    parser.add_argument("--num-cycles", type=_non_negative_float, default=None,
+                        help="cosine waves for 'cosine' and 'cosine_with_min_lr' (default 0.5), "
+                             "cycles for 'cosine_with_restarts' (default 1)")
+    parser.add_argument("--lr-end", type=_non_negative_float, default=None,
+                        help="final lr for 'polynomial' (default: 1e-07)")
+    parser.add_argument("--power", type=_non_negative_float, default=None,
+                        help="power for 'polynomial' (default: 1)")
+    parser.add_argument("--min-lr", type=_non_negative_float, default=None,
+                        help="floor (an lr) for 'cosine', 'cosine_with_min_lr', 'warmup_stable_decay' and "
+                             "the annealing schedules (default: 0)")
+    parser.add_argument("--min-lr-rate", type=_non_negative_float, default=None,
+                        help=f"floor as a fraction of the peak for 'cosine_with_min_lr' "
+                             f"(default: {DEFAULT_MIN_LR_RATE:g} when --min-lr is not given)")
+    parser.add_argument("--decay-style", choices=["linear", "cosine", "exponential", "1-sqrt"], default=None,
+                        help="decay stage of 'warmup_stable_decay' (default: cosine)")
     parser.add_argument("--classes", action="store_true",
                         help="also list the scheduler classes (LinearDecayWithWarmup, ...)")
     parser.add_argument("--output", default=DEFAULT_OUTPUT,
@@ -356,9 +476,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = _parser().parse_args(argv)
     last_step = args.total_steps + max(1, args.total_steps // 10)
     points = characteristic_steps(args.warmup_steps, args.total_steps)
-    schedules = registry_schedules(
-        args.learning_rate, args.warmup_steps, args.total_steps, args.num_cycles, args.lr_end, args.power, args.min_lr
-    )
+    options = dict(num_cycles=args.num_cycles, lr_end=args.lr_end, power=args.power, min_lr=args.min_lr,
+                   min_lr_rate=args.min_lr_rate, decay_style=args.decay_style)
+    schedules = registry_schedules(args.learning_rate, args.warmup_steps, args.total_steps, **options)
     if args.classes:
         schedules += class_schedules(args.learning_rate, args.warmup_steps, args.total_steps)
     print(
@@ -375,10 +495,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             args.warmup_steps,
             args.total_steps,
             include_classes=args.classes,
-            num_cycles=args.num_cycles,
-            lr_end=args.lr_end,
-            power=args.power,
-            min_lr=args.min_lr,
+            **options,
         )
     except ImportError:
         print(f"\nNo plot: matplotlib is not installed. Get it with `{PLOT_HINT}`.")

@@ -8,7 +8,7 @@ import re
 import sys
 
 import pytest
-from paddle.optimizer.lr import LambdaDecay
+from paddle.optimizer.lr import LambdaDecay, LRScheduler
 
 from paddle_llrd import TYPE_TO_SCHEDULER_FUNCTION, LinearDecayWithWarmup, register_scheduler, schedule_table
 
@@ -24,19 +24,53 @@ def _restore_registry():
     TYPE_TO_SCHEDULER_FUNCTION.update(saved)
 
 
-def reference(name, lr, warmup, total, s, num_cycles=0.5, lr_end=1e-7, power=1.0, min_lr=0.0):
-    """PaddleNLP's schedules (cosine with its min_lr floor, held after `total`)."""
+def reference(name, lr, warmup, total, s, num_cycles=None, lr_end=1e-7, power=1.0, min_lr=None,
+              min_lr_rate=None, decay_style="cosine"):
+    """PaddleNLP's schedules (cosine with its min_lr floor, held after `total`) and the added ones,
+    with the table's defaults: 0.5 cosine waves, 1 restart cycle, floor 0 (0.1 * lr for cosine_with_min_lr)."""
     if name == "constant":
         return lr
+    if name in ("cosine_annealing_with_warmup", "linear_annealing_with_warmup"):
+        floor = min_lr or 0.0
+        if warmup > 0 and s <= warmup:
+            return lr * s / warmup
+        if s > total:
+            return floor
+        r = (s - warmup) / (total - warmup)
+        a = 0.5 * (math.cos(math.pi * r) + 1) if name.startswith("cosine") else 1 - r
+        return floor + a * (lr - floor)
     if s < warmup:
         return lr * s / max(1, warmup)
     if name == "constant_with_warmup":
         return lr
     if name == "linear":
         return lr * max(0.0, (total - s) / max(1, total - warmup))
-    if name == "cosine":
+    if name in ("cosine", "cosine_with_min_lr"):
+        if name == "cosine":
+            floor = min_lr or 0.0
+        else:
+            floor = min_lr if min_lr is not None else lr * (0.1 if min_lr_rate is None else min_lr_rate)
+        cycles = 0.5 if num_cycles is None else num_cycles
         p = min(1.0, (s - warmup) / max(1, total - warmup))
-        return min_lr + (lr - min_lr) * max(0.0, 0.5 * (1 + math.cos(2 * math.pi * num_cycles * p)))
+        return floor + (lr - floor) * max(0.0, 0.5 * (1 + math.cos(2 * math.pi * cycles * p)))
+    if name == "cosine_with_restarts":
+        cycles = 1.0 if num_cycles is None else num_cycles
+        p = (s - warmup) / max(1, total - warmup)
+        return 0.0 if p >= 1 else lr * 0.5 * (1 + math.cos(math.pi * ((cycles * p) % 1.0)))
+    if name == "inverse_sqrt":
+        timescale = warmup or 10_000  # Hugging Face's timescale without warmup
+        return lr * math.sqrt(timescale / (s + timescale - warmup))
+    if name == "warmup_stable_decay":
+        decay = int(0.1 * total)
+        floor = min_lr or 0.0
+        if s < total - decay:
+            return lr
+        if s >= total:
+            return floor
+        r = (s - (total - decay)) / decay
+        a = {"linear": 1 - r, "cosine": 0.5 * (1 + math.cos(math.pi * r)),
+             "exponential": 2 * 0.5**r - 1, "1-sqrt": 1 - math.sqrt(r)}[decay_style]
+        return floor + (lr - floor) * a
     if name == "polynomial":
         if s > total:
             return lr_end
@@ -79,6 +113,12 @@ def test_characteristic_steps():
     ]
 
 
+ALL_NAMES = {
+    "linear", "cosine", "constant", "constant_with_warmup", "polynomial", "cosine_with_restarts", "inverse_sqrt",
+    "cosine_with_min_lr", "warmup_stable_decay", "cosine_annealing_with_warmup", "linear_annealing_with_warmup",
+}
+
+
 @pytest.mark.parametrize(
     "flags,lr,warmup,total,options",
     [
@@ -89,6 +129,11 @@ def test_characteristic_steps():
              "--num-cycles", "1.5", "--lr-end", "1e-5", "--power", "2", "--min-lr", "1e-4"],
             1e-3, 30, 200, {"num_cycles": 1.5, "lr_end": 1e-5, "power": 2.0, "min_lr": 1e-4},
         ),
+        (
+            ["--learning-rate", "1e-3", "--warmup-steps", "10", "--total-steps", "120",
+             "--min-lr-rate", "0.3", "--decay-style", "1-sqrt"],
+            1e-3, 10, 120, {"min_lr_rate": 0.3, "decay_style": "1-sqrt"},
+        ),
     ],
 )
 def test_table_rows_follow_the_formulas(capsys, flags, lr, warmup, total, options):
@@ -96,7 +141,7 @@ def test_table_rows_follow_the_formulas(capsys, flags, lr, warmup, total, option
     out = capsys.readouterr().out
     steps, rows = parse_rows(out)
     assert steps == [step for _, step in schedule_table.characteristic_steps(warmup, total)]
-    assert set(rows) == {"linear", "cosine", "constant", "constant_with_warmup", "polynomial"}
+    assert set(rows) == ALL_NAMES
     for name, values in rows.items():
         expected = [reference(name, lr, warmup, total, s, **options) for s in steps]
         assert values == pytest.approx(expected, rel=6e-4, abs=1e-12), name  # 4 significant digits printed
@@ -145,6 +190,8 @@ def test_plot_schedules_and_doc_figures(tmp_path):
 
     written = schedule_table.write_doc_figures(str(tmp_path / "gen"), 1e-3, 10, 100)
     assert written[0] == str(tmp_path / "gen" / "schedules.png")
+    stems = {os.path.basename(path)[: -len(".png")] for path in written}
+    assert {f"registry_{name}" for name in ALL_NAMES} | {"registry_warmup_stable_decay_styles"} <= stems
     for path in written:
         with open(path, "rb") as handle:
             assert handle.read(8) == PNG_MAGIC
@@ -152,6 +199,37 @@ def test_plot_schedules_and_doc_figures(tmp_path):
     with open(os.path.join(DOCS, "schedules.rst"), encoding="utf-8") as page:
         referenced = set(re.findall(r"_generated/([\w.-]+\.png)", page.read()))
     assert referenced and referenced <= {os.path.basename(path) for path in written}
+
+
+def test_wsd_style_schedules_follow_megatron_formulas():
+    schedules = schedule_table.wsd_style_schedules(1.0, 10, 100)
+    assert [stem for _, stem, _ in schedules] == [
+        "registry_warmup_stable_decay_linear", "registry_warmup_stable_decay_cosine",
+        "registry_warmup_stable_decay_exponential", "registry_warmup_stable_decay_1-sqrt",
+    ]
+    shapes = [lambda r: 1 - r, lambda r: 0.5 * (1 + math.cos(math.pi * r)), lambda r: 2 * 0.5**r - 1,
+              lambda r: 1 - math.sqrt(r)]
+    for (_, _, factory), shape in zip(schedules, shapes):
+        curve = schedule_table.lr_curve(factory, 110)
+        # The last 30 steps decay to a tenth of the peak.
+        expected = [s / 10 if s < 10 else 1.0 if s < 70 else 0.1 if s >= 100 else 0.1 + 0.9 * shape((s - 70) / 30)
+                    for s in range(111)]
+        assert curve == pytest.approx(expected, rel=1e-12, abs=1e-15)
+
+
+def test_options_reach_only_the_schedules_that_take_them():
+    def strict(learning_rate, num_warmup_steps, last_epoch=-1):
+        return LambdaDecay(learning_rate, lambda s: 1.0, last_epoch)
+
+    register_scheduler("strict", strict)
+    schedules = schedule_table.registry_schedules(1e-3, 10, 100, 2.0, 1e-5, 2.0, 1e-4, decay_style="linear")
+    for label, _, factory in schedules:
+        assert isinstance(factory(), LRScheduler), label
+    # Both floors given: cosine_with_min_lr refuses them, which the table reports.
+    schedules = dict((label, factory) for label, _, factory in
+                     schedule_table.registry_schedules(1e-3, 10, 100, min_lr=1e-4, min_lr_rate=0.1))
+    with pytest.raises(ValueError, match="`min_lr_rate`"):
+        schedules["cosine_with_min_lr"]()
 
 
 def test_without_matplotlib_the_table_still_prints_and_says_how_to_plot(tmp_path, capsys, monkeypatch):
@@ -170,7 +248,7 @@ def test_without_matplotlib_the_table_still_prints_and_says_how_to_plot(tmp_path
 @pytest.mark.parametrize(
     "flags",
     [["--total-steps", "0"], ["--warmup-steps", "-1"], ["--learning-rate", "-1e-3"], ["--learning-rate", "nan"],
-     ["--power", "abc"], ["--total-steps", "1.5"]],
+     ["--power", "abc"], ["--total-steps", "1.5"], ["--decay-style", "step"], ["--min-lr-rate", "-0.1"]],
 )
 def test_bad_flags_exit_with_usage_error(flags, capsys):
     with pytest.raises(SystemExit) as info:
