@@ -50,13 +50,20 @@ from .registry import (  # noqa: E402
     SchedulerType,
     get_constant_schedule,
     get_constant_schedule_with_warmup,
+    get_cosine_annealing_schedule_with_warmup,
     get_cosine_schedule_with_warmup,
+    get_cosine_with_hard_restarts_schedule_with_warmup,
+    get_cosine_with_min_lr_schedule_with_warmup,
+    get_inverse_sqrt_schedule,
+    get_linear_annealing_schedule_with_warmup,
     get_linear_schedule_with_warmup,
     get_polynomial_decay_schedule_with_warmup,
     get_scheduler,
+    get_wsd_schedule,
     register_scheduler,
 )
 from .layerwise import layerwise_lr_decay  # noqa: E402
+from .layer_maps import LayerMap, build_name_dict, make_layerwise_fn  # noqa: E402
 from .adamwdl import AdamWDL  # noqa: E402
 from .ema import ExponentialMovingAverage  # noqa: E402
 
@@ -69,17 +76,26 @@ __all__ = [
     "CosineDecayWithWarmup",
     "ExponentialMovingAverage",
     "InverseSquareRootSchedule",
+    "LayerMap",
     "LinearAnnealingWithWarmupDecay",
     "LinearDecayWithWarmup",
     "PolyDecayWithWarmup",
     "SchedulerType",
     "TYPE_TO_SCHEDULER_FUNCTION",
+    "build_name_dict",
     "get_constant_schedule",
     "get_constant_schedule_with_warmup",
+    "get_cosine_annealing_schedule_with_warmup",
     "get_cosine_schedule_with_warmup",
+    "get_cosine_with_hard_restarts_schedule_with_warmup",
+    "get_cosine_with_min_lr_schedule_with_warmup",
+    "get_inverse_sqrt_schedule",
+    "get_linear_annealing_schedule_with_warmup",
     "get_linear_schedule_with_warmup",
     "get_polynomial_decay_schedule_with_warmup",
     "get_scheduler",
+    "get_wsd_schedule",
     "layerwise_lr_decay",
+    "make_layerwise_fn",
     "register_scheduler",
 ]

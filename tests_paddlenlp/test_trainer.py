@@ -201,6 +201,30 @@ def test_registered_schedule_drives_the_trainer_through_llrd_training_arguments(
         del paddle_llrd.TYPE_TO_SCHEDULER_FUNCTION["test-halving"]
 
 
+def test_lr_scheduler_kwargs_reach_the_schedule(tmp_path):
+    """cosine_with_min_lr needs a floor that PaddleNLP's fields cannot carry."""
+    steps, lr, warmup, rate = 8, 1e-3, 2, 0.1
+    args = make_args(
+        tmp_path,
+        args_class=LLRDTrainingArguments,
+        max_steps=steps,
+        learning_rate=lr,
+        warmup_steps=warmup,
+        lr_scheduler_type="cosine_with_min_lr",
+        lr_scheduler_kwargs={"min_lr_rate": rate},
+    )
+    trainer = LLRDTrainer(model=make_bert(), args=args, train_dataset=make_dataset())
+    trainer.train()
+    expected = {}
+    for s in range(1, steps + 1):
+        if s < warmup:
+            expected[s] = lr * s / warmup
+        else:
+            progress = (s - warmup) / (steps - warmup)
+            expected[s] = lr * (rate + (1 - rate) * 0.5 * (1 + math.cos(math.pi * progress)))
+    assert logged_learning_rates(trainer) == pytest.approx(expected, rel=6e-4)
+
+
 def test_llrd_training_arguments_refuse_unknown_schedule(tmp_path):
     with pytest.raises(ValueError, match=r"lr_scheduler_type.*'cosine'.*'no-such-schedule'"):
         make_args(tmp_path, args_class=LLRDTrainingArguments, lr_scheduler_type="no-such-schedule")

@@ -147,7 +147,10 @@ class LLRDTrainingArguments(TrainingArguments):
     PaddleNLP 2.8.1's ``TrainingArguments`` converts ``lr_scheduler_type`` to
     its own ``SchedulerType`` enum and so refuses every other name; this class
     checks the name against paddle_llrd's registry instead and keeps it as a
-    string. Everything else is PaddleNLP's.
+    string. ``lr_scheduler_kwargs`` (as in Hugging Face's arguments) carries
+    the options of the schedules beyond PaddleNLP's (``min_lr_rate``,
+    ``num_decay_steps``, ``decay_style``, ...) to
+    :func:`paddle_llrd.get_scheduler`. Everything else is PaddleNLP's.
 
     Examples:
         >>> import tempfile
@@ -160,6 +163,10 @@ class LLRDTrainingArguments(TrainingArguments):
     lr_scheduler_type: str = field(
         default="linear",
         metadata={"help": "The scheduler type: any name in paddle_llrd's scheduler registry."},
+    )
+    lr_scheduler_kwargs: Dict[str, Any] = field(
+        default_factory=dict,
+        metadata={"help": "Extra keyword arguments of the schedule, passed to paddle_llrd.get_scheduler."},
     )
 
     def __post_init__(self) -> None:
@@ -337,7 +344,8 @@ class LLRDTrainer(Trainer):
         positive, else ``floor(warmup_ratio * num_training_steps)``; the
         schedule spans ``decay_steps`` when the arguments have a positive one,
         else ``num_training_steps``; ``num_cycles``, ``lr_end`` and ``power``
-        pass through (as in PaddleNLP's ``Trainer.create_scheduler``).
+        pass through (as in PaddleNLP's ``Trainer.create_scheduler``), and so
+        does ``lr_scheduler_kwargs`` of :class:`LLRDTrainingArguments`.
         """
         if self.lr_scheduler is None:
             args = self.args
@@ -354,5 +362,6 @@ class LLRDTrainer(Trainer):
                 num_cycles=args.num_cycles,
                 lr_end=args.lr_end,
                 power=args.power,
+                **(getattr(args, "lr_scheduler_kwargs", None) or {}),
             )
         return self.lr_scheduler
