@@ -33,6 +33,10 @@ docs: install
 test-paddlenlp:
 	bash scripts/test_paddlenlp.sh
 
+# On a CUDA machine only: installs paddlepaddle-gpu in .venv-gpu, runs the GPU tests.
+gpu-check:
+	bash scripts/gpu_check.sh
+
 clean:
 	rm -rf $(VENV) .venv-paddlenlp docs/_build build dist *.egg-info demo_output bench_output
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
