@@ -66,6 +66,7 @@ from .layerwise import layerwise_lr_decay  # noqa: E402
 from .layer_maps import LayerMap, build_name_dict, make_layerwise_fn  # noqa: E402
 from .adamwdl import AdamWDL  # noqa: E402
 from .ema import ExponentialMovingAverage  # noqa: E402
+from .weight_decay import WeightDecaySchedule  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -82,6 +83,7 @@ __all__ = [
     "PolyDecayWithWarmup",
     "SchedulerType",
     "TYPE_TO_SCHEDULER_FUNCTION",
+    "WeightDecaySchedule",
     "build_name_dict",
     "get_constant_schedule",
     "get_constant_schedule_with_warmup",

@@ -12,6 +12,12 @@ and the same intended numbers, but:
   so does ``multi_precision`` with float16/bfloat16 parameters;
 * a step costs what ``paddle.optimizer.AdamW``'s does: the decay rides in the
   fused ``adamw`` kernel (see :class:`AdamWDL`, "Fast path").
+
+Beyond PaddleNLP: ``weight_decay`` may be a
+:class:`~paddle_llrd.WeightDecaySchedule` (Megatron-LM's ramp from
+``start_wd`` to ``end_wd``), a :class:`~paddle_llrd.layer_maps.LayerMap` is
+cached like the default ratio function, and :meth:`AdamWDL.param_lr_table`
+lists what each parameter gets at the current step.
 """
 from __future__ import annotations
 
@@ -20,8 +26,9 @@ import math
 import numbers
 import os
 import re
+import warnings
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, NamedTuple, Union
 
 import paddle
 from paddle import _C_ops, pir
@@ -29,14 +36,19 @@ from paddle.base import core, framework, unique_name
 from paddle.base.framework import Variable, in_dynamic_or_pir_mode, in_pir_mode
 from paddle.optimizer import AdamW
 
-from .layerwise import NAME_DICT_ADVICE, layerwise_lr_decay
+from .layer_maps import LayerMap
+from .layerwise import NAME_DICT_ADVICE, layer_id_of, layerwise_lr_decay
+from .weight_decay import WeightDecaySchedule
 
 if TYPE_CHECKING:
     from paddle import Tensor
     from paddle.nn.clip import GradientClipBase
     from paddle.optimizer.lr import LRScheduler
 
-__all__ = ["AdamWDL"]
+__all__ = ["AdamWDL", "ParamLrRow", "WEIGHT_DECAY_SCHEDULE_KEY"]
+
+# The entry of AdamWDL.state_dict() that holds its WeightDecaySchedule's state.
+WEIGHT_DECAY_SCHEDULE_KEY = "weight_decay_schedule"
 
 _TENSOR_TYPES = (paddle.Tensor, framework.Variable, pir.Value)
 # A fused update folds the ratio into the kernel's decay coefficient
@@ -56,9 +68,11 @@ def _run_eagerly_under_sot() -> None:
     Paddle 3's default translator (SOT) simulates the bytecode of every frame
     outside Paddle's own files; the optimizer step after ``loss.backward()``
     (a graph break) runs eagerly for ``paddle.optimizer.AdamW`` because its
-    files are on SOT's skip list. Without the same for this file and
-    :mod:`paddle_llrd.layerwise`, SOT simulates AdamWDL's step and Paddle
-    3.3.1's simulator fails on it (``KeyError``). Best effort: the skip list is
+    files are on SOT's skip list. Without the same for this file and the
+    modules it calls per step (:mod:`paddle_llrd.layerwise`,
+    :mod:`paddle_llrd.layer_maps`, :mod:`paddle_llrd.weight_decay`), SOT
+    simulates AdamWDL's step and Paddle 3.3.1's simulator fails on it
+    (``KeyError``). Best effort: the skip list is
     internal to Paddle, so its absence only costs this workaround.
     """
     try:
@@ -68,7 +82,8 @@ def _run_eagerly_under_sot() -> None:
     try:
         here = os.path.dirname(os.path.abspath(__file__))
         skip_files.skip_file_names.update(
-            os.path.join(here, module) for module in ("adamwdl.py", "layerwise.py")
+            os.path.join(here, module)
+            for module in ("adamwdl.py", "layerwise.py", "layer_maps.py", "weight_decay.py")
         )
         skip_files.skip_file_name_re = re.compile(
             f"^({'|'.join(map(re.escape, skip_files.skip_file_names))})"
@@ -91,6 +106,17 @@ def _is_real_number(value: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
+def _is_pure_in_name(set_param_lr_fun: Any) -> bool:
+    """Whether the ratio of ``set_param_lr_fun`` depends on the parameter's name only.
+
+    True for :func:`layerwise_lr_decay` and (unless it says otherwise) a
+    :class:`LayerMap`; any callable may declare it with ``pure_in_name = True``.
+    """
+    if set_param_lr_fun is layerwise_lr_decay:
+        return True
+    return getattr(set_param_lr_fun, "pure_in_name", isinstance(set_param_lr_fun, LayerMap)) is True
+
+
 def _is_sparse(grad: Any) -> bool:
     """Whether ``grad`` is a SelectedRows gradient (e.g. of ``Embedding(sparse=True)``)."""
     if isinstance(grad, pir.Value):
@@ -98,6 +124,25 @@ def _is_sparse(grad: Any) -> bool:
     if framework.in_dygraph_mode():
         return grad.is_selected_rows()
     return grad.type == core.VarDesc.VarType.SELECTED_ROWS
+
+
+class ParamLrRow(NamedTuple):
+    """One row of :meth:`AdamWDL.param_lr_table`: what a parameter gets at the current step."""
+
+    name: str
+    """The structured name (``name_dict[param.name]``), or ``param.name`` without a ``name_dict`` entry."""
+    param_name: str
+    """Paddle's name of the parameter (``param.name``)."""
+    layer_id: int | None
+    """``0`` embeddings, ``i + 1`` block ``i``, ``n_layers + 1`` the rest; None if the ratio function has no layers."""
+    ratio: float
+    """The layer ratio :math:`r_p` that scales the Adam step."""
+    lr: float
+    """The Adam step's learning rate: global lr times ParamAttr (or group) lr factor times ``ratio``."""
+    decayed: bool
+    """Whether ``apply_decay_param_fun`` lets the parameter decay."""
+    weight_decay: float
+    """The coefficient :math:`\\lambda` its decay uses this step (``0.0`` if not decayed)."""
 
 
 class AdamWDL(AdamW):
@@ -150,6 +195,29 @@ class AdamWDL(AdamW):
     :meth:`_append_decoupled_weight_decay`, followed by the kernel without decay
     (the ``adam`` kernel for sparse gradients).
 
+    Ratio caching: a ratio function that depends on the parameter's name only
+    is asked once per parameter (when the optimizer is built, or at the first
+    step of a parameter unfrozen later) and never again: the default
+    :func:`~paddle_llrd.layerwise_lr_decay` and a
+    :class:`~paddle_llrd.layer_maps.LayerMap`, with a float
+    ``layerwise_decay``. Any callable may opt in (or a ``LayerMap`` subclass
+    out) with a ``pure_in_name`` attribute set to ``True`` (``False``); other
+    functions are called at every update.
+
+    Weight-decay schedule: with ``weight_decay`` a
+    :class:`~paddle_llrd.WeightDecaySchedule`, step :math:`s` (counted from 0,
+    over the steps that updated the weights) uses
+    :math:`\lambda = \text{schedule}(s)` for every parameter outside a
+    parameter group with its own ``weight_decay``. The optimizer owns the
+    schedule: it reads it before each ``step()``/``minimize()`` and advances it
+    after each one, except after an AMP overflow step (``found_inf``), which
+    changes nothing; ``state_dict()`` stores its position under
+    ``"weight_decay_schedule"`` and ``set_state_dict()`` restores it. The
+    schedule needs dygraph execution (``paddle.jit.to_static`` included, where
+    the step runs eagerly): a static program bakes the coefficient into its
+    ops once, so ``minimize()`` in a static program raises
+    ``NotImplementedError``.
+
     Args:
         learning_rate (float|LRScheduler, optional): The global learning rate. Default 0.001.
         beta1 (float|Tensor, optional): Decay rate of the first moment. Default 0.9.
@@ -160,8 +228,10 @@ class AdamWDL(AdamW):
             of the global lr), ``weight_decay`` (or the legacy ``coeff``),
             ``beta1``, ``beta2``, ``epsilon``, ``lazy_mode``, ``grad_clip``).
             Required in dygraph mode.
-        weight_decay (float|Tensor, optional): The decoupled weight decay
-            :math:`\lambda`, kept as ``self._coeff``. Default 0.01.
+        weight_decay (float|Tensor|WeightDecaySchedule, optional): The decoupled
+            weight decay :math:`\lambda`, kept as ``self._coeff``, or a
+            schedule of it (see above; then ``self._coeff`` is its current
+            value). Default 0.01.
         apply_decay_param_fun (Callable[[str], bool]|None, optional): Decay only the
             parameters whose ``name`` it accepts. Default None (decay all).
         grad_clip (GradientClipBase|None, optional): Gradient clipping. Default None.
@@ -187,7 +257,9 @@ class AdamWDL(AdamW):
     Raises:
         TypeError: ``layerwise_decay`` is not a float or Tensor (an ``int`` is
             refused), ``set_param_lr_fun`` is not callable, ``name_dict`` is not
-            a mapping, or (default function) ``n_layers`` is not an int.
+            a mapping, (default function) ``n_layers`` is not an int, or a
+            parameter group's ``weight_decay`` is a ``WeightDecaySchedule``
+            (only the optimizer-wide one can be).
         ValueError: ``layerwise_decay`` is negative or not finite, or (default
             function) ``n_layers`` is negative, a parameter's layer index is not
             below it, or ``layerwise_decay != 1.0`` and there is no ``name_dict``.
@@ -220,7 +292,7 @@ class AdamWDL(AdamW):
         beta2: float | Tensor = 0.999,
         epsilon: float | Tensor = 1e-8,
         parameters: Sequence[Tensor] | Sequence[dict[str, Any]] | None = None,
-        weight_decay: float | Tensor = 0.01,
+        weight_decay: float | Tensor | WeightDecaySchedule = 0.01,
         apply_decay_param_fun: Callable[[str], bool] | None = None,
         grad_clip: GradientClipBase | None = None,
         lazy_mode: bool = False,
@@ -234,6 +306,12 @@ class AdamWDL(AdamW):
         amsgrad: bool = False,
     ) -> None:
         self._check_layerwise_arguments(layerwise_decay, n_layers, set_param_lr_fun, name_dict)
+        # Set before Paddle's constructor, which adds the parameter groups.
+        self._weight_decay_schedule: WeightDecaySchedule | None = None
+        self._groups_following_schedule: list[dict[str, Any]] = []
+        if isinstance(weight_decay, WeightDecaySchedule):
+            self._weight_decay_schedule = weight_decay
+            weight_decay = weight_decay()
         super().__init__(
             learning_rate=learning_rate,
             beta1=beta1,
@@ -256,11 +334,11 @@ class AdamWDL(AdamW):
             if set_param_lr_fun is None
             else functools.partial(set_param_lr_fun, layerwise_decay, name_dict, n_layers)
         )
-        # The default function with a float decay is pure in the parameter name,
-        # so its ratios are computed once; any other function runs every update.
+        # A function pure in the parameter name (with a float decay) has its
+        # ratios computed once; any other function runs every update.
         self._cached_ratio_fun = (
             self.set_param_lr_fun
-            if set_param_lr_fun is layerwise_lr_decay and isinstance(layerwise_decay, float)
+            if _is_pure_in_name(set_param_lr_fun) and isinstance(layerwise_decay, float)
             else None
         )
         self._layer_ratios: dict[str, float] = {}
@@ -341,6 +419,11 @@ class AdamWDL(AdamW):
         self._weight_decay = float(value)
         self._default_dict["weight_decay"] = float(value)
 
+    @property
+    def weight_decay_schedule(self) -> WeightDecaySchedule | None:
+        """The :class:`~paddle_llrd.WeightDecaySchedule` given as ``weight_decay``, or None."""
+        return self._weight_decay_schedule
+
     def __str__(self) -> str:
         return "Weight Decay, params: " + ",".join(self._params_name)
 
@@ -351,6 +434,14 @@ class AdamWDL(AdamW):
 
     # ----------------------------------------------------------- param groups
     def _add_param_group(self, param_group: dict[str, Any]) -> None:
+        for key in ("weight_decay", "coeff"):
+            if isinstance(param_group.get(key), WeightDecaySchedule):
+                raise TypeError(
+                    f"AdamWDL: a parameter group's `{key}` must be a float; a WeightDecaySchedule "
+                    "goes in AdamWDL(weight_decay=...), and groups without their own "
+                    "`weight_decay` follow it."
+                )
+        follows_default = "weight_decay" not in param_group and "coeff" not in param_group
         # PaddleNLP's groups call the weight decay `coeff`; AdamW's `weight_decay`.
         if "coeff" in param_group:
             coeff = param_group["coeff"]
@@ -362,6 +453,131 @@ class AdamWDL(AdamW):
                 )
             param_group["weight_decay"] = coeff
         super()._add_param_group(param_group)
+        if follows_default:
+            self._groups_following_schedule.append(param_group)
+
+    # ------------------------------------------------- weight-decay schedule
+    def _sync_weight_decay(self) -> None:
+        """Set the coefficient of the next step from the schedule, if there is one."""
+        schedule = self._weight_decay_schedule
+        if schedule is None:
+            return
+        coeff = float(schedule())
+        self._coeff = coeff
+        for group in self._groups_following_schedule:
+            group["weight_decay"] = coeff
+
+    def _finish_scheduled_step(self) -> None:
+        """Advance the schedule after a step, unless the step was an AMP overflow (a no-op)."""
+        found_inf = self._get_auxiliary_var("found_inf")
+        # The optimisation pass has turned a dygraph found_inf tensor into a bool.
+        if found_inf is not None and bool(found_inf.item() if _is_tensor(found_inf) else found_inf):
+            return
+        self._weight_decay_schedule.step()
+        self._sync_weight_decay()
+
+    def _refuse_schedule_outside_dygraph(self) -> None:
+        if self._weight_decay_schedule is not None and not framework.in_dygraph_mode():
+            raise NotImplementedError(
+                "AdamWDL: a WeightDecaySchedule as `weight_decay` needs dygraph execution "
+                "(eager, or paddle.jit.to_static, whose optimizer step runs eagerly): a static "
+                "program fixes the weight-decay coefficient when it is built. Give a float "
+                "`weight_decay` for static programs."
+            )
+
+    def step(self) -> None:
+        """Update the parameters once; with a weight-decay schedule, advance it.
+
+        Examples:
+            >>> import paddle
+            >>> from paddle_llrd import AdamWDL
+            >>> linear = paddle.nn.Linear(3, 2)
+            >>> opt = AdamWDL(learning_rate=0.01, parameters=linear.parameters())
+            >>> linear(paddle.ones([4, 3])).mean().backward()
+            >>> opt.step()
+            >>> opt.clear_grad()
+        """
+        grouped = bool(self._parameter_list) and isinstance(self._parameter_list[0], dict)
+        if self._weight_decay_schedule is None or not grouped:
+            # Without groups the step is one _apply_optimize call, which
+            # reads and advances the schedule itself.
+            return super().step()
+        self._sync_weight_decay()
+        super().step()
+        self._finish_scheduled_step()
+
+    def minimize(
+        self,
+        loss: Tensor,
+        startup_program: Any = None,
+        parameters: Any = None,
+        no_grad_set: Any = None,
+    ) -> Any:
+        """As ``paddle.optimizer.AdamW.minimize``; refused in a static program with a
+        weight-decay schedule (``NotImplementedError``), before anything is added to it."""
+        self._refuse_schedule_outside_dygraph()
+        return super().minimize(
+            loss, startup_program=startup_program, parameters=parameters, no_grad_set=no_grad_set
+        )
+
+    def _apply_optimize(self, loss: Any, startup_program: Any, params_grads: Any, param_group_idx: int = 0) -> Any:
+        # One call per step without parameter groups, whoever makes it
+        # (step(), minimize(), fleet's sharding optimizer); groups call it once
+        # per group, and step() handles the schedule around them.
+        if self._weight_decay_schedule is None or isinstance(params_grads, dict):
+            return super()._apply_optimize(
+                loss, startup_program, params_grads, param_group_idx=param_group_idx
+            )
+        self._refuse_schedule_outside_dygraph()
+        self._sync_weight_decay()
+        result = super()._apply_optimize(loss, startup_program, params_grads, param_group_idx=param_group_idx)
+        self._finish_scheduled_step()
+        return result
+
+    # ------------------------------------------------------------ checkpoints
+    def state_dict(self) -> dict[str, Any]:
+        """``paddle.optimizer.AdamW``'s state dict, plus ``"weight_decay_schedule"``
+        (the schedule's :meth:`~paddle_llrd.WeightDecaySchedule.state_dict`) when
+        ``weight_decay`` is a schedule."""
+        state = super().state_dict()
+        if self._weight_decay_schedule is not None:
+            state[WEIGHT_DECAY_SCHEDULE_KEY] = self._weight_decay_schedule.state_dict()
+        return state
+
+    def set_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Load a state dict of ``AdamWDL`` or ``paddle.optimizer.AdamW``.
+
+        With a weight-decay schedule, its position is restored from
+        ``"weight_decay_schedule"``; a checkpoint without that entry (from
+        ``AdamW``, or an ``AdamWDL`` with a float ``weight_decay``) leaves the
+        schedule where it is, with a ``UserWarning``.
+        """
+        schedule_state = state_dict.get(WEIGHT_DECAY_SCHEDULE_KEY)
+        if schedule_state is not None:
+            state_dict = {k: v for k, v in state_dict.items() if k != WEIGHT_DECAY_SCHEDULE_KEY}
+        schedule = self._weight_decay_schedule
+        if schedule is None:
+            super().set_state_dict(state_dict)
+            return
+        if schedule_state is None:
+            warnings.warn(
+                f"AdamWDL.set_state_dict: the checkpoint has no {WEIGHT_DECAY_SCHEDULE_KEY!r} "
+                f"entry; the weight-decay schedule stays at step {schedule.current_step}.",
+                UserWarning,
+                stacklevel=2,
+            )
+            super().set_state_dict(state_dict)
+            return
+        previous_step = schedule.current_step
+        schedule.set_state_dict(schedule_state)  # checks the entry before changing anything
+        try:
+            super().set_state_dict(state_dict)
+        except BaseException:
+            schedule.current_step = previous_step
+            raise
+        self._sync_weight_decay()
+
+    load_state_dict = set_state_dict
 
     # ----------------------------------------------------------- layer ratios
     def _layer_ratio(self, param: Any) -> float | None:
@@ -400,9 +616,117 @@ class AdamWDL(AdamW):
             optimize_attr["learning_rate"] = update_scale
         return update_scale
 
+    # ------------------------------------------------------------- inspection
+    def param_lr_table(self) -> list[ParamLrRow]:
+        r"""What each trainable parameter gets at the next step, one :class:`ParamLrRow` each.
+
+        For a parameter :math:`p` (in the optimizer's order, frozen ones
+        left out), with the notation of :class:`AdamWDL`:
+
+        * ``name``: ``name_dict[p.name]``, or ``p.name`` where there is no entry;
+        * ``layer_id``: from a :class:`~paddle_llrd.layer_maps.LayerMap` (or any
+          ratio function with a ``layer_id(structured_name, n_layers)``
+          method), or for the default :func:`~paddle_llrd.layerwise_lr_decay`
+          ``0`` for embeddings, ``i + 1`` for ``encoder.layers.i``,
+          ``n_layers + 1`` otherwise (its ratio is
+          ``layerwise_decay ** (n_layers + 1 - layer_id)``); ``None`` for other
+          functions and without ``set_param_lr_fun``;
+        * ``ratio``: :math:`r_p` (a ``set_param_lr_fun`` that returns None is
+          called, its edit read and undone; ``nan`` if :math:`s_p = 0` hides it);
+        * ``lr``: :math:`\eta\, s_p\, r_p`, the Adam step's learning rate, with
+          :math:`\eta` = ``get_lr()``;
+        * ``decayed``: ``apply_decay_param_fun(p.name)`` (True without one);
+        * ``weight_decay``: :math:`\lambda` of the step (its group's, or the
+          schedule's current value), ``0.0`` if not decayed. The decay factor
+          is :math:`1 - \eta\, s_p \lambda` (without :math:`r_p`).
+
+        Ratio functions are called as in a step; the cached ones are not.
+
+        Examples:
+            >>> import paddle
+            >>> from paddle_llrd import AdamWDL
+            >>> from paddle_llrd.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
+            >>> model = TinyBertForSequenceClassification(TinyBertConfig(num_hidden_layers=2))
+            >>> name_dict = {p.name: n for n, p in model.named_parameters()}
+            >>> no_decay = {p.name for n, p in model.named_parameters() if n.endswith("bias")}
+            >>> opt = AdamWDL(learning_rate=0.1, parameters=model.parameters(), weight_decay=0.01,
+            ...               layerwise_decay=0.5, n_layers=2, name_dict=name_dict,
+            ...               apply_decay_param_fun=lambda n: n not in no_decay)
+            >>> for row in opt.param_lr_table():
+            ...     if row.name.endswith("linear1.bias") or "word_emb" in row.name or row.name.startswith("classifier"):
+            ...         print(f"{row.name:40s} {row.layer_id} {row.ratio:.3f} {row.lr:.4f} {row.decayed} {row.weight_decay}")
+            bert.embeddings.word_embeddings.weight   0 0.125 0.0125 True 0.01
+            bert.encoder.layers.0.linear1.bias       1 0.250 0.0250 False 0.0
+            bert.encoder.layers.1.linear1.bias       2 0.500 0.0500 False 0.0
+            classifier.weight                        3 1.000 0.1000 True 0.01
+            classifier.bias                          3 1.000 0.1000 False 0.0
+        """
+        self._sync_weight_decay()
+        global_lr = float(self.get_lr())
+        group_decays = {}
+        if self._parameter_list and isinstance(self._parameter_list[0], dict):
+            for group in self._param_groups:
+                for param in group["params"]:
+                    group_decays[id(param)] = group.get("weight_decay", self._default_dict["weight_decay"])
+        default_decay = self._default_dict["weight_decay"]
+        rows = []
+        for param in self._listed_parameters():
+            if param.stop_gradient:
+                continue
+            optimize_attr = getattr(param, "optimize_attr", None)
+            if optimize_attr is not None and "learning_rate" not in optimize_attr:
+                optimize_attr = None
+            base_scale = 1.0 if optimize_attr is None else optimize_attr["learning_rate"]
+            try:
+                update_scale = self._update_lr_scale(param, optimize_attr, base_scale)
+            finally:
+                if optimize_attr is not None:
+                    optimize_attr["learning_rate"] = base_scale
+            update_scale, base_scale = float(update_scale), float(base_scale)
+            if base_scale != 0.0:
+                ratio = update_scale / base_scale
+            else:
+                ratio = self._layer_ratio(param)
+                ratio = math.nan if ratio is None else float(ratio)
+            decayed = self._decays(param)
+            structured = self._structured_name(param)
+            rows.append(
+                ParamLrRow(
+                    name=structured,
+                    param_name=param.name,
+                    layer_id=self._layer_id(structured),
+                    ratio=ratio,
+                    lr=global_lr * update_scale,
+                    decayed=decayed,
+                    weight_decay=float(group_decays.get(id(param), default_decay)) if decayed else 0.0,
+                )
+            )
+        return rows
+
+    def _structured_name(self, param: Any) -> str:
+        if self.name_dict is None:
+            return param.name
+        return self.name_dict.get(param.name, param.name)
+
+    def _layer_id(self, structured_name: str) -> int | None:
+        fun = getattr(self.set_param_lr_fun, "func", None)
+        if fun is None:
+            return None
+        if fun is layerwise_lr_decay:
+            if self.name_dict is None:
+                return None
+            return layer_id_of(structured_name, self.n_layers)
+        layer_id = getattr(fun, "layer_id", None)
+        if not callable(layer_id):
+            return None
+        return int(layer_id(structured_name, self.n_layers))
+
     # -------------------------------------------------------- optimisation pass
     def _begin_pass(self, parameters_and_grads: Any) -> None:
         """Work that may fail is done here, before any parameter changes."""
+        # Static programs built without minimize() (apply_gradients, a
+        # to_static full graph) reach the schedule check here.
+        self._refuse_schedule_outside_dygraph()
         self._lr_to_coeff = {}
         self._scaled_lrs = {}
         pairs = (

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["layerwise_lr_decay", "NAME_DICT_ADVICE"]
+__all__ = ["layer_id_of", "layerwise_lr_decay", "NAME_DICT_ADVICE"]
 
 NAME_DICT_ADVICE = (
     "build it from the model with "
@@ -122,3 +122,41 @@ def layerwise_lr_decay(
     if _EMBEDDING_MARKER in structured_name:
         return decay_rate ** (n_layers + 1)
     return 1.0
+
+
+def layer_id_of(structured_name: str, n_layers: int) -> int:
+    r"""The layer id :func:`layerwise_lr_decay` gives ``structured_name``, on :class:`~paddle_llrd.layer_maps.LayerMap`'s scale.
+
+    .. math::
+
+        k =
+        \begin{cases}
+            i + 1 & \text{if the name contains } \texttt{encoder.layers.}i\texttt{.}\\
+            0 & \text{else if it contains } \texttt{embedding}\\
+            L + 1 & \text{otherwise}
+        \end{cases}
+
+    with :math:`L` = ``n_layers``, so that :func:`layerwise_lr_decay`'s ratio
+    is :math:`d^{\,L + 1 - k}` (the rule of :class:`~paddle_llrd.layer_maps.LayerMap`).
+
+    Raises:
+        ValueError: the layer index cannot be read, or is not below ``n_layers``.
+
+    Examples:
+        >>> from paddle_llrd.layerwise import layer_id_of
+        >>> [layer_id_of(n, 2) for n in ("bert.embeddings.word_embeddings.weight",
+        ...  "bert.encoder.layers.0.linear1.weight", "bert.encoder.layers.1.norm2.bias",
+        ...  "classifier.weight")]
+        [0, 1, 2, 3]
+    """
+    if _LAYER_MARKER in structured_name:
+        layer = _layer_index(structured_name, structured_name)
+        if layer >= n_layers:
+            raise ValueError(
+                f"layer_id_of: {structured_name!r} is in encoder layer {layer}, but "
+                f"n_layers={n_layers}; layer indices run from 0 to n_layers - 1."
+            )
+        return layer + 1
+    if _EMBEDDING_MARKER in structured_name:
+        return 0
+    return n_layers + 1

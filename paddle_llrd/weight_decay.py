@@ -1,0 +1,233 @@
+r"""Weight-decay schedules: a coefficient that ramps from ``start_wd`` to ``end_wd``.
+
+Megatron-LM's ``OptimizerParamScheduler`` moves the weight decay of an AdamW
+run from ``--start-weight-decay`` to ``--end-weight-decay`` over
+``--weight-decay-incr-steps`` steps, with an increment style ``constant``,
+``linear`` or ``cosine``. :class:`WeightDecaySchedule` is that rule, and
+:class:`paddle_llrd.AdamWDL` accepts it as its ``weight_decay``: the optimizer
+then uses the schedule's value at every step and advances it after every
+applied step.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["WEIGHT_DECAY_STYLES", "WeightDecaySchedule"]
+
+WEIGHT_DECAY_STYLES = ("constant", "linear", "cosine")
+_CONFIG_KEYS = ("start_wd", "end_wd", "total_steps", "style")
+
+
+def _checked_coefficient(value: Any, argument: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(
+            f"WeightDecaySchedule: `{argument}` must be a real number >= 0, "
+            f"got {type(value).__name__} {value!r}."
+        )
+    value = float(value)
+    if not (math.isfinite(value) and value >= 0.0):
+        raise ValueError(f"WeightDecaySchedule: `{argument}` must be a finite number >= 0, got {value!r}.")
+    return value
+
+
+def _checked_step_count(value: Any, argument: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(
+            f"WeightDecaySchedule: `{argument}` must be an int >= 0 (a number of optimizer steps), "
+            f"got {type(value).__name__} {value!r}."
+        )
+    if value < 0:
+        raise ValueError(f"WeightDecaySchedule: `{argument}` must be >= 0, got {value!r}.")
+    return int(value)
+
+
+class WeightDecaySchedule:
+    r"""A weight-decay coefficient that moves from ``start_wd`` to ``end_wd`` over ``total_steps``.
+
+    With :math:`s` the number of optimizer steps taken so far
+    (:attr:`current_step`), :math:`T` = ``total_steps``, :math:`w_0` =
+    ``start_wd`` and :math:`w_1` = ``end_wd``, the coefficient of the next
+    step is
+
+    .. math::
+
+        \lambda(s) =
+        \begin{cases}
+            w_1 & \text{if } s \ge T\\
+            w_0 + (w_1 - w_0)\,\dfrac{s}{T} & \text{style } \texttt{linear}\\
+            w_0 + (w_1 - w_0)\,\tfrac12\left(\cos\!\left(\pi\left(1 - \dfrac{s}{T}\right)\right) + 1\right)
+                & \text{style } \texttt{cosine}\\
+            w_0 = w_1 & \text{style } \texttt{constant}
+        \end{cases}
+
+    as Megatron-LM's ``OptimizerParamScheduler.get_wd`` computes it: the first
+    step uses :math:`w_0`, step :math:`T` and every later one :math:`w_1`
+    (the ramp is clamped, not extrapolated). The cosine ramp starts and ends
+    flat. ``end_wd`` may be smaller than ``start_wd`` (a decreasing decay).
+
+    Given to :class:`~paddle_llrd.AdamWDL` as ``weight_decay``, the optimizer
+    owns the schedule: it uses :math:`\lambda(s)` for step :math:`s`, calls
+    :meth:`step` after every step that updated the weights (not after an AMP
+    overflow step, which changes nothing) and saves :attr:`current_step` in
+    its ``state_dict()``. Do not call :meth:`step` yourself then.
+
+    Args:
+        start_wd (float): The coefficient of the first step, ``>= 0``.
+        end_wd (float): The coefficient from step ``total_steps`` on, ``>= 0``.
+            Equal to ``start_wd`` for style ``constant``.
+        total_steps (int): Length :math:`T` of the ramp in optimizer steps,
+            ``>= 0`` (``0``: ``end_wd`` from the first step).
+        style (str, optional): ``"constant"``, ``"linear"`` or ``"cosine"``.
+            Default ``"linear"``.
+        current_step (int, optional): Keyword only. Steps already taken, to
+            start part-way (a checkpoint restores it through
+            :meth:`set_state_dict`). Default 0.
+
+    Raises:
+        TypeError: a coefficient is not a real number, a step count not an
+            int, or ``style`` not a str.
+        ValueError: a coefficient is negative or not finite, a step count is
+            negative, ``style`` is unknown, or style ``constant`` is given
+            ``start_wd != end_wd``.
+
+    Examples:
+        >>> from paddle_llrd import WeightDecaySchedule
+        >>> schedule = WeightDecaySchedule(0.0, 0.1, total_steps=4, style="linear")
+        >>> [round(schedule(s), 4) for s in range(6)]
+        [0.0, 0.025, 0.05, 0.075, 0.1, 0.1]
+        >>> schedule(), schedule.current_step
+        (0.0, 0)
+        >>> schedule.step()
+        >>> schedule()
+        0.025
+        >>> cosine = WeightDecaySchedule(0.0, 0.1, total_steps=4, style="cosine")
+        >>> [round(cosine(s), 4) for s in range(5)]
+        [0.0, 0.0146, 0.05, 0.0854, 0.1]
+
+        With AdamWDL, which steps the schedule itself:
+
+        >>> import paddle
+        >>> from paddle_llrd import AdamWDL
+        >>> linear = paddle.nn.Linear(4, 4)
+        >>> opt = AdamWDL(learning_rate=0.01, parameters=linear.parameters(),
+        ...               weight_decay=WeightDecaySchedule(0.0, 0.1, total_steps=4))
+        >>> for _ in range(3):
+        ...     linear(paddle.ones([2, 4])).sum().backward()
+        ...     opt.step()
+        ...     opt.clear_grad()
+        >>> opt.weight_decay_schedule.current_step, round(opt.weight_decay_schedule(), 4)
+        (3, 0.075)
+        >>> opt.state_dict()["weight_decay_schedule"]["current_step"]
+        3
+    """
+
+    def __init__(
+        self,
+        start_wd: float,
+        end_wd: float,
+        total_steps: int,
+        style: str = "linear",
+        *,
+        current_step: int = 0,
+    ) -> None:
+        start_wd = _checked_coefficient(start_wd, "start_wd")
+        end_wd = _checked_coefficient(end_wd, "end_wd")
+        total_steps = _checked_step_count(total_steps, "total_steps")
+        if not isinstance(style, str):
+            raise TypeError(
+                f"WeightDecaySchedule: `style` must be one of {WEIGHT_DECAY_STYLES}, "
+                f"got {type(style).__name__} {style!r}."
+            )
+        if style not in WEIGHT_DECAY_STYLES:
+            raise ValueError(f"WeightDecaySchedule: `style` must be one of {WEIGHT_DECAY_STYLES}, got {style!r}.")
+        if style == "constant" and start_wd != end_wd:
+            raise ValueError(
+                "WeightDecaySchedule: style 'constant' keeps one coefficient, so `end_wd` must equal "
+                f"`start_wd`; got start_wd={start_wd!r}, end_wd={end_wd!r} (use style 'linear' or "
+                "'cosine' for a ramp)."
+            )
+        self.start_wd = start_wd
+        self.end_wd = end_wd
+        self.total_steps = total_steps
+        self.style = style
+        self.current_step = _checked_step_count(current_step, "current_step")
+
+    def __call__(self, step: int | None = None) -> float:
+        """The coefficient :math:`\\lambda(s)` at ``step`` (default: :attr:`current_step`)."""
+        step = self.current_step if step is None else _checked_step_count(step, "step")
+        if step >= self.total_steps or self.style == "constant":
+            return self.end_wd
+        progress = step / self.total_steps
+        if self.style == "linear":
+            fraction = progress
+        else:
+            fraction = 0.5 * (math.cos(math.pi * (1.0 - progress)) + 1.0)
+        return self.start_wd + (self.end_wd - self.start_wd) * fraction
+
+    def step(self) -> None:
+        """Advance by one optimizer step."""
+        self.current_step += 1
+
+    def state_dict(self) -> dict[str, Any]:
+        """``{"current_step": int, "start_wd", "end_wd", "total_steps", "style"}``.
+
+        Only ``current_step`` is restored by :meth:`set_state_dict`; the
+        settings are saved so a resumed run can tell that they changed.
+        """
+        return {
+            "current_step": self.current_step,
+            "start_wd": self.start_wd,
+            "end_wd": self.end_wd,
+            "total_steps": self.total_steps,
+            "style": self.style,
+        }
+
+    def set_state_dict(self, state_dict: Mapping[str, Any]) -> None:
+        """Restore the position :attr:`current_step` from :meth:`state_dict`'s output.
+
+        The schedule keeps its own ``start_wd``/``end_wd``/``total_steps``/
+        ``style`` (as Paddle's ``LRScheduler`` keeps its settings); a
+        ``UserWarning`` names those that differ from the checkpoint's.
+
+        Raises:
+            TypeError: ``state_dict`` is not a mapping, or its ``current_step``
+                is not an int.
+            KeyError: ``state_dict`` has no ``current_step``.
+            ValueError: ``current_step`` is negative.
+        """
+        if not isinstance(state_dict, Mapping):
+            raise TypeError(
+                f"WeightDecaySchedule.set_state_dict: `state_dict` must be a dict from state_dict(), "
+                f"got {type(state_dict).__name__}."
+            )
+        if "current_step" not in state_dict:
+            raise KeyError(
+                "WeightDecaySchedule.set_state_dict: `state_dict` has no 'current_step' "
+                f"(keys: {sorted(state_dict)}); pass the output of WeightDecaySchedule.state_dict()."
+            )
+        current_step = _checked_step_count(state_dict["current_step"], "current_step")
+        changed = [
+            key for key in _CONFIG_KEYS if key in state_dict and state_dict[key] != getattr(self, key)
+        ]
+        if changed:
+            warnings.warn(
+                "WeightDecaySchedule.set_state_dict: the checkpoint's "
+                + ", ".join(f"{key}={state_dict[key]!r}" for key in changed)
+                + " differ from this schedule's "
+                + ", ".join(f"{key}={getattr(self, key)!r}" for key in changed)
+                + "; the schedule keeps its own settings and resumes at step "
+                f"{current_step}.",
+                UserWarning,
+                stacklevel=2,
+            )
+        self.current_step = current_step
+
+    def __repr__(self) -> str:
+        return (
+            f"WeightDecaySchedule(start_wd={self.start_wd!r}, end_wd={self.end_wd!r}, "
+            f"total_steps={self.total_steps!r}, style={self.style!r}, current_step={self.current_step!r})"
+        )

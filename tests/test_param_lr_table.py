@@ -1,0 +1,243 @@
+"""AdamWDL.param_lr_table() against the documented formulas, and ratio caching
+for LayerMap (and any function declaring ``pure_in_name``) checked by call
+counts and by multi-step float64 reference runs."""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import paddle
+import pytest
+
+from paddle_llrd import AdamWDL, WeightDecaySchedule
+from paddle_llrd.layer_maps import LayerMap, build_name_dict
+from paddle_llrd.skeletons import build_skeleton
+from reference_adamw import ReferenceAdamW
+from test_adamwdl import ATOL, RTOL, bert_like, make_adamwdl, name_dict_of, tiny_bert, weights_of
+
+DECAY = 0.5
+
+
+def bert_layer_id(structured: str, n_layers: int) -> int:
+    """The documented ids for layerwise_lr_decay's names: 0 embeddings, i+1 encoder layer i, else n+1."""
+    if "encoder.layers." in structured:
+        return int(structured.split("encoder.layers.")[1].split(".")[0]) + 1
+    if "embedding" in structured:
+        return 0
+    return n_layers + 1
+
+
+def llama_layer_id(structured: str, n_layers: int) -> int:
+    parts = structured.split(".")
+    if "layers" in parts:
+        return int(parts[parts.index("layers") + 1]) + 1
+    if "embed" in structured:
+        return 0
+    return n_layers + 1
+
+
+def no_bias(name_dict):
+    return lambda paddle_name: not name_dict[paddle_name].endswith("bias")
+
+
+# ------------------------------------------------------------------ the table
+def test_default_function_rows_follow_the_formulas():
+    layer_lrs = {0: 0.5, 1: 2.0}
+    model = bert_like(layer_lrs=layer_lrs)
+    names = name_dict_of(model)
+    frozen = model.bert.pooler.dense.bias
+    frozen.stop_gradient = True
+    scheduler = paddle.optimizer.lr.LambdaDecay(0.04, lr_lambda=lambda epoch: 1.0 / (1 + epoch))
+    scheduler.step()
+    scheduler.step()  # global lr 0.04 / 3
+    optimizer = make_adamwdl(
+        model, learning_rate=scheduler, weight_decay=0.3, layerwise_decay=DECAY, apply_decay_param_fun=no_bias(names)
+    )
+    rows = optimizer.param_lr_table()
+    assert [row.param_name for row in rows] == [p.name for p in model.parameters() if p is not frozen]
+    n = 2
+    for row in rows:
+        structured = names[row.param_name]
+        layer_id = bert_layer_id(structured, n)
+        paramattr_lr = next((v for i, v in layer_lrs.items() if f".layers.{i}." in structured), 1.0)
+        assert row.name == structured
+        assert row.layer_id == layer_id, structured
+        assert row.ratio == pytest.approx(DECAY ** (n + 1 - layer_id), rel=1e-12), structured
+        assert row.lr == pytest.approx(0.04 / 3 * paramattr_lr * DECAY ** (n + 1 - layer_id), rel=1e-12), structured
+        assert row.decayed == (not structured.endswith("bias"))
+        assert row.weight_decay == (0.3 if row.decayed else 0.0)
+    # the ids are LayerMap's for these (BERT) names
+    layer_map = LayerMap.from_model(model)
+    assert all(row.layer_id == layer_map.layer_id(row.name) for row in rows)
+    # ParamAttr factors are left as they were
+    assert {p.optimize_attr["learning_rate"] for p in model.bert.encoder.layers[1].parameters()} == {2.0}
+
+
+def test_layer_map_rows_and_schedule_column_over_a_run():
+    model = build_skeleton("llama", 3)
+    layer_map = LayerMap.from_model(model)
+    name_dict = build_name_dict(model)
+    schedule = WeightDecaySchedule(0.0, 0.2, 4, "linear")
+    optimizer = AdamWDL(
+        learning_rate=0.01,
+        parameters=model.parameters(),
+        weight_decay=schedule,
+        layerwise_decay=DECAY,
+        n_layers=layer_map.n_layers,
+        set_param_lr_fun=layer_map,
+        name_dict=name_dict,
+        apply_decay_param_fun=no_bias(name_dict),
+    )
+    for step in range(6):
+        rows = {row.name: row for row in optimizer.param_lr_table()}
+        assert set(rows) == set(name_dict.values())
+        expected_wd = 0.2 * min(step, 4) / 4  # linear ramp over 4 steps, then clamped
+        for name, row in rows.items():
+            layer_id = llama_layer_id(name, 3)
+            assert row.layer_id == layer_id, name
+            assert row.ratio == pytest.approx(DECAY ** (4 - layer_id), rel=1e-12)
+            assert row.lr == pytest.approx(0.01 * DECAY ** (4 - layer_id), rel=1e-12)
+            assert row.weight_decay == pytest.approx(expected_wd if not name.endswith("bias") else 0.0, abs=1e-15)
+        for param in model.parameters():
+            param.grad = paddle.ones_like(param)
+        optimizer.step()
+        optimizer.clear_grad()
+
+
+def test_groups_paramattr_and_their_weight_decay():
+    model = tiny_bert()
+    layer0 = [p for n, p in model.named_parameters() if ".layers.0." in n]
+    others = [p for n, p in model.named_parameters() if ".layers.0." not in n]
+    optimizer = make_adamwdl(
+        model,
+        parameters=[{"params": layer0, "weight_decay": 0.4, "learning_rate": 0.5}, {"params": others}],
+        learning_rate=0.1,
+        weight_decay=WeightDecaySchedule(0.1, 0.3, 2, "cosine", current_step=1),
+        layerwise_decay=DECAY,
+    )
+    for row in optimizer.param_lr_table():
+        in_layer0 = ".layers.0." in row.name
+        ratio = DECAY ** (3 - bert_layer_id(row.name, 2))
+        assert row.lr == pytest.approx(0.1 * (0.5 if in_layer0 else 1.0) * ratio, rel=1e-12), row.name
+        assert row.weight_decay == pytest.approx(0.4 if in_layer0 else 0.2, rel=1e-12), row.name  # cosine midpoint
+
+
+def test_custom_and_absent_ratio_functions():
+    model = bert_like(layer_lrs={1: 2.0})
+    names = name_dict_of(model)
+
+    def editing(decay_rate, name_dict, n_layers, param):  # PaddleNLP's style: edits, returns None
+        param.optimize_attr["learning_rate"] *= decay_rate if "weight" in name_dict[param.name] else 1.0
+
+    optimizer = make_adamwdl(model, learning_rate=0.1, layerwise_decay=0.25, set_param_lr_fun=editing)
+    for row in optimizer.param_lr_table():
+        structured = names[row.param_name]
+        paramattr_lr = 2.0 if ".layers.1." in structured else 1.0
+        ratio = 0.25 if "weight" in structured else 1.0
+        assert row.layer_id is None and row.ratio == pytest.approx(ratio)
+        assert row.lr == pytest.approx(0.1 * paramattr_lr * ratio, rel=1e-12)
+    assert {p.optimize_attr["learning_rate"] for p in model.bert.encoder.layers[1].parameters()} == {2.0}
+
+    plain = AdamWDL(learning_rate=0.1, parameters=model.parameters(), weight_decay=0.05, set_param_lr_fun=None)
+    for row in plain.param_lr_table():
+        assert row.name == row.param_name and row.layer_id is None and row.ratio == 1.0
+        assert row.lr == pytest.approx(0.1 * (2.0 if ".layers.1." in names[row.param_name] else 1.0))
+        assert row.decayed and row.weight_decay == 0.05
+
+
+# ------------------------------------------------------------ ratio caching
+def _counting(layer_map: LayerMap) -> list[str]:
+    """Count the map's ratio computations by structured name."""
+    calls: list[str] = []
+    original = layer_map.ratio
+
+    def ratio(structured_name, *args, **kwargs):
+        calls.append(structured_name)
+        return original(structured_name, *args, **kwargs)
+
+    layer_map.ratio = ratio
+    return calls
+
+
+@pytest.mark.parametrize("general", [False, True], ids=["fused", "general"])
+def test_layer_map_ratios_are_cached_and_right_over_a_run(general):
+    model = build_skeleton("llama", 2)
+    layer_map = LayerMap.from_model(model)
+    calls = _counting(layer_map)
+    name_dict = build_name_dict(model)
+    optimizer = AdamWDL(
+        learning_rate=0.02,
+        parameters=model.parameters(),
+        weight_decay=0.1,
+        layerwise_decay=DECAY,
+        n_layers=layer_map.n_layers,
+        set_param_lr_fun=layer_map,
+        name_dict=name_dict,
+    )
+    optimizer._force_general_decay = general
+    reference = ReferenceAdamW(weights_of(model), weight_decay=0.1)
+    rng = np.random.default_rng(5)
+    params = dict(model.named_parameters())
+    for step in range(5):
+        grads = {n: rng.standard_normal(p.shape) for n, p in params.items()}
+        for name, param in params.items():
+            param.grad = paddle.to_tensor(grads[name].astype("float32"))
+        optimizer.step()
+        optimizer.clear_grad()
+        reference.step(
+            {n: g.astype("float32").astype(np.float64) for n, g in grads.items()},
+            0.02,
+            ratio=lambda n: DECAY ** (3 - llama_layer_id(n, 2)),
+        )
+        for name, param in params.items():
+            np.testing.assert_allclose(
+                param.numpy().astype(np.float64), reference.params[name], rtol=RTOL, atol=ATOL, err_msg=f"{name} {step}"
+            )
+    optimizer.param_lr_table()
+    assert sorted(calls) == sorted(name_dict.values())  # once per parameter, at construction
+
+
+def test_pure_in_name_attribute_opts_in_and_out():
+    model = tiny_bert()
+    steps = 3
+
+    class Uncached(LayerMap):
+        pure_in_name = False
+
+    uncached = Uncached.from_model(model)
+    uncached_calls = _counting(uncached)
+
+    plain_calls: list[str] = []
+
+    def declared_pure(decay_rate, name_dict, n_layers, param):
+        plain_calls.append(param.name)
+        return decay_rate
+
+    declared_pure.pure_in_name = True
+
+    for fn in (uncached, declared_pure):
+        optimizer = make_adamwdl(model, learning_rate=0.01, layerwise_decay=DECAY, set_param_lr_fun=fn)
+        for _ in range(steps):
+            for param in model.parameters():
+                param.grad = paddle.ones_like(param)
+            optimizer.step()
+            optimizer.clear_grad()
+    n_params = len(model.parameters())
+    assert len(uncached_calls) == steps * n_params
+    assert len(plain_calls) == n_params
+
+
+def test_a_tensor_decay_is_not_cached():
+    """A Tensor layerwise_decay may change between steps, so LayerMap ratios are recomputed."""
+    model = tiny_bert()
+    layer_map = LayerMap.from_model(model)
+    calls = _counting(layer_map)
+    optimizer = make_adamwdl(
+        model, learning_rate=0.01, layerwise_decay=paddle.to_tensor(DECAY), set_param_lr_fun=layer_map
+    )
+    for _ in range(2):
+        for param in model.parameters():
+            param.grad = paddle.ones_like(param)
+        optimizer.step()
+        optimizer.clear_grad()
+    assert len(calls) == 2 * len(model.parameters())
