@@ -5,7 +5,10 @@ import importlib.util
 from pathlib import Path
 
 import numpy as np
+import paddle
 import pytest
+
+from paddle_llrd import ExponentialMovingAverage
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "dygraph_finetune.py"
 
@@ -28,6 +31,56 @@ def test_short_run_follows_the_warmup_schedule(example):
     assert 0.0 <= history["accuracy_after"] <= 1.0
 
 
+def _trainable_weights(model) -> dict[str, np.ndarray]:
+    return {n: p.numpy().astype(np.float64) for n, p in model.named_parameters() if not p.stop_gradient}
+
+
+def test_ema_averages_the_trained_weights_and_evaluates_with_them(example, monkeypatch):
+    """The example's EMA against a float64 average of the weights after each step
+    (decay with warm-up: d_n = min(d, (1 + n) / (10 + n)) at the n-th update);
+    its EMA accuracy is that of the averaged weights, and the live weights come back."""
+    recorded: list[ExponentialMovingAverage] = []
+
+    class RecordingEMA(ExponentialMovingAverage):
+        def register(self):
+            super().register()
+            self.snapshots = [_trainable_weights(self.model)]
+            recorded.append(self)
+
+        def update(self):
+            self.snapshots.append(_trainable_weights(self.model))
+            super().update()
+
+    monkeypatch.setattr(example, "ExponentialMovingAverage", RecordingEMA)
+    steps, batch_size, decay = 12, 8, 0.9
+    history = example.train(steps=steps, batch_size=batch_size, ema_decay=decay)
+    (ema,) = recorded
+    assert len(ema.snapshots) == steps + 1  # registered, then one update per optimizer step
+
+    average = dict(ema.snapshots[0])
+    for n, weights in enumerate(ema.snapshots[1:]):
+        d = min(decay, (1 + n) / (10 + n))
+        average = {name: d * average[name] + (1 - d) * weights[name] for name in average}
+    for name, value in average.items():
+        np.testing.assert_allclose(ema.shadow[name].numpy(), value, rtol=1e-5, atol=1e-6, err_msg=name)
+    # the average differs from the live weights, which are back in the model
+    live = _trainable_weights(ema.model)
+    for name, value in live.items():
+        np.testing.assert_array_equal(value, ema.snapshots[-1][name], err_msg=name)
+    assert any(not np.allclose(average[name], live[name], rtol=1e-3, atol=1e-5) for name in live)
+
+    # the reported EMA accuracy is the accuracy of the model holding the float64 average
+    _, _, test_ids, test_labels = example.make_datasets(steps, batch_size)
+    with paddle.no_grad():
+        for name, param in ema.model.named_parameters():
+            if name in average:
+                param.set_value(average[name].astype(np.float32))
+    assert history["accuracy_after_ema"] == example.accuracy(ema.model, test_ids, test_labels)
+    # (which this short run tells apart from the live weights' accuracy)
+    assert history["accuracy_after_ema"] != history["accuracy_after"]
+
+
 def test_main_short_mode(example, capsys):
     assert example.main(["--steps", "5", "--batch-size", "8"]) == 0
-    assert "5 steps: loss" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "5 steps: loss" in out and "EMA of the weights" in out
