@@ -36,7 +36,6 @@ from paddle.base import core, framework, unique_name
 from paddle.base.framework import Variable, in_dynamic_or_pir_mode, in_pir_mode
 from paddle.optimizer import AdamW
 
-from .layer_maps import LayerMap
 from .layerwise import NAME_DICT_ADVICE, layer_id_of, layerwise_lr_decay
 from .weight_decay import WeightDecaySchedule
 
@@ -109,12 +108,12 @@ def _is_real_number(value: Any) -> bool:
 def _is_pure_in_name(set_param_lr_fun: Any) -> bool:
     """Whether the ratio of ``set_param_lr_fun`` depends on the parameter's name only.
 
-    True for :func:`layerwise_lr_decay` and (unless it says otherwise) a
-    :class:`LayerMap`; any callable may declare it with ``pure_in_name = True``.
+    True for :func:`layerwise_lr_decay` and a :class:`~paddle_llrd.layer_maps.LayerMap`; any callable
+    may declare it with ``pure_in_name = True``.
     """
     if set_param_lr_fun is layerwise_lr_decay:
         return True
-    return getattr(set_param_lr_fun, "pure_in_name", isinstance(set_param_lr_fun, LayerMap)) is True
+    return getattr(set_param_lr_fun, "pure_in_name", False) is True
 
 
 def _is_sparse(grad: Any) -> bool:

@@ -25,6 +25,7 @@ import numpy as np
 import paddle
 
 from . import AdamWDL, ExponentialMovingAverage, get_scheduler
+from .layer_maps import no_decay_parameter_names
 from .layerwise import layerwise_lr_decay
 from .synthetic import make_majority_task
 from .tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
@@ -134,12 +135,12 @@ def train_once(args, use_llrd: bool, data, initial_state: dict) -> RunResult:
         num_training_steps=args.steps,
     )
     name_dict = {p.name: n for n, p in model.named_parameters()}
-    decay_names = {p.name for n, p in model.named_parameters() if not any(nd in n for nd in ("bias", "norm"))}
+    no_decay = no_decay_parameter_names(model)
     common = dict(
         learning_rate=scheduler,
         parameters=model.parameters(),
         weight_decay=args.weight_decay,
-        apply_decay_param_fun=lambda name: name in decay_names,
+        apply_decay_param_fun=lambda name: name not in no_decay,
         grad_clip=paddle.nn.ClipGradByGlobalNorm(1.0),
     )
     if use_llrd:

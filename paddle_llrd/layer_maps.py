@@ -33,7 +33,11 @@ from the names (largest block index + 1) when not given. For anything else,
 pass ``pattern``: a regular expression whose first group is the block index.
 
 A ``LayerMap`` is a drop-in ``set_param_lr_fun`` for :class:`~paddle_llrd.AdamWDL`
-(it is called as ``fn(decay_rate, name_dict, n_layers, param)``).
+(it is called as ``fn(decay_rate, name_dict, n_layers, param)``). Its ratios
+depend on the parameter's name only (``pure_in_name = True``), so AdamWDL
+computes them once per parameter, not at every step. A map that knows its
+``n_layers`` refuses a different one from the optimizer, rather than giving
+every parameter a silently wrong ratio (AdamWDL's default is ``n_layers=12``).
 
 Examples:
     >>> import paddle
@@ -67,7 +71,7 @@ from typing import Any
 
 from paddle import nn
 
-__all__ = ["FAMILY_PATTERNS", "LayerMap", "build_name_dict", "make_layerwise_fn"]
+__all__ = ["FAMILY_PATTERNS", "NO_DECAY_NAME_PARTS", "LayerMap", "build_name_dict", "make_layerwise_fn", "no_decay_parameter_names"]
 
 FAMILY_PATTERNS: dict[str, tuple[str, ...]] = {
     "bert": (r"(?:^|\.)encoder\.layers?\.(\d+)\.",),
@@ -90,6 +94,41 @@ def build_name_dict(model: nn.Layer) -> dict[str, str]:
     return {param.name: structured for structured, param in model.named_parameters()}
 
 
+# PaddleNLP's Trainer leaves a parameter out of weight decay when any of these
+# occurs in its structured name (biases and LayerNorm weights).
+NO_DECAY_NAME_PARTS = ("bias", "norm")
+
+
+def no_decay_parameter_names(model: nn.Layer) -> set[str]:
+    """The ``param.name`` of every parameter kept out of weight decay.
+
+    As PaddleNLP's ``Trainer.create_optimizer``: a parameter is excluded when
+    its structured name (from ``model.named_parameters()``) contains ``"bias"``
+    or ``"norm"``. PaddleNLP's models name their LayerNorms ``norm``,
+    ``norm1``, ``layer_norm`` ...; a model that names them otherwise keeps
+    them in weight decay, exactly as under PaddleNLP's own ``Trainer``.
+
+    Args:
+        model: the model whose parameters are classified.
+
+    Returns:
+        The set of excluded ``param.name`` values.
+
+    Examples:
+        >>> import paddle
+        >>> model = paddle.nn.LayerDict({"linear": paddle.nn.Linear(2, 2),
+        ...                              "norm": paddle.nn.LayerNorm(2)})
+        >>> excluded = no_decay_parameter_names(model)
+        >>> [(n, p.name in excluded) for n, p in model.named_parameters()]
+        [('linear.weight', False), ('linear.bias', True), ('norm.weight', True), ('norm.bias', True)]
+    """
+    return {
+        param.name
+        for structured_name, param in model.named_parameters()
+        if any(part in structured_name for part in NO_DECAY_NAME_PARTS)
+    }
+
+
 class LayerMap:
     """Assigns layer ids from structured names; see the module docstring.
 
@@ -101,6 +140,9 @@ class LayerMap:
         pattern (str|None): A regex whose first group is the block index, used
             instead of the family patterns.
     """
+
+    #: Ratios depend on the structured name only: AdamWDL may cache them.
+    pure_in_name = True
 
     def __init__(self, n_layers: int | None = None, family: str = "auto", pattern: str | None = None):
         if n_layers is not None and (isinstance(n_layers, bool) or not isinstance(n_layers, int) or n_layers < 0):
@@ -162,6 +204,11 @@ class LayerMap:
                 f"parameter {param.name!r} is not in `name_dict`; build it with "
                 "`paddle_llrd.layer_maps.build_name_dict(model)` from the model whose parameters you optimise"
             ) from None
+        if self.n_layers is not None and n_layers is not None and n_layers != self.n_layers:
+            raise ValueError(
+                f"this LayerMap has n_layers={self.n_layers} but was called with n_layers={n_layers}; "
+                "pass AdamWDL(..., n_layers=layer_map.n_layers)"
+            )
         return self.ratio(structured, decay_rate, n_layers if n_layers is not None else self.n_layers)
 
     def _resolve_n_layers(self, n_layers: int | None) -> int:

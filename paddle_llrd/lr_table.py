@@ -1,11 +1,15 @@
 """``python -m paddle_llrd lr-table``: what each parameter will learn with.
 
-Prints, for a model, every parameter's structured name, its layer id (a
-:class:`~paddle_llrd.layer_maps.LayerMap`: 0 = embeddings, ``N + 1`` = block
-``N``, ``n_layers + 1`` = heads and final norms), its ratio
-``decay ** (n_layers + 1 - layer id)`` and its effective learning rate
-``lr * ratio`` — the check to make before a long run. For BERT names the
-ratios are exactly those of :func:`paddle_llrd.layerwise_lr_decay`.
+Builds :class:`~paddle_llrd.AdamWDL` for a model and prints its
+:meth:`~paddle_llrd.AdamWDL.param_lr_table`: every parameter's structured
+name, its layer id (a :class:`~paddle_llrd.layer_maps.LayerMap`: 0 =
+embeddings, ``N + 1`` = block ``N``, ``n_layers + 1`` = heads and final
+norms), its ratio ``decay ** (n_layers + 1 - layer id)``, its effective
+learning rate ``lr * ratio``, whether it is weight-decayed (bias and norm
+parameters are not, as in PaddleNLP's ``Trainer``; ``--decay-all`` decays
+everything) and its weight decay — the check to make before a long run. For
+BERT names the ratios are exactly those of
+:func:`paddle_llrd.layerwise_lr_decay`.
 
 The model is a tiny built-in stack named like a family (``--arch bert``,
 PaddleNLP-style BERT, the default; ``gpt``, ``gpt2``, ``llama``, ``vit``) with
@@ -16,11 +20,11 @@ Example:
     >>> from paddle_llrd.lr_table import main
     >>> main(["--layers", "2", "--decay", "0.5", "--learning-rate", "1.0"])  # doctest: +ELLIPSIS
     structured name ...
-    bert.embeddings.word_embeddings.weight 0 0.125 0.125
+    bert.embeddings.word_embeddings.weight 0 0.125 0.125 yes 0.01
     ...
-    bert.encoder.layers.1.norm2.bias 2 0.5 0.5
+    bert.encoder.layers.1.norm2.bias 2 0.5 0.5 no 0
     ...
-    classifier.bias 3 1 1
+    classifier.bias 3 1 1 no 0
     (41 parameters, n_layers=2, decay=0.5, learning rate=1.0)
     0
 """
@@ -29,9 +33,8 @@ from __future__ import annotations
 import argparse
 import importlib
 
-from paddle import nn
-
-from .layer_maps import FAMILY_PATTERNS, LayerMap
+from .adamwdl import AdamWDL
+from .layer_maps import FAMILY_PATTERNS, LayerMap, build_name_dict, no_decay_parameter_names
 from .skeletons import SKELETONS, build_skeleton
 
 
@@ -46,11 +49,6 @@ def load_factory(spec: str):
     return factory
 
 
-def lr_rows(model: nn.Layer, layer_map: LayerMap, decay: float, learning_rate: float) -> list[tuple[str, int, float, float]]:
-    """``(structured name, layer id, ratio, effective lr)`` for every parameter."""
-    return [(name, layer, ratio, learning_rate * ratio) for name, layer, ratio in layer_map.table(model, decay)]
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m paddle_llrd lr-table", description=__doc__.split("\n\n")[0])
     source = parser.add_mutually_exclusive_group()
@@ -62,6 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pattern", help="regex whose first group is the block index (instead of --family)")
     parser.add_argument("--decay", type=float, default=0.8, help="layer-wise decay rate (default 0.8)")
     parser.add_argument("--learning-rate", type=float, default=5e-5, help="base learning rate (default 5e-5)")
+    parser.add_argument("--weight-decay", type=float, default=0.01, help="weight decay (default 0.01)")
+    parser.add_argument("--decay-all", action="store_true", help="weight-decay bias and norm parameters too")
     args = parser.parse_args(argv)
 
     if args.model:
@@ -71,10 +71,23 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--layers must be >= 1")
         model = build_skeleton(args.arch, args.layers)
     layer_map = LayerMap.from_model(model, n_layers=args.n_layers, family=args.family, pattern=args.pattern)
-    rows = lr_rows(model, layer_map, args.decay, args.learning_rate)
-    width = max([len("structured name")] + [len(r[0]) for r in rows])
-    print(f"{'structured name':<{width}}  {'layer':>5}  {'ratio':>10}  {'effective lr':>12}")
-    for name, layer, ratio, lr in rows:
-        print(f"{name:<{width}}  {layer:>5}  {ratio:>10.4g}  {lr:>12.4g}")
+    name_dict = build_name_dict(model)
+    no_decay = set() if args.decay_all else no_decay_parameter_names(model)
+    optimizer = AdamWDL(
+        learning_rate=args.learning_rate,
+        parameters=model.parameters(),
+        weight_decay=args.weight_decay,
+        apply_decay_param_fun=lambda param_name: param_name not in no_decay,
+        layerwise_decay=args.decay,
+        n_layers=layer_map.n_layers,
+        set_param_lr_fun=layer_map,
+        name_dict=name_dict,
+    )
+    rows = optimizer.param_lr_table()
+    width = max([len("structured name")] + [len(r.name) for r in rows])
+    print(f"{'structured name':<{width}}  {'layer':>5}  {'ratio':>10}  {'effective lr':>12}  {'decayed':>7}  {'weight decay':>12}")
+    for row in rows:
+        decayed = "yes" if row.decayed else "no"
+        print(f"{row.name:<{width}}  {row.layer_id:>5}  {row.ratio:>10.4g}  {row.lr:>12.4g}  {decayed:>7}  {row.weight_decay:>12.4g}")
     print(f"({len(rows)} parameters, n_layers={layer_map.n_layers}, decay={args.decay}, learning rate={args.learning_rate})")
     return 0

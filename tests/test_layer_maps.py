@@ -83,6 +83,13 @@ def test_missing_names_and_n_layers_are_explained():
         LayerMap(n_layers=1)(0.5, {}, 1, stranger.weight)
 
 
+def test_optimizer_n_layers_must_match_the_map():
+    model = build_skeleton("llama", 2)
+    layer_map, name_dict = make_layerwise_fn(model)
+    with pytest.raises(ValueError, match="n_layers=layer_map.n_layers"):
+        AdamWDL(parameters=model.parameters(), layerwise_decay=0.5, name_dict=name_dict, set_param_lr_fun=layer_map)
+
+
 def test_adamwdl_with_layer_map_scales_updates_by_ratio():
     """Zero weight decay, equal grads: after several steps each parameter moved
     by lr * ratio * (Adam's normalised step); with a constant gradient g the
@@ -114,13 +121,16 @@ def _table_rows(out):
 def test_lr_table_prints_formula_values_for_each_family(arch, capsys):
     from paddle_llrd.lr_table import main
 
-    assert main(["--arch", arch, "--layers", "3", "--decay", "0.5", "--learning-rate", "2.0"]) == 0
+    assert main(["--arch", arch, "--layers", "3", "--decay", "0.5", "--learning-rate", "2.0", "--weight-decay", "0.3"]) == 0
     rows = _table_rows(capsys.readouterr().out)
     assert len(rows) == len(build_skeleton(arch, 3).parameters())
-    for name, layer, ratio, lr in rows:
+    for name, layer, ratio, lr, decayed, weight_decay in rows:
         assert int(layer) == _expected_layer_id(name, 3), name
         assert float(ratio) == pytest.approx(0.5 ** (4 - int(layer)), rel=1e-3)
         assert float(lr) == pytest.approx(2.0 * 0.5 ** (4 - int(layer)), rel=1e-3)
+        bias_or_norm = "bias" in name or "norm" in name  # PaddleNLP Trainer's rule
+        assert decayed == ("no" if bias_or_norm else "yes"), name
+        assert float(weight_decay) == (0.0 if bias_or_norm else 0.3), name
 
 
 def test_lr_table_loads_a_user_factory(capsys):

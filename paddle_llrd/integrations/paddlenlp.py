@@ -93,44 +93,11 @@ import paddle
 
 from paddle_llrd import registry
 from paddle_llrd.adamwdl import AdamWDL
+from paddle_llrd.layer_maps import no_decay_parameter_names
 from paddle_llrd.layerwise import layerwise_lr_decay
 from paddle_llrd.registry import get_scheduler
 
 __all__ = ["LLRDTrainer", "LLRDTrainingArguments", "no_decay_parameter_names"]
-
-# PaddleNLP's Trainer leaves a parameter out of weight decay when any of these
-# occurs in its structured name (biases and LayerNorm weights).
-NO_DECAY_NAME_PARTS = ("bias", "norm")
-
-
-def no_decay_parameter_names(model: paddle.nn.Layer) -> "set[str]":
-    """The ``param.name`` of every parameter kept out of weight decay.
-
-    As PaddleNLP's ``Trainer.create_optimizer``: a parameter is excluded when
-    its structured name (from ``model.named_parameters()``) contains ``"bias"``
-    or ``"norm"``. PaddleNLP's models name their LayerNorms ``norm``,
-    ``norm1``, ``layer_norm`` ...; a model that names them otherwise keeps
-    them in weight decay, exactly as under PaddleNLP's own ``Trainer``.
-
-    Args:
-        model: the model whose parameters are classified.
-
-    Returns:
-        The set of excluded ``param.name`` values.
-
-    Examples:
-        >>> import paddle
-        >>> model = paddle.nn.LayerDict({"linear": paddle.nn.Linear(2, 2),
-        ...                              "norm": paddle.nn.LayerNorm(2)})
-        >>> excluded = no_decay_parameter_names(model)
-        >>> [(n, p.name in excluded) for n, p in model.named_parameters()]
-        [('linear.weight', False), ('linear.bias', True), ('norm.weight', True), ('norm.bias', True)]
-    """
-    return {
-        param.name
-        for structured_name, param in model.named_parameters()
-        if any(part in structured_name for part in NO_DECAY_NAME_PARTS)
-    }
 
 
 def _scheduler_name(value: Any) -> str:
