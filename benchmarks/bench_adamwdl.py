@@ -50,21 +50,6 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     return args
 
 
-def _config(layers: int, hidden: int) -> TinyBertConfig:
-    base = TinyBertConfig.bert_base()
-    heads = max(1, hidden // 64)
-    while hidden % heads:
-        heads -= 1
-    return TinyBertConfig(
-        vocab_size=base.vocab_size,
-        hidden_size=hidden,
-        num_hidden_layers=layers,
-        num_attention_heads=heads,
-        intermediate_size=4 * hidden,
-        max_position_embeddings=base.max_position_embeddings,
-    )
-
-
 def _state_size(optimizer: paddle.optimizer.Optimizer) -> tuple[int, int]:
     """(number of tensors, bytes) of the accumulators and master weights."""
     tensors = [t for per_param in optimizer._accumulators.values() for t in per_param.values()]
@@ -82,7 +67,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Run the benchmark; returns the settings, medians (ms), ratios and state sizes."""
     args = _parse(list(sys.argv[1:] if argv is None else argv))
     paddle.seed(0)
-    config = _config(args.layers, args.hidden)
+    config = TinyBertConfig.bert_base(num_hidden_layers=args.layers, hidden_size=args.hidden)
     model = TinyBertForSequenceClassification(config)
     params = [p for p in model.parameters() if not p.stop_gradient]
     n_params = sum(int(p.size) for p in params)

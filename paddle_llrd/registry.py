@@ -163,9 +163,7 @@ def get_cosine_schedule_with_warmup(
     learning_rate = _learning_rate(learning_rate)
     warmup = _step_count(num_warmup_steps, "num_warmup_steps")
     total = _step_count(num_training_steps, "num_training_steps", minimum=1)
-    num_cycles = _finite_real(num_cycles, "num_cycles")
-    if num_cycles < 0:
-        raise ValueError(f"`num_cycles` must be >= 0, got {num_cycles!r}.")
+    num_cycles = _cycle_count(num_cycles)
     min_lr = _learning_rate(min_lr, "min_lr")
     if min_lr > learning_rate:
         raise ValueError(f"`min_lr` ({min_lr!r}) must be <= `learning_rate` ({learning_rate!r}).")
@@ -294,9 +292,7 @@ def get_cosine_with_hard_restarts_schedule_with_warmup(
     """
     warmup = _step_count(num_warmup_steps, "num_warmup_steps")
     total = _step_count(num_training_steps, "num_training_steps", minimum=1)
-    num_cycles = _finite_real(num_cycles, "num_cycles")
-    if num_cycles < 0:
-        raise ValueError(f"`num_cycles` must be >= 0 (the number of cycles), got {num_cycles!r}.")
+    num_cycles = _cycle_count(num_cycles)
     return CosineDecayWithWarmup(
         learning_rate, total, warmup, with_hard_restarts=True, num_cycles=num_cycles, last_epoch=last_epoch
     )
@@ -359,6 +355,14 @@ def get_inverse_sqrt_schedule(
     timescale = _step_count(timescale, "timescale", minimum=1)
     lr_lambda = _lr_lambda(_inverse_sqrt_decay, warmup, timescale=timescale)
     return LambdaDecay(learning_rate, lr_lambda, last_epoch=_last_epoch(last_epoch))
+
+
+def _cycle_count(num_cycles: Any) -> float:
+    """``num_cycles`` as a finite float ``>= 0``; ``TypeError``/``ValueError`` naming it."""
+    num_cycles = _finite_real(num_cycles, "num_cycles")
+    if num_cycles < 0:
+        raise ValueError(f"`num_cycles` must be >= 0 (the number of cycles), got {num_cycles!r}.")
+    return num_cycles
 
 
 def _floor_ratio(
@@ -445,9 +449,7 @@ def get_cosine_with_min_lr_schedule_with_warmup(
     learning_rate = _learning_rate(learning_rate)
     warmup = _step_count(num_warmup_steps, "num_warmup_steps")
     total = _step_count(num_training_steps, "num_training_steps", minimum=1)
-    num_cycles = _finite_real(num_cycles, "num_cycles")
-    if num_cycles < 0:
-        raise ValueError(f"`num_cycles` must be >= 0, got {num_cycles!r}.")
+    num_cycles = _cycle_count(num_cycles)
     floor = _floor_ratio(
         learning_rate, min_lr, min_lr_rate, "min_lr_rate", schedule="cosine_with_min_lr", required=True
     )

@@ -45,14 +45,25 @@ class TinyBertConfig:
     num_labels: int = 2
 
     @classmethod
-    def bert_base(cls) -> "TinyBertConfig":
-        """The BERT-base shape (~110M parameters) used by the benchmarks."""
+    def bert_base(cls, num_hidden_layers: int = 12, hidden_size: int = 768) -> "TinyBertConfig":
+        """The BERT-base shape (~110M parameters) used by the benchmarks.
+
+        Fewer layers or a smaller ``hidden_size`` keep BERT-base's proportions:
+        one attention head per 64 hidden units (at least one, dividing the
+        width) and a feed-forward width of ``4 * hidden_size``.
+
+        >>> TinyBertConfig.bert_base(num_hidden_layers=2, hidden_size=96).num_attention_heads
+        1
+        """
+        heads = max(1, hidden_size // 64)
+        while hidden_size % heads:
+            heads -= 1
         return cls(
             vocab_size=30522,
-            hidden_size=768,
-            num_hidden_layers=12,
-            num_attention_heads=12,
-            intermediate_size=3072,
+            hidden_size=hidden_size,
+            num_hidden_layers=num_hidden_layers,
+            num_attention_heads=heads,
+            intermediate_size=4 * hidden_size,
             max_position_embeddings=512,
         )
 
