@@ -807,15 +807,13 @@ def register_scheduler(
 class _Default(float):
     """A :func:`get_scheduler` default: the documented number, marked as not passed by the caller.
 
-    ``get_scheduler`` leaves such a value to the schedule function's own
-    default, so that an option the caller did not give never collides with
-    another way of saying the same thing (``min_lr`` and ``min_lr_rate``).
+    It prints as the plain number (so the signature reads ``num_cycles=0.5``)
+    and ``get_scheduler`` leaves it to the schedule function's own default,
+    so that an option the caller did not give never collides with another
+    way of saying the same thing (``min_lr`` and ``min_lr_rate``).
     """
 
     __slots__ = ()
-
-    def __repr__(self) -> str:
-        return float.__repr__(self)
 
 
 def get_scheduler(

@@ -235,6 +235,13 @@ def test_get_scheduler_passes_each_option_where_it_belongs(name):
     assert_run(scheduler, reference_for(name, 1e-3, 4, 24, **options), 30)
 
 
+@pytest.mark.parametrize("name", PADDLENLP_NAMES)
+def test_get_scheduler_defaults_are_the_documented_numbers(name):
+    # SPEC: num_cycles=0.5, lr_end=1e-7, power=1.0, min_lr=0.0 when the caller passes none of them.
+    scheduler = get_scheduler(name, 1e-3, num_warmup_steps=5, num_training_steps=30)
+    assert_run(scheduler, reference_for(name, 1e-3, 5, 30, num_cycles=0.5, lr_end=1e-7, power=1.0, min_lr=0.0), 36)
+
+
 def test_get_scheduler_positional_call_and_last_epoch():
     scheduler = get_scheduler("polynomial", 1e-3, 4, 24, 0.5, 1e-5, 3.0, last_epoch=9)
     assert scheduler.last_epoch == 10

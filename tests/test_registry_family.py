@@ -392,14 +392,6 @@ def test_annealing_min_lr_defaults_to_zero():
 # --------------------------------------------------------------------------
 # get_scheduler: the options, what is required, what is refused.
 # --------------------------------------------------------------------------
-def test_paddlenlp_names_unchanged_with_or_without_explicit_defaults():
-    for name in ["linear", "cosine", "constant", "constant_with_warmup", "polynomial"]:
-        implicit = get_scheduler(name, 1e-3, num_warmup_steps=5, num_training_steps=30)
-        explicit = get_scheduler(name, 1e-3, num_warmup_steps=5, num_training_steps=30,
-                                 num_cycles=0.5, lr_end=1e-7, power=1.0, min_lr=0.0)
-        np.testing.assert_array_equal(run(implicit, 36), run(explicit, 36))
-
-
 def test_paddlenlp_trainer_call_with_new_names():
     # Exactly PaddleNLP's Trainer.create_scheduler call; its num_cycles defaults to 0.5.
     call = dict(learning_rate=3e-5, num_warmup_steps=6, num_training_steps=40, num_cycles=0.5, lr_end=1e-7, power=1.0)
