@@ -57,6 +57,30 @@ def _unwrap(model: paddle.nn.Layer) -> paddle.nn.Layer:
     return model
 
 
+def _shadow_dtype(param: paddle.Tensor) -> paddle.dtype:
+    """float32 for float16/bfloat16 parameters, else the parameter's dtype."""
+    return paddle.float32 if param.dtype in _LOW_PRECISION else param.dtype
+
+
+def _loaded_shadow(name: str, value: Any, param: paddle.Tensor) -> paddle.Tensor:
+    """A checkpoint's shadow for ``param``, checked and as a tensor of the shadow dtype."""
+    where = f"state_dict['shadow'][{name!r}]"
+    if isinstance(value, np.ndarray):
+        real = value.dtype.kind in "fiu"
+    elif isinstance(value, paddle.Tensor):
+        real = value.is_floating_point() or paddle.is_integer(value)
+    else:
+        raise TypeError(f"{where} must be a paddle.Tensor or numpy.ndarray, got {type(value).__name__}")
+    if not real:
+        raise TypeError(f"{where} must hold real numbers (a float or int dtype), got dtype {value.dtype}")
+    if list(value.shape) != list(param.shape):
+        raise ValueError(f"{where} has shape {list(value.shape)}, the parameter has shape {list(param.shape)}")
+    dtype = _shadow_dtype(param)
+    if isinstance(value, np.ndarray):
+        return paddle.to_tensor(value, dtype=dtype, place=param.place)
+    return value if value.dtype == dtype else paddle.cast(value, dtype)
+
+
 class ExponentialMovingAverage:
     r"""Exponential moving average of the trainable parameters of ``model``.
 
@@ -346,10 +370,13 @@ class ExponentialMovingAverage:
         """Load a :meth:`state_dict` (e.g. from ``paddle.load``): the shadows
         are copied into this EMA's shadow tensors, and ``decay``, ``warmup``
         and ``num_updates`` are taken over. Registers first if needed.
-        Everything is checked before anything changes.
+        Every entry is checked and converted before anything changes, so a
+        refused ``state_dict`` leaves the EMA as it was.
 
         Raises:
-            TypeError: ``state_dict`` or one of its entries has the wrong type.
+            TypeError: ``state_dict`` or one of its entries has the wrong
+                type (a shadow must be a real-valued ``paddle.Tensor`` or
+                ``numpy.ndarray``).
             KeyError: an entry is missing, or the shadow names differ from
                 the model's trainable parameter names (both lists are given).
             ValueError: a shadow's shape differs from its parameter's, or a
@@ -378,23 +405,13 @@ class ExponentialMovingAverage:
                 "state_dict['shadow'] does not match the model's trainable parameters: "
                 f"missing {absent}, unexpected {unexpected}"
             )
-        for name, value in shadows.items():
-            if not isinstance(value, (paddle.Tensor, np.ndarray)):
-                raise TypeError(f"state_dict['shadow'][{name!r}] must be a paddle.Tensor or numpy.ndarray, got {type(value).__name__}")
-            if list(value.shape) != list(params[name].shape):
-                raise ValueError(
-                    f"state_dict['shadow'][{name!r}] has shape {list(value.shape)}, "
-                    f"the parameter has shape {list(params[name].shape)}"
-                )
+        staged = {name: _loaded_shadow(name, value, params[name]) for name, value in shadows.items()}
 
         if not self._params:
             self.register()
         with paddle.no_grad():
-            for name, value in shadows.items():
-                target = self.shadow[name]
-                if isinstance(value, np.ndarray):
-                    value = paddle.to_tensor(value, dtype=target.dtype, place=target.place)
-                paddle.assign(self._as_shadow_dtype(value, target), output=target)
+            for name, value in staged.items():
+                paddle.assign(value, output=self.shadow[name])
         self._decay, self._warmup, self.num_updates = decay, warmup, num_updates
 
     def __repr__(self) -> str:

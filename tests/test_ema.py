@@ -346,10 +346,26 @@ def test_set_state_dict_rejects_mismatches_and_changes_nothing():
         ema.set_state_dict([("shadow", {})])
     with pytest.raises(TypeError, match="fc1.bias"):
         ema.set_state_dict(dict(good, shadow=dict(good["shadow"], **{"fc1.bias": [0.0] * 6})))
+    with pytest.raises(ValueError, match="num_updates"):
+        ema.set_state_dict(dict(good, num_updates=-1))
+    with pytest.raises(TypeError, match="warmup"):
+        ema.set_state_dict(dict(good, warmup="yes", num_updates=9))
+    # A shadow that cannot be a real tensor, listed last: the ones before it must not be written either.
+    for bad in (np.full([3], "x"), paddle.to_tensor(np.ones([3], np.complex64))):
+        last_bad = {name: np.full_like(value, 7.0) for name, value in good["shadow"].items() if name != "fc2.bias"}
+        last_bad["fc2.bias"] = bad
+        assert list(last_bad)[-1] == "fc2.bias"
+        with pytest.raises(TypeError, match=r"fc2.bias.*real numbers"):
+            ema.set_state_dict(dict(good, shadow=last_bad, num_updates=9))
 
-    assert (ema.decay, ema.num_updates) == (0.5, 1)
+    assert (ema.decay, ema.warmup, ema.num_updates) == (0.5, False, 1)
     for name, t in ema.shadow.items():
         assert np.array_equal(t.numpy(), before[name])
+
+    fresh = ExponentialMovingAverage(model)
+    with pytest.raises(TypeError, match="fc2.bias"):
+        fresh.set_state_dict(dict(good, shadow=last_bad))
+    assert not fresh.registered and fresh.num_updates == 0
 
 
 def test_set_state_dict_registers_a_fresh_ema():
