@@ -177,7 +177,7 @@ def train_once(args, use_llrd: bool, data, initial_state: dict) -> RunResult:
         result.step_times.append(time.perf_counter() - start)
         result.losses.append(float(loss))
         if hasattr(steps, "set_postfix"):
-            steps.set_postfix(loss=f"{result.losses[-1]:.3f}")
+            steps.set_postfix(loss=f"{result.losses[-1]:.3f}", refresh=False)
 
     result.eval_accuracy = _evaluate(model, eval_ids, eval_labels, 256)
     with ema.average_parameters():
