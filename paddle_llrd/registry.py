@@ -26,6 +26,7 @@ from paddle.optimizer.lr import LambdaDecay, LRScheduler
 
 from .schedulers import (
     _WSD_DECAY_STYLES,
+    _LambdaSchedule,
     ConstScheduleWithWarmup,
     CosineAnnealingWithWarmupDecay,
     CosineDecayWithWarmup,
@@ -171,7 +172,7 @@ def get_cosine_schedule_with_warmup(
     lr_lambda = _lr_lambda(
         _cosine_waves, warmup, total_steps=total, num_cycles=num_cycles, floor=floor, hold_after_end=True
     )
-    return LambdaDecay(learning_rate, lr_lambda, last_epoch=_last_epoch(last_epoch))
+    return _LambdaSchedule(learning_rate, lr_lambda, _last_epoch(last_epoch))
 
 
 def get_constant_schedule(learning_rate: float, last_epoch: int = -1) -> LambdaDecay:
@@ -183,7 +184,7 @@ def get_constant_schedule(learning_rate: float, last_epoch: int = -1) -> LambdaD
         0.3
     """
     learning_rate = _learning_rate(learning_rate)
-    return LambdaDecay(learning_rate, _lr_lambda(_constant, 0), last_epoch=_last_epoch(last_epoch))
+    return _LambdaSchedule(learning_rate, _lr_lambda(_constant, 0), _last_epoch(last_epoch))
 
 
 def get_constant_schedule_with_warmup(
@@ -354,7 +355,7 @@ def get_inverse_sqrt_schedule(
         timescale = warmup if warmup > 0 else DEFAULT_INVERSE_SQRT_TIMESCALE
     timescale = _step_count(timescale, "timescale", minimum=1)
     lr_lambda = _lr_lambda(_inverse_sqrt_decay, warmup, timescale=timescale)
-    return LambdaDecay(learning_rate, lr_lambda, last_epoch=_last_epoch(last_epoch))
+    return _LambdaSchedule(learning_rate, lr_lambda, _last_epoch(last_epoch))
 
 
 def _cycle_count(num_cycles: Any) -> float:
@@ -456,7 +457,7 @@ def get_cosine_with_min_lr_schedule_with_warmup(
     lr_lambda = _lr_lambda(
         _cosine_waves, warmup, total_steps=total, num_cycles=num_cycles, floor=floor, hold_after_end=True
     )
-    return LambdaDecay(learning_rate, lr_lambda, last_epoch=_last_epoch(last_epoch))
+    return _LambdaSchedule(learning_rate, lr_lambda, _last_epoch(last_epoch))
 
 
 #: The share of ``num_training_steps`` that ``"warmup_stable_decay"`` decays over when
@@ -594,7 +595,7 @@ def get_wsd_schedule(
         anneal=_WSD_DECAY_STYLES[style],
         floor=floor,
     )
-    return LambdaDecay(learning_rate, lr_lambda, last_epoch=_last_epoch(last_epoch))
+    return _LambdaSchedule(learning_rate, lr_lambda, _last_epoch(last_epoch))
 
 
 def _annealing_arguments(learning_rate: Any, num_warmup_steps: Any, num_training_steps: Any, min_lr: Any):

@@ -15,13 +15,16 @@ schedule. The factor functions are module-level and bound with
 Resuming: ``last_epoch=k`` is the index of the last step already taken, so the
 new scheduler starts at step ``k + 1`` (Paddle's convention), and
 ``state_dict()`` / ``set_state_dict()`` carry ``last_epoch`` and ``last_lr``; both
-give the same future values as never stopping.
+give the same future values as never stopping. ``set_state_dict`` checks both
+entries before it changes anything (Paddle's own would set ``last_epoch`` and
+then fail on a missing ``last_lr``).
 """
 from __future__ import annotations
 
 import functools
 import math
 import numbers
+from collections.abc import Mapping
 from typing import Any, Callable, Optional, Union
 
 from paddle.optimizer.lr import LambdaDecay, LRScheduler
@@ -225,9 +228,50 @@ def _lr_lambda(decay: Callable[..., float], warmup_steps: int, **decay_args: Any
 
 
 # ----------------------------------------------------------------------------
+# Resuming: a set_state_dict that checks before it changes anything.
+# ----------------------------------------------------------------------------
+class _CheckedResume:
+    """Mixed into every scheduler here (before Paddle's class).
+
+    Paddle's ``LRScheduler.set_state_dict`` takes whatever it is given and
+    sets ``last_epoch`` before it finds ``last_lr`` missing; this one checks
+    both entries first, so a refused ``state_dict`` changes nothing.
+    """
+
+    def set_state_dict(self, state_dict: Mapping) -> None:
+        """Resume from a :meth:`state_dict`: ``{"last_epoch": int >= -1, "last_lr": float >= 0}``.
+
+        Raises:
+            TypeError: ``state_dict`` is not a mapping, or an entry has the wrong type.
+            KeyError: ``last_epoch`` or ``last_lr`` is missing.
+            ValueError: ``last_epoch < -1``, or ``last_lr`` negative, NaN or infinite.
+        """
+        if not isinstance(state_dict, Mapping):
+            raise TypeError(
+                f"`state_dict` must be a mapping from the scheduler's state_dict(), got {type(state_dict).__name__}."
+            )
+        missing = [key for key in ("last_epoch", "last_lr") if key not in state_dict]
+        if missing:
+            raise KeyError(
+                f"`state_dict` lacks {' and '.join(f'`{key}`' for key in missing)}; "
+                "a scheduler's state_dict has `last_epoch` and `last_lr`."
+            )
+        checked = {"last_epoch": _last_epoch(state_dict["last_epoch"]),
+                   "last_lr": _learning_rate(state_dict["last_lr"], "last_lr")}
+        super().set_state_dict({**state_dict, **checked})
+
+    set_dict = set_state_dict  # Paddle's alias would call the unchecked method
+
+
+class _LambdaSchedule(_CheckedResume, LambdaDecay):
+    """A :class:`~paddle.optimizer.lr.LambdaDecay` with the checked ``set_state_dict``
+    (what the registry functions that build no named class return)."""
+
+
+# ----------------------------------------------------------------------------
 # LambdaDecay schedulers (lr = learning_rate * f(step)).
 # ----------------------------------------------------------------------------
-class LinearDecayWithWarmup(LambdaDecay):
+class LinearDecayWithWarmup(_LambdaSchedule):
     r"""Linear warmup from 0 to ``learning_rate``, then linear decay to 0 at ``total_steps``.
 
     With :math:`W` warmup steps and :math:`T` = ``total_steps``, the lr at step
@@ -276,7 +320,7 @@ class LinearDecayWithWarmup(LambdaDecay):
         super().__init__(learning_rate, lr_lambda, _last_epoch(last_epoch), verbose)
 
 
-class ConstScheduleWithWarmup(LambdaDecay):
+class ConstScheduleWithWarmup(_LambdaSchedule):
     r"""Linear warmup from 0 to ``learning_rate``, then constant.
 
     .. math::
@@ -321,7 +365,7 @@ class ConstScheduleWithWarmup(LambdaDecay):
         super().__init__(learning_rate, lr_lambda, _last_epoch(last_epoch), verbose)
 
 
-class CosineDecayWithWarmup(LambdaDecay):
+class CosineDecayWithWarmup(_LambdaSchedule):
     r"""Linear warmup from 0 to ``learning_rate``, then a cosine decay.
 
     With :math:`p = (s - W) / \max(1, T - W)` the progress of the decay phase,
@@ -424,7 +468,7 @@ class CosineDecayWithWarmup(LambdaDecay):
         return value
 
 
-class PolyDecayWithWarmup(LambdaDecay):
+class PolyDecayWithWarmup(_LambdaSchedule):
     r"""Linear warmup from 0 to ``learning_rate``, then polynomial decay to ``lr_end``.
 
     With :math:`\eta` = ``learning_rate`` and :math:`\eta_{end}` = ``lr_end``:
@@ -494,7 +538,7 @@ class PolyDecayWithWarmup(LambdaDecay):
 # ----------------------------------------------------------------------------
 # LRScheduler schedulers with an absolute lr.
 # ----------------------------------------------------------------------------
-class _AnnealingWithWarmupDecay(LRScheduler):
+class _AnnealingWithWarmupDecay(_CheckedResume, LRScheduler):
     """Warmup to ``max_lr`` over ``warmup_step`` steps, anneal to ``min_lr`` at
     ``decay_step`` with :meth:`_anneal`, then stay at ``min_lr``."""
 
@@ -609,7 +653,7 @@ class LinearAnnealingWithWarmupDecay(_AnnealingWithWarmupDecay):
     _anneal = staticmethod(_anneal_linear)
 
 
-class InverseSquareRootSchedule(LRScheduler):
+class InverseSquareRootSchedule(_CheckedResume, LRScheduler):
     r"""Linear warmup to ``learning_rate``, then decay with the inverse square root of the step.
 
     The Transformer (fairseq ``inverse_sqrt``) schedule, as in

@@ -183,6 +183,20 @@ def test_resume_with_last_epoch_and_state_dict(factory, n_skip):
     np.testing.assert_array_equal(run(restored, 25), future)
 
 
+@pytest.mark.parametrize("name", PADDLENLP_NAMES + ADDED_NAMES)
+def test_every_schedule_refuses_a_bad_state_dict_and_changes_nothing(name):
+    scheduler = get_scheduler(name, 1e-3, num_warmup_steps=5, num_training_steps=30, min_lr=1e-4)
+    run(scheduler, 9)
+    before = scheduler.state_dict()
+    with pytest.raises(KeyError, match="`last_lr`"):
+        scheduler.set_state_dict({"last_epoch": 20})
+    with pytest.raises(TypeError, match="`last_epoch`"):
+        scheduler.set_state_dict({"last_epoch": "20", "last_lr": 1e-4})
+    assert scheduler.state_dict() == before
+    scheduler.set_state_dict({"last_epoch": 20, "last_lr": 1e-4})
+    assert scheduler.last_epoch == 20
+
+
 # --------------------------------------------------------------------------
 # get_scheduler.
 # --------------------------------------------------------------------------

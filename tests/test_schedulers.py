@@ -394,6 +394,32 @@ def test_state_dict_keys_and_pickling(name):
         np.testing.assert_array_equal(run(clone, 20), run(copy.deepcopy(scheduler), 20))
 
 
+BAD_STATES = [
+    ({"last_epoch": 30}, KeyError, "last_lr"),  # Paddle's own method would set last_epoch, then fail
+    ({"last_lr": 1e-4}, KeyError, "last_epoch"),
+    ({"last_epoch": "30", "last_lr": 1e-4}, TypeError, "last_epoch"),
+    ({"last_epoch": 30.0, "last_lr": 1e-4}, TypeError, "last_epoch"),
+    ({"last_epoch": -2, "last_lr": 1e-4}, ValueError, "last_epoch"),
+    ({"last_epoch": 30, "last_lr": float("nan")}, ValueError, "last_lr"),
+    ({"last_epoch": 30, "last_lr": -1e-4}, ValueError, "last_lr"),
+    ({"last_epoch": 30, "last_lr": None}, TypeError, "last_lr"),
+    ([("last_epoch", 30), ("last_lr", 1e-4)], TypeError, "state_dict"),
+]
+
+
+@pytest.mark.parametrize("name", sorted(FACTORIES))
+@pytest.mark.parametrize("state,error,argument", BAD_STATES)
+def test_bad_state_dict_is_refused_and_changes_nothing(name, state, error, argument):
+    scheduler = FACTORIES[name]()
+    run(scheduler, 7)
+    before = scheduler.state_dict()
+    for load in (scheduler.set_state_dict, scheduler.set_dict):
+        with pytest.raises(error, match=f"`{argument}`"):
+            load(state)
+        assert scheduler.state_dict() == before
+    np.testing.assert_array_equal(run(scheduler, 5), expected(REFERENCE_LR[name], 12)[7:])
+
+
 # --------------------------------------------------------------------------
 # A real optimizer follows the schedule.
 # --------------------------------------------------------------------------
