@@ -38,16 +38,30 @@ def _structured_name(name_dict: Mapping[str, str] | None, param: Any) -> str:
         ) from None
 
 
-def _layer_index(structured_name: str, param_name: str) -> int:
+def _layer_id(structured_name: str, n_layers: int, caller: str, param_name: str | None = None) -> int:
+    """The layer id of the rule (0 embeddings, ``i + 1`` encoder layer ``i``, ``n_layers + 1`` the rest).
+
+    ``caller`` and ``param_name`` only name the culprit in error messages.
+    """
+    if _LAYER_MARKER not in structured_name:
+        return 0 if _EMBEDDING_MARKER in structured_name else n_layers + 1
+    context = caller if param_name is None else f"{caller} (parameter {param_name!r})"
     start = structured_name.find(_LAYER_MARKER) + len(_LAYER_MARKER)
     index_text = structured_name[start:].split(".", 1)[0]
-    if not index_text.isdigit():
+    # isdecimal, not isdigit: int() refuses digits such as superscripts
+    if not index_text.isdecimal():
         raise ValueError(
-            f"layerwise_lr_decay: cannot read a layer index after {_LAYER_MARKER!r} "
-            f"in {structured_name!r} (parameter {param_name!r}); expected a name such "
-            f"as 'bert.encoder.layers.3.linear1.weight'."
+            f"{context}: cannot read a layer index after {_LAYER_MARKER!r} in "
+            f"{structured_name!r}; expected a name such as 'bert.encoder.layers.3.linear1.weight'."
         )
-    return int(index_text)
+    layer = int(index_text)
+    if layer >= n_layers:
+        raise ValueError(
+            f"{context}: {structured_name!r} is in encoder layer {layer}, but "
+            f"n_layers={n_layers}; pass n_layers equal to the model's number of encoder "
+            f"layers (layer indices run from 0 to n_layers - 1)."
+        )
+    return layer + 1
 
 
 def layerwise_lr_decay(
@@ -110,18 +124,10 @@ def layerwise_lr_decay(
         # Every branch below is 1.0 ** k == 1.0, so no name is needed.
         return 1.0
     structured_name = _structured_name(name_dict, param)
-    if _LAYER_MARKER in structured_name:
-        layer = _layer_index(structured_name, param.name)
-        if layer >= n_layers:
-            raise ValueError(
-                f"layerwise_lr_decay: parameter {structured_name!r} is in encoder layer "
-                f"{layer}, but n_layers={n_layers}; pass n_layers equal to the model's "
-                f"number of encoder layers (layer indices run from 0 to n_layers - 1)."
-            )
-        return decay_rate ** (n_layers - layer)
-    if _EMBEDDING_MARKER in structured_name:
-        return decay_rate ** (n_layers + 1)
-    return 1.0
+    layer_id = _layer_id(structured_name, n_layers, "layerwise_lr_decay", param.name)
+    if layer_id == n_layers + 1:
+        return 1.0  # a float even for a Tensor decay_rate
+    return decay_rate ** (n_layers + 1 - layer_id)
 
 
 def layer_id_of(structured_name: str, n_layers: int) -> int:
@@ -149,14 +155,4 @@ def layer_id_of(structured_name: str, n_layers: int) -> int:
         ...  "classifier.weight")]
         [0, 1, 2, 3]
     """
-    if _LAYER_MARKER in structured_name:
-        layer = _layer_index(structured_name, structured_name)
-        if layer >= n_layers:
-            raise ValueError(
-                f"layer_id_of: {structured_name!r} is in encoder layer {layer}, but "
-                f"n_layers={n_layers}; layer indices run from 0 to n_layers - 1."
-            )
-        return layer + 1
-    if _EMBEDDING_MARKER in structured_name:
-        return 0
-    return n_layers + 1
+    return _layer_id(structured_name, n_layers, "layer_id_of")

@@ -7,6 +7,7 @@ import paddle
 import pytest
 
 from paddle_llrd import layerwise_lr_decay
+from paddle_llrd.layerwise import layer_id_of
 from paddle_llrd.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
 
 ADVICE = "{p.name: n for n, p in model.named_parameters()}"
@@ -78,3 +79,39 @@ def test_unreadable_layer_index():
 def test_tensor_decay_rate():
     ratio = layerwise_lr_decay(paddle.to_tensor(0.5), {"p": "bert.encoder.layers.1.linear1.weight"}, 4, _param("p"))
     assert isinstance(ratio, paddle.Tensor) and float(ratio) == pytest.approx(0.5**3)
+
+
+@pytest.mark.parametrize(
+    "structured, expected_id",
+    [
+        ("bert.embeddings.word_embeddings.weight", 0),
+        ("bert.encoder.layers.0.linear1.weight", 1),
+        ("bert.encoder.layers.3.norm2.bias", 4),
+        ("model.encoder.layers.2.embedding_proj.weight", 3),
+        ("bert.pooler.dense.weight", 5),
+    ],
+)
+def test_layer_id_of_and_the_ratio_agree(structured, expected_id):
+    """ids 0 embeddings, i + 1 for encoder layer i, n + 1 the rest; the ratio is d ** (n + 1 - id)."""
+    n_layers, decay = 4, 0.6
+    assert layer_id_of(structured, n_layers) == expected_id
+    ratio = layerwise_lr_decay(decay, {"p": structured}, n_layers, _param("p"))
+    assert ratio == pytest.approx(decay ** (n_layers + 1 - expected_id), rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "structured, match",
+    [
+        ("bert.encoder.layers.4.linear1.weight", "n_layers=4"),
+        ("bert.encoder.layers.x.linear1.weight", "layer index"),
+        ("bert.encoder.layers.\u00b2.linear1.weight", "layer index"),  # a superscript 2 is no index
+        ("bert.encoder.layers.-1.linear1.weight", "layer index"),
+    ],
+)
+def test_unusable_layer_index_is_a_value_error_naming_the_name(structured, match):
+    with pytest.raises(ValueError, match=match) as info:
+        layer_id_of(structured, 4)
+    assert structured in str(info.value) and "layer_id_of" in str(info.value)
+    with pytest.raises(ValueError, match=match) as info:
+        layerwise_lr_decay(0.8, {"linear_7.w_0": structured}, 4, _param("linear_7.w_0"))
+    assert "linear_7.w_0" in str(info.value) and structured in str(info.value)
