@@ -36,6 +36,7 @@ from .schedulers import (
     _constant,
     _cosine_waves,
     _finite_real,
+    _floor_lr,
     _inverse_sqrt_decay,
     _last_epoch,
     _learning_rate,
@@ -97,6 +98,14 @@ class SchedulerType(str, enum.Enum):
         return self.value
 
 
+def _warmup_and_total(num_warmup_steps: Any, num_training_steps: Any) -> "tuple[int, int]":
+    """``num_warmup_steps`` (``>= 0``) and ``num_training_steps`` (``>= 1``) as step counts."""
+    return (
+        _step_count(num_warmup_steps, "num_warmup_steps"),
+        _step_count(num_training_steps, "num_training_steps", minimum=1),
+    )
+
+
 def get_linear_schedule_with_warmup(
     learning_rate: float, num_warmup_steps: int, num_training_steps: int, last_epoch: int = -1
 ) -> LambdaDecay:
@@ -116,8 +125,7 @@ def get_linear_schedule_with_warmup(
         >>> lrs
         [0.0, 0.05, 0.1, 0.0875, 0.075]
     """
-    warmup = _step_count(num_warmup_steps, "num_warmup_steps")
-    total = _step_count(num_training_steps, "num_training_steps", minimum=1)
+    warmup, total = _warmup_and_total(num_warmup_steps, num_training_steps)
     return LinearDecayWithWarmup(learning_rate, total, warmup, last_epoch=last_epoch)
 
 
@@ -141,7 +149,8 @@ def get_cosine_schedule_with_warmup(
     The default ``num_cycles=0.5`` is a half cosine reaching ``min_lr`` at
     :math:`T`. With ``min_lr=0`` the values are PaddleNLP's up to :math:`T`;
     after :math:`T` the value reached at :math:`T` is held (PaddleNLP's curve
-    climbs back up).
+    climbs back up). It is :func:`get_cosine_with_min_lr_schedule_with_warmup`
+    with the floor given as ``min_lr``, which it returns.
 
     Args:
         learning_rate (float): The peak learning rate.
@@ -161,18 +170,9 @@ def get_cosine_schedule_with_warmup(
         >>> lrs
         [0.0, 0.5, 1.0, 0.882843, 0.6, 0.317157, 0.2, 0.2]
     """
-    learning_rate = _learning_rate(learning_rate)
-    warmup = _step_count(num_warmup_steps, "num_warmup_steps")
-    total = _step_count(num_training_steps, "num_training_steps", minimum=1)
-    num_cycles = _cycle_count(num_cycles)
-    min_lr = _learning_rate(min_lr, "min_lr")
-    if min_lr > learning_rate:
-        raise ValueError(f"`min_lr` ({min_lr!r}) must be <= `learning_rate` ({learning_rate!r}).")
-    floor = min_lr / learning_rate if learning_rate > 0 else 0.0
-    lr_lambda = _lr_lambda(
-        _cosine_waves, warmup, total_steps=total, num_cycles=num_cycles, floor=floor, hold_after_end=True
+    return get_cosine_with_min_lr_schedule_with_warmup(
+        learning_rate, num_warmup_steps, num_training_steps, num_cycles, last_epoch, min_lr=min_lr
     )
-    return _LambdaSchedule(learning_rate, lr_lambda, _last_epoch(last_epoch))
 
 
 def get_constant_schedule(learning_rate: float, last_epoch: int = -1) -> LambdaDecay:
@@ -236,8 +236,7 @@ def get_polynomial_decay_schedule_with_warmup(
         >>> lrs
         [1.0, 0.8, 0.6, 0.4, 0.2, 0.2]
     """
-    warmup = _step_count(num_warmup_steps, "num_warmup_steps")
-    total = _step_count(num_training_steps, "num_training_steps", minimum=1)
+    warmup, total = _warmup_and_total(num_warmup_steps, num_training_steps)
     return PolyDecayWithWarmup(learning_rate, total, warmup, lr_end=lr_end, power=power, last_epoch=last_epoch)
 
 
@@ -291,8 +290,7 @@ def get_cosine_with_hard_restarts_schedule_with_warmup(
         >>> lrs
         [0.0, 0.5, 1.0, 0.853553, 0.5, 0.146447, 1.0, 0.853553, 0.5, 0.146447, 0.0, 0.0]
     """
-    warmup = _step_count(num_warmup_steps, "num_warmup_steps")
-    total = _step_count(num_training_steps, "num_training_steps", minimum=1)
+    warmup, total = _warmup_and_total(num_warmup_steps, num_training_steps)
     num_cycles = _cycle_count(num_cycles)
     return CosineDecayWithWarmup(
         learning_rate, total, warmup, with_hard_restarts=True, num_cycles=num_cycles, last_epoch=last_epoch
@@ -382,9 +380,7 @@ def _floor_ratio(
             f"got min_lr={min_lr!r} and {ratio_name}={ratio!r}."
         )
     if min_lr is not None:
-        min_lr = _learning_rate(min_lr, "min_lr")
-        if min_lr > learning_rate:
-            raise ValueError(f"`min_lr` ({min_lr!r}) must be <= `learning_rate` ({learning_rate!r}).")
+        min_lr = _floor_lr(min_lr, learning_rate, "learning_rate")
         return min_lr / learning_rate if learning_rate > 0 else 0.0
     if ratio is not None:
         ratio = _finite_real(ratio, ratio_name)
@@ -448,8 +444,7 @@ def get_cosine_with_min_lr_schedule_with_warmup(
         [0.0, 0.5, 1.0, 0.882843, 0.6, 0.317157, 0.2, 0.2]
     """
     learning_rate = _learning_rate(learning_rate)
-    warmup = _step_count(num_warmup_steps, "num_warmup_steps")
-    total = _step_count(num_training_steps, "num_training_steps", minimum=1)
+    warmup, total = _warmup_and_total(num_warmup_steps, num_training_steps)
     num_cycles = _cycle_count(num_cycles)
     floor = _floor_ratio(
         learning_rate, min_lr, min_lr_rate, "min_lr_rate", schedule="cosine_with_min_lr", required=True
@@ -574,8 +569,7 @@ def get_wsd_schedule(
         {'linear': 0.5, 'cosine': 0.5, 'exponential': 0.414214, '1-sqrt': 0.292893}
     """
     learning_rate = _learning_rate(learning_rate)
-    warmup = _step_count(num_warmup_steps, "num_warmup_steps")
-    total = _step_count(num_training_steps, "num_training_steps", minimum=1)
+    warmup, total = _warmup_and_total(num_warmup_steps, num_training_steps)
     decay_steps = _wsd_decay_steps(num_decay_steps, decay_ratio, total)
     if warmup + decay_steps > total:
         given = "num_decay_steps" if num_decay_steps is not None else "decay_ratio"
@@ -601,11 +595,8 @@ def get_wsd_schedule(
 def _annealing_arguments(learning_rate: Any, num_warmup_steps: Any, num_training_steps: Any, min_lr: Any):
     """The annealing classes' arguments, checked under the registry's names."""
     learning_rate = _learning_rate(learning_rate)
-    min_lr = _learning_rate(min_lr, "min_lr")
-    if min_lr > learning_rate:
-        raise ValueError(f"`min_lr` ({min_lr!r}) must be <= `learning_rate` ({learning_rate!r}).")
-    warmup = _step_count(num_warmup_steps, "num_warmup_steps")
-    total = _step_count(num_training_steps, "num_training_steps", minimum=1)
+    min_lr = _floor_lr(min_lr, learning_rate, "learning_rate")
+    warmup, total = _warmup_and_total(num_warmup_steps, num_training_steps)
     if total <= warmup:
         raise ValueError(
             f"`num_training_steps` ({total}) must be greater than `num_warmup_steps` ({warmup}) "

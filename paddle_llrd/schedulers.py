@@ -107,6 +107,20 @@ def _warmup_steps(warmup: Any, total_steps: Optional[int], name: str = "warmup")
     return int(math.floor(fraction * total_steps))
 
 
+def _total_and_warmup(total_steps: Any, warmup: Any) -> "tuple[int, int]":
+    """``total_steps`` (``>= 1``) and the warmup in steps, for the ``*WithWarmup`` classes."""
+    total = _step_count(total_steps, "total_steps", minimum=1)
+    return total, _warmup_steps(warmup, total)
+
+
+def _floor_lr(min_lr: Any, peak: float, peak_name: str) -> float:
+    """``min_lr`` as a learning rate ``<= peak``; errors name ``min_lr`` (and ``peak_name``)."""
+    min_lr = _learning_rate(min_lr, "min_lr")
+    if min_lr > peak:
+        raise ValueError(f"`min_lr` ({min_lr!r}) must be <= `{peak_name}` ({peak!r}).")
+    return min_lr
+
+
 # ----------------------------------------------------------------------------
 # lr factors f(step): the scheduler's lr is learning_rate * f(step).
 # ----------------------------------------------------------------------------
@@ -314,8 +328,7 @@ class LinearDecayWithWarmup(_LambdaSchedule):
         verbose: bool = False,
     ) -> None:
         learning_rate = _learning_rate(learning_rate)
-        self.total_steps = _step_count(total_steps, "total_steps", minimum=1)
-        self.warmup_steps = _warmup_steps(warmup, self.total_steps)
+        self.total_steps, self.warmup_steps = _total_and_warmup(total_steps, warmup)
         lr_lambda = _lr_lambda(_linear_decay, self.warmup_steps, total_steps=self.total_steps)
         super().__init__(learning_rate, lr_lambda, _last_epoch(last_epoch), verbose)
 
@@ -429,8 +442,7 @@ class CosineDecayWithWarmup(_LambdaSchedule):
         verbose: bool = False,
     ) -> None:
         learning_rate = _learning_rate(learning_rate)
-        self.total_steps = _step_count(total_steps, "total_steps", minimum=1)
-        self.warmup_steps = _warmup_steps(warmup, self.total_steps)
+        self.total_steps, self.warmup_steps = _total_and_warmup(total_steps, warmup)
         if not isinstance(with_hard_restarts, bool):
             raise TypeError(f"`with_hard_restarts` must be a bool, got {with_hard_restarts!r}.")
         self.with_hard_restarts = with_hard_restarts
@@ -514,8 +526,7 @@ class PolyDecayWithWarmup(_LambdaSchedule):
         verbose: bool = False,
     ) -> None:
         learning_rate = _learning_rate(learning_rate)
-        self.total_steps = _step_count(total_steps, "total_steps", minimum=1)
-        self.warmup_steps = _warmup_steps(warmup, self.total_steps)
+        self.total_steps, self.warmup_steps = _total_and_warmup(total_steps, warmup)
         self.lr_end = _learning_rate(lr_end, "lr_end")
         if not self.lr_end < learning_rate:
             raise ValueError(
@@ -552,9 +563,7 @@ class _AnnealingWithWarmupDecay(_CheckedResume, LRScheduler):
         verbose: bool = False,
     ) -> None:
         self.max_lr = _learning_rate(max_lr, "max_lr")
-        self.min_lr = _learning_rate(min_lr, "min_lr")
-        if self.min_lr > self.max_lr:
-            raise ValueError(f"`min_lr` ({self.min_lr!r}) must be <= `max_lr` ({self.max_lr!r}).")
+        self.min_lr = _floor_lr(min_lr, self.max_lr, "max_lr")
         self.warmup_step = _step_count(warmup_step, "warmup_step")
         self.decay_step = _step_count(decay_step, "decay_step")
         if self.decay_step <= self.warmup_step:
