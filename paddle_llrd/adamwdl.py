@@ -741,23 +741,19 @@ class AdamWDL(AdamW):
         self._lr_to_coeff = {}
         self._scaled_lrs = {}
 
-    def _create_optimization_pass(self, parameters_and_grads: Any, param_group_idx: int = 0) -> Any:
+    def _run_pass(self, create_pass: Callable[..., Any], parameters_and_grads: Any, param_group_idx: int) -> Any:
         self._begin_pass(parameters_and_grads)
         try:
-            return super()._create_optimization_pass(
-                parameters_and_grads, param_group_idx=param_group_idx
-            )
+            return create_pass(parameters_and_grads, param_group_idx=param_group_idx)
         finally:
             self._end_pass()
 
+    # Paddle builds a pass with one of these two, by IR (dygraph uses the first).
+    def _create_optimization_pass(self, parameters_and_grads: Any, param_group_idx: int = 0) -> Any:
+        return self._run_pass(super()._create_optimization_pass, parameters_and_grads, param_group_idx)
+
     def _pir_create_optimization_pass(self, parameters_and_grads: Any, param_group_idx: int = 0) -> Any:
-        self._begin_pass(parameters_and_grads)
-        try:
-            return super()._pir_create_optimization_pass(
-                parameters_and_grads, param_group_idx=param_group_idx
-            )
-        finally:
-            self._end_pass()
+        return self._run_pass(super()._pir_create_optimization_pass, parameters_and_grads, param_group_idx)
 
     # -------------------------------------------------------------- lr tensors
     def _lr_for_scale(self, scale: LrScale) -> Any:
