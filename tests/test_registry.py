@@ -1,10 +1,9 @@
 """The scheduler registry: get_scheduler as PaddleNLP's Trainer calls it, the
-schedule functions against PaddleNLP's formulas (written out here in float64),
-and register_scheduler."""
+schedule functions against PaddleNLP's formulas (written out in float64 in
+schedule_formulas.py), and register_scheduler."""
 from __future__ import annotations
 
 import enum
-import math
 
 import numpy as np
 import paddle
@@ -12,6 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from paddle.optimizer.lr import LambdaDecay, LRScheduler
+
+import schedule_formulas as formula
+from schedule_formulas import assert_run, restore_registry, run  # noqa: F401 (the fixture)
 
 from paddle_llrd import (
     TYPE_TO_SCHEDULER_FUNCTION,
@@ -35,57 +37,7 @@ ADDED_NAMES = [
     "linear_annealing_with_warmup",
 ]
 
-
-@pytest.fixture(autouse=True)
-def _restore_registry():
-    saved = dict(TYPE_TO_SCHEDULER_FUNCTION)
-    yield
-    TYPE_TO_SCHEDULER_FUNCTION.clear()
-    TYPE_TO_SCHEDULER_FUNCTION.update(saved)
-
-
-# --------------------------------------------------------------------------
-# PaddleNLP's schedule formulas (float64), `min_lr` added to the cosine.
-# --------------------------------------------------------------------------
-def ref_linear(lr, warmup, total, s):
-    if s < warmup:
-        return lr * s / max(1, warmup)
-    return lr * max(0.0, (total - s) / max(1, total - warmup))
-
-
-def ref_cosine(lr, warmup, total, s, num_cycles=0.5, min_lr=0.0):
-    if s < warmup:
-        return lr * s / max(1, warmup)
-    progress = min(1.0, (s - warmup) / max(1, total - warmup))  # held after `total`
-    wave = max(0.0, 0.5 * (1.0 + math.cos(math.pi * num_cycles * 2.0 * progress)))
-    return min_lr + (lr - min_lr) * wave
-
-
-def ref_constant_with_warmup(lr, warmup, s):
-    return lr * s / max(1, warmup) if s < warmup else lr
-
-
-def ref_polynomial(lr, warmup, total, s, lr_end=1e-7, power=1.0):
-    if s < warmup:
-        return lr * s / max(1, warmup)
-    if s > total:
-        return lr_end
-    # max(1, .): with warmup == total PaddleNLP divides by zero at step `total`.
-    remaining = 1.0 - (s - warmup) / max(1, total - warmup)
-    return (lr - lr_end) * remaining**power + lr_end
-
-
-def run(scheduler, n_steps):
-    values = []
-    for _ in range(n_steps):
-        values.append(scheduler())
-        scheduler.step()
-    return np.array(values, dtype=np.float64)
-
-
-def assert_run(scheduler, fn, n_steps):
-    expected = np.array([fn(s) for s in range(n_steps)], dtype=np.float64)
-    np.testing.assert_allclose(run(scheduler, n_steps), expected, rtol=1e-12, atol=1e-18)
+pytestmark = pytest.mark.usefixtures("restore_registry")
 
 
 # --------------------------------------------------------------------------
@@ -117,7 +69,7 @@ STEP_CASES = [(10, 50), (0, 30), (1, 12), (25, 25), (7, 8), (12, 9)]
 def test_linear_schedule(warmup, total):
     scheduler = get_linear_schedule_with_warmup(4e-4, warmup, total)
     assert isinstance(scheduler, LambdaDecay)
-    assert_run(scheduler, lambda s: ref_linear(4e-4, warmup, total, s), total + 8)
+    assert_run(scheduler, lambda s: formula.linear(4e-4, warmup, total, s), total + 8)
 
 
 @pytest.mark.parametrize("num_cycles", [0.5, 0.25, 1.0, 1.5, 2.0, 0.0])
@@ -126,7 +78,7 @@ def test_linear_schedule(warmup, total):
 def test_cosine_schedule(warmup, total, num_cycles, min_lr):
     scheduler = get_cosine_schedule_with_warmup(4e-4, warmup, total, num_cycles=num_cycles, min_lr=min_lr)
     assert isinstance(scheduler, LambdaDecay)
-    assert_run(scheduler, lambda s: ref_cosine(4e-4, warmup, total, s, num_cycles, min_lr), total + 8)
+    assert_run(scheduler, lambda s: formula.cosine(4e-4, warmup, total, s, num_cycles, min_lr), total + 8)
 
 
 def test_cosine_schedule_reaches_min_lr_at_the_end_and_stays():
@@ -142,7 +94,7 @@ def test_constant_schedule():
 
 @pytest.mark.parametrize("warmup", [0, 1, 6, 20])
 def test_constant_schedule_with_warmup(warmup):
-    assert_run(get_constant_schedule_with_warmup(0.03, warmup), lambda s: ref_constant_with_warmup(0.03, warmup, s), 30)
+    assert_run(get_constant_schedule_with_warmup(0.03, warmup), lambda s: formula.constant_with_warmup(0.03, warmup, s), 30)
 
 
 @pytest.mark.parametrize("lr_end,power", [(1e-7, 1.0), (0.0, 2.0), (1e-3, 0.5), (5e-3, 3.0)])
@@ -150,14 +102,14 @@ def test_constant_schedule_with_warmup(warmup):
 def test_polynomial_schedule(warmup, total, lr_end, power):
     scheduler = get_polynomial_decay_schedule_with_warmup(1e-2, warmup, total, lr_end=lr_end, power=power)
     assert isinstance(scheduler, LambdaDecay)
-    assert_run(scheduler, lambda s: ref_polynomial(1e-2, warmup, total, s, lr_end, power), total + 8)
+    assert_run(scheduler, lambda s: formula.polynomial(1e-2, warmup, total, s, lr_end, power), total + 8)
 
 
 def test_num_warmup_steps_is_a_count_never_a_fraction():
     # The class schedulers read a float `warmup` as a fraction; the registry's
     # num_warmup_steps is always a number of steps, as in PaddleNLP.
-    assert_run(get_linear_schedule_with_warmup(0.1, 10.0, 40.0), lambda s: ref_linear(0.1, 10, 40, s), 45)
-    assert_run(get_constant_schedule_with_warmup(0.1, np.int64(5)), lambda s: ref_constant_with_warmup(0.1, 5, s), 8)
+    assert_run(get_linear_schedule_with_warmup(0.1, 10.0, 40.0), lambda s: formula.linear(0.1, 10, 40, s), 45)
+    assert_run(get_constant_schedule_with_warmup(0.1, np.int64(5)), lambda s: formula.constant_with_warmup(0.1, 5, s), 8)
     with pytest.raises(ValueError, match="`num_warmup_steps`"):
         get_linear_schedule_with_warmup(0.1, 0.5, 40)
 
@@ -202,11 +154,11 @@ def test_every_schedule_refuses_a_bad_state_dict_and_changes_nothing(name):
 # --------------------------------------------------------------------------
 def reference_for(name, lr, warmup, total, num_cycles=0.5, lr_end=1e-7, power=1.0, min_lr=0.0):
     return {
-        "linear": lambda s: ref_linear(lr, warmup, total, s),
-        "cosine": lambda s: ref_cosine(lr, warmup, total, s, num_cycles, min_lr),
+        "linear": lambda s: formula.linear(lr, warmup, total, s),
+        "cosine": lambda s: formula.cosine(lr, warmup, total, s, num_cycles, min_lr),
         "constant": lambda s: lr,
-        "constant_with_warmup": lambda s: ref_constant_with_warmup(lr, warmup, s),
-        "polynomial": lambda s: ref_polynomial(lr, warmup, total, s, lr_end, power),
+        "constant_with_warmup": lambda s: formula.constant_with_warmup(lr, warmup, s),
+        "polynomial": lambda s: formula.polynomial(lr, warmup, total, s, lr_end, power),
     }[name]
 
 
@@ -259,7 +211,7 @@ def test_get_scheduler_defaults_are_the_documented_numbers(name):
 def test_get_scheduler_positional_call_and_last_epoch():
     scheduler = get_scheduler("polynomial", 1e-3, 4, 24, 0.5, 1e-5, 3.0, last_epoch=9)
     assert scheduler.last_epoch == 10
-    assert scheduler() == pytest.approx(ref_polynomial(1e-3, 4, 24, 10, 1e-5, 3.0))
+    assert scheduler() == pytest.approx(formula.polynomial(1e-3, 4, 24, 10, 1e-5, 3.0))
 
 
 def test_constant_needs_no_step_counts():
@@ -281,7 +233,7 @@ def test_missing_num_training_steps_is_named(name):
 
 def test_constant_with_warmup_ignores_num_training_steps():
     scheduler = get_scheduler("constant_with_warmup", 1e-3, num_warmup_steps=4)
-    assert_run(scheduler, lambda s: ref_constant_with_warmup(1e-3, 4, s), 8)
+    assert_run(scheduler, lambda s: formula.constant_with_warmup(1e-3, 4, s), 8)
 
 
 @pytest.mark.parametrize("bad_name", ["cosine_with_hard_restarts", "Linear", "", "wsd", "inverse_square_root"])

@@ -1,5 +1,5 @@
 """``python -m paddle_llrd schedules``: the table's numbers against the formulas
-(written out here), the plot files, and the no-matplotlib path."""
+(written out in schedule_formulas.py), the plot files, and the no-matplotlib path."""
 from __future__ import annotations
 
 import math
@@ -10,72 +10,41 @@ import sys
 import pytest
 from paddle.optimizer.lr import LambdaDecay, LRScheduler
 
-from paddle_llrd import TYPE_TO_SCHEDULER_FUNCTION, LinearDecayWithWarmup, register_scheduler, schedule_table
+import schedule_formulas as formula
+from schedule_formulas import restore_registry  # noqa: F401 (the fixture)
+
+from paddle_llrd import LinearDecayWithWarmup, register_scheduler, schedule_table
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 DOCS = os.path.join(os.path.dirname(__file__), os.pardir, "docs")
 
 
-@pytest.fixture(autouse=True)
-def _restore_registry():
-    saved = dict(TYPE_TO_SCHEDULER_FUNCTION)
-    yield
-    TYPE_TO_SCHEDULER_FUNCTION.clear()
-    TYPE_TO_SCHEDULER_FUNCTION.update(saved)
+pytestmark = pytest.mark.usefixtures("restore_registry")
 
 
 def reference(name, lr, warmup, total, s, num_cycles=None, lr_end=1e-7, power=1.0, min_lr=None,
               min_lr_rate=None, decay_style="cosine"):
-    """PaddleNLP's schedules (cosine with its min_lr floor, held after `total`) and the added ones,
-    with the table's defaults: 0.5 cosine waves, 1 restart cycle, floor 0 (0.1 * lr for cosine_with_min_lr)."""
-    if name == "constant":
-        return lr
-    if name in ("cosine_annealing_with_warmup", "linear_annealing_with_warmup"):
-        floor = min_lr or 0.0
-        if warmup > 0 and s <= warmup:
-            return lr * s / warmup
-        if s > total:
-            return floor
-        r = (s - warmup) / (total - warmup)
-        a = 0.5 * (math.cos(math.pi * r) + 1) if name.startswith("cosine") else 1 - r
-        return floor + a * (lr - floor)
-    if s < warmup:
-        return lr * s / max(1, warmup)
-    if name == "constant_with_warmup":
-        return lr
-    if name == "linear":
-        return lr * max(0.0, (total - s) / max(1, total - warmup))
-    if name in ("cosine", "cosine_with_min_lr"):
-        if name == "cosine":
-            floor = min_lr or 0.0
-        else:
-            floor = min_lr if min_lr is not None else lr * (0.1 if min_lr_rate is None else min_lr_rate)
-        cycles = 0.5 if num_cycles is None else num_cycles
-        p = min(1.0, (s - warmup) / max(1, total - warmup))
-        return floor + (lr - floor) * max(0.0, 0.5 * (1 + math.cos(2 * math.pi * cycles * p)))
-    if name == "cosine_with_restarts":
-        cycles = 1.0 if num_cycles is None else num_cycles
-        p = (s - warmup) / max(1, total - warmup)
-        return 0.0 if p >= 1 else lr * 0.5 * (1 + math.cos(math.pi * ((cycles * p) % 1.0)))
-    if name == "inverse_sqrt":
-        timescale = warmup or 10_000  # Hugging Face's timescale without warmup
-        return lr * math.sqrt(timescale / (s + timescale - warmup))
-    if name == "warmup_stable_decay":
-        decay = int(0.1 * total)
-        floor = min_lr or 0.0
-        if s < total - decay:
-            return lr
-        if s >= total:
-            return floor
-        r = (s - (total - decay)) / decay
-        a = {"linear": 1 - r, "cosine": 0.5 * (1 + math.cos(math.pi * r)),
-             "exponential": 2 * 0.5**r - 1, "1-sqrt": 1 - math.sqrt(r)}[decay_style]
-        return floor + (lr - floor) * a
-    if name == "polynomial":
-        if s > total:
-            return lr_end
-        return (lr - lr_end) * (1 - (s - warmup) / max(1, total - warmup)) ** power + lr_end
-    raise AssertionError(name)
+    """The formulas of schedule_formulas.py with the table's defaults: 0.5 cosine waves, 1 restart cycle,
+    floor 0 (0.1 * lr for cosine_with_min_lr), timescale W (10 000 without warmup), the last 10 % decaying."""
+    floor = min_lr or 0.0
+    if name == "cosine_with_min_lr":
+        floor = min_lr if min_lr is not None else lr * (0.1 if min_lr_rate is None else min_lr_rate)
+    schedules = {
+        "linear": lambda: formula.linear(lr, warmup, total, s),
+        "cosine": lambda: formula.cosine(lr, warmup, total, s, 0.5 if num_cycles is None else num_cycles, floor),
+        "cosine_with_min_lr": lambda: formula.cosine(
+            lr, warmup, total, s, 0.5 if num_cycles is None else num_cycles, floor),
+        "constant": lambda: lr,
+        "constant_with_warmup": lambda: formula.constant_with_warmup(lr, warmup, s),
+        "polynomial": lambda: formula.polynomial(lr, warmup, total, s, lr_end, power),
+        "cosine_with_restarts": lambda: formula.hard_restarts(
+            lr, warmup, total, 1.0 if num_cycles is None else num_cycles, s),
+        "inverse_sqrt": lambda: formula.inverse_sqrt_timescale(lr, warmup, warmup or 10_000, s),
+        "warmup_stable_decay": lambda: formula.wsd(lr, warmup, total, int(0.1 * total), decay_style, floor / lr, s),
+        "cosine_annealing_with_warmup": lambda: formula.annealing(lr, floor, warmup, total, "cosine", s),
+        "linear_annealing_with_warmup": lambda: formula.annealing(lr, floor, warmup, total, "linear", s),
+    }
+    return schedules[name]()
 
 
 def parse_rows(text):

@@ -1,7 +1,5 @@
-"""The scheduler classes against their formulas, written out here in float64.
-
-Every expected value comes from the reference functions below (the SPEC.md
-formulas), never from the package's own code.
+"""The scheduler classes against their formulas, written out in float64 in
+schedule_formulas.py (the SPEC.md formulas), never against the package's own code.
 """
 from __future__ import annotations
 
@@ -16,6 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from paddle.optimizer.lr import LambdaDecay, LRScheduler
 
+import schedule_formulas as formula
+from schedule_formulas import assert_run, expected, run
+
 from paddle_llrd import (
     ConstScheduleWithWarmup,
     CosineAnnealingWithWarmupDecay,
@@ -29,87 +30,6 @@ from paddle_llrd import (
 PROPERTY_SETTINGS = settings(max_examples=50, deadline=None)
 
 
-# --------------------------------------------------------------------------
-# Reference formulas (float64, the math module).
-# --------------------------------------------------------------------------
-def ref_warmup_steps(warmup, total):
-    return warmup if isinstance(warmup, int) else int(math.floor(warmup * total))
-
-
-def ref_linear(lr, total, warmup, s):
-    if s < warmup:
-        return lr * s / max(1, warmup)
-    return lr * max(0.0, (total - s) / max(1, total - warmup))
-
-
-def ref_const(lr, warmup, s):
-    return lr * s / max(1, warmup) if s < warmup else lr
-
-
-def ref_cosine_half(lr, total, warmup, s):
-    """num_cycles=None: half cosine from the peak to 0 at `total`, 0 afterwards."""
-    if s < warmup:
-        return lr * s / max(1, warmup)
-    progress = min(1.0, (s - warmup) / max(1, total - warmup))
-    return lr * 0.5 * (1.0 + math.cos(math.pi * progress))
-
-
-def ref_cosine_waves(lr, total, warmup, cycles, s):
-    if s < warmup:
-        return lr * s / max(1, warmup)
-    progress = (s - warmup) / max(1, total - warmup)
-    return lr * max(0.0, 0.5 * (1.0 + math.cos(2.0 * math.pi * cycles * progress)))
-
-
-def ref_cosine_hard(lr, total, warmup, cycles, s):
-    if s < warmup:
-        return lr * s / max(1, warmup)
-    progress = (s - warmup) / max(1, total - warmup)
-    if progress >= 1.0:
-        return 0.0
-    return lr * max(0.0, 0.5 * (1.0 + math.cos(math.pi * ((cycles * progress) % 1.0))))
-
-
-def ref_poly(lr, total, warmup, lr_end, power, s):
-    if s < warmup:
-        return lr * s / max(1, warmup)
-    if s > total:
-        return lr_end
-    remaining = 1.0 - (s - warmup) / max(1, total - warmup)
-    return (lr - lr_end) * remaining**power + lr_end
-
-
-def ref_annealing(max_lr, min_lr, warmup, decay, s, shape):
-    if warmup > 0 and s <= warmup:
-        return max_lr * s / warmup
-    if s > decay:
-        return min_lr
-    r = (s - warmup) / (decay - warmup)
-    coeff = 0.5 * (math.cos(math.pi * r) + 1.0) if shape == "cosine" else 1.0 - r
-    return min_lr + coeff * (max_lr - min_lr)
-
-
-def ref_isr(lr, warmup, s):
-    return lr * s / warmup if s < warmup else lr * math.sqrt(warmup) / math.sqrt(s)
-
-
-def run(scheduler, n_steps):
-    """The lr of steps 0..n_steps-1, advancing the scheduler as a training loop does."""
-    values = []
-    for _ in range(n_steps):
-        values.append(scheduler())
-        scheduler.step()
-    return np.array(values, dtype=np.float64)
-
-
-def expected(fn, n_steps):
-    return np.array([fn(s) for s in range(n_steps)], dtype=np.float64)
-
-
-def assert_run(scheduler, fn, n_steps):
-    np.testing.assert_allclose(run(scheduler, n_steps), expected(fn, n_steps), rtol=1e-12, atol=1e-15)
-
-
 # (total, warmup): int warmup, float warmup, zero warmup, warmup == total, warmup > total.
 WARMUP_CASES = [(50, 10), (50, 0.1), (37, 0.33), (40, 0), (40, 0.0), (12, 1), (20, 20), (20, 1.0), (10, 15)]
 
@@ -120,30 +40,30 @@ WARMUP_CASES = [(50, 10), (50, 0.1), (37, 0.33), (40, 0), (40, 0.0), (12, 1), (2
 @pytest.mark.parametrize("total,warmup", WARMUP_CASES)
 def test_linear_decay_with_warmup_whole_run(total, warmup):
     lr = 3e-4
-    w = ref_warmup_steps(warmup, total)
+    w = formula.warmup_steps(warmup, total)
     scheduler = LinearDecayWithWarmup(lr, total, warmup)
     assert isinstance(scheduler, LambdaDecay)
     assert scheduler.warmup_steps == w
-    assert_run(scheduler, lambda s: ref_linear(lr, total, w, s), total + 10)
+    assert_run(scheduler, lambda s: formula.linear(lr, w, total, s), total + 10)
 
 
 @pytest.mark.parametrize("total,warmup", [(None, 7), (None, 0), (30, 0.2), (30, 7), (9, 1.0)])
 def test_const_schedule_with_warmup_whole_run(total, warmup):
     lr = 0.02
-    w = ref_warmup_steps(warmup, total)
+    w = formula.warmup_steps(warmup, total)
     scheduler = ConstScheduleWithWarmup(lr, warmup, total_steps=total)
     assert isinstance(scheduler, LambdaDecay)
-    assert_run(scheduler, lambda s: ref_const(lr, w, s), 45)
+    assert_run(scheduler, lambda s: formula.constant_with_warmup(lr, w, s), 45)
 
 
 @pytest.mark.parametrize("total,warmup", WARMUP_CASES)
 def test_cosine_default_is_a_half_cosine_decay_to_zero(total, warmup):
     lr = 1e-3
-    w = ref_warmup_steps(warmup, total)
+    w = formula.warmup_steps(warmup, total)
     scheduler = CosineDecayWithWarmup(lr, total, warmup)
     assert isinstance(scheduler, LambdaDecay)
     values = run(scheduler, total + 10)
-    np.testing.assert_allclose(values, expected(lambda s: ref_cosine_half(lr, total, w, s), total + 10),
+    np.testing.assert_allclose(values, expected(lambda s: formula.cosine(lr, w, total, s), total + 10),
                                rtol=1e-12, atol=1e-15)
     if w < total:
         assert values[w] == pytest.approx(lr)
@@ -155,7 +75,7 @@ def test_cosine_default_differs_from_paddlenlp_full_wave():
     # PaddleNLP's default (one full wave) is back at the peak at total_steps.
     lr, total, warmup = 1.0, 100, 10
     values = run(CosineDecayWithWarmup(lr, total, warmup), total + 1)
-    assert ref_cosine_waves(lr, total, warmup, 1, total) == pytest.approx(lr)
+    assert formula.cosine(lr, warmup, total, total, 1, hold_after_end=False) == pytest.approx(lr)
     assert values[total] == pytest.approx(0.0, abs=1e-15)
     assert values[55] == pytest.approx(0.5)  # half way through the decay
 
@@ -164,19 +84,19 @@ def test_cosine_default_differs_from_paddlenlp_full_wave():
 @pytest.mark.parametrize("total,warmup", [(60, 6), (60, 0.25), (30, 0)])
 def test_cosine_int_num_cycles_is_paddlenlp_full_waves(total, warmup, cycles):
     lr = 0.5
-    w = ref_warmup_steps(warmup, total)
+    w = formula.warmup_steps(warmup, total)
     scheduler = CosineDecayWithWarmup(lr, total, warmup, num_cycles=cycles)
-    assert_run(scheduler, lambda s: ref_cosine_waves(lr, total, w, cycles, s), total + 15)
+    assert_run(scheduler, lambda s: formula.cosine(lr, w, total, s, cycles, hold_after_end=False), total + 15)
 
 
 @pytest.mark.parametrize("cycles", [None, 0.5, 1.0, 2.0, 1.5, 3.25])
 @pytest.mark.parametrize("total,warmup", [(80, 8), (80, 0.1), (25, 0), (12, 12)])
 def test_cosine_hard_restarts(total, warmup, cycles):
     lr = 2e-5
-    w = ref_warmup_steps(warmup, total)
+    w = formula.warmup_steps(warmup, total)
     scheduler = CosineDecayWithWarmup(lr, total, warmup, with_hard_restarts=True, num_cycles=cycles)
     c = 0.5 if cycles is None else cycles
-    assert_run(scheduler, lambda s: ref_cosine_hard(lr, total, w, c, s), total + 10)
+    assert_run(scheduler, lambda s: formula.hard_restarts(lr, w, total, c, s), total + 10)
 
 
 def test_cosine_hard_restarts_jump_back_to_the_peak():
@@ -191,15 +111,15 @@ def test_cosine_hard_restarts_jump_back_to_the_peak():
 @pytest.mark.parametrize("total,warmup", [(50, 10), (50, 0.2), (40, 0), (16, 16), (10, 14)])
 def test_poly_decay_with_warmup(total, warmup, lr_end, power):
     lr = 1e-2
-    w = ref_warmup_steps(warmup, total)
+    w = formula.warmup_steps(warmup, total)
     scheduler = PolyDecayWithWarmup(lr, total, warmup, lr_end, power)
     assert isinstance(scheduler, LambdaDecay)
-    assert_run(scheduler, lambda s: ref_poly(lr, total, w, lr_end, power, s), total + 10)
+    assert_run(scheduler, lambda s: formula.polynomial(lr, w, total, s, lr_end, power), total + 10)
 
 
 def test_poly_decay_defaults_are_paddlenlp_defaults():
     lr, total, warmup = 1e-3, 30, 5
-    assert_run(PolyDecayWithWarmup(lr, total, warmup), lambda s: ref_poly(lr, total, warmup, 1e-7, 1.0, s), 40)
+    assert_run(PolyDecayWithWarmup(lr, total, warmup), lambda s: formula.polynomial(lr, warmup, total, s, 1e-7, 1.0), 40)
 
 
 @pytest.mark.parametrize("cls,shape", [(CosineAnnealingWithWarmupDecay, "cosine"), (LinearAnnealingWithWarmupDecay, "linear")])
@@ -207,7 +127,7 @@ def test_poly_decay_defaults_are_paddlenlp_defaults():
 def test_annealing_with_warmup_decay(cls, shape, max_lr, min_lr, warmup, decay):
     scheduler = cls(max_lr, min_lr, warmup, decay)
     assert isinstance(scheduler, LRScheduler) and not isinstance(scheduler, LambdaDecay)
-    assert_run(scheduler, lambda s: ref_annealing(max_lr, min_lr, warmup, decay, s, shape), decay + 10)
+    assert_run(scheduler, lambda s: formula.annealing(max_lr, min_lr, warmup, decay, shape, s), decay + 10)
 
 
 @pytest.mark.parametrize("warmup,lr", [(1, 1.0), (4, 0.5), (25, 7e-4), (4000, 2.0)])
@@ -215,11 +135,11 @@ def test_inverse_square_root_schedule(warmup, lr):
     scheduler = InverseSquareRootSchedule(warmup, lr)
     assert isinstance(scheduler, LRScheduler)
     n_steps = min(warmup * 3 + 5, 600)
-    assert_run(scheduler, lambda s: ref_isr(lr, warmup, s), n_steps)
+    assert_run(scheduler, lambda s: formula.inverse_sqrt(lr, warmup, s), n_steps)
 
 
 def test_inverse_square_root_default_learning_rate_is_one():
-    assert_run(InverseSquareRootSchedule(9), lambda s: ref_isr(1.0, 9, s), 40)
+    assert_run(InverseSquareRootSchedule(9), lambda s: formula.inverse_sqrt(1.0, 9, s), 40)
 
 
 # --------------------------------------------------------------------------
@@ -258,7 +178,7 @@ def test_property_linear(case):
     lr, warmup, total = case
     scheduler = LinearDecayWithWarmup(lr, total, warmup)
     w = scheduler.warmup_steps
-    assert w == ref_warmup_steps(warmup, total)
+    assert w == formula.warmup_steps(warmup, total)
     values = run(scheduler, total + 5)
     check_common_properties(values, lr, w, total, decays=True)
     assert np.all(values[total:] == 0.0)
@@ -424,15 +344,15 @@ def test_bad_state_dict_is_refused_and_changes_nothing(name, state, error, argum
 # A real optimizer follows the schedule.
 # --------------------------------------------------------------------------
 REFERENCE_LR = {
-    "linear": lambda s: ref_linear(1e-3, 40, 10, s),
-    "const": lambda s: ref_const(1e-3, 10, s),
-    "cosine": lambda s: ref_cosine_half(1e-3, 40, 10, s),
-    "cosine_waves": lambda s: ref_cosine_waves(1e-3, 40, 10, 2, s),
-    "cosine_restarts": lambda s: ref_cosine_hard(1e-3, 40, 4, 1.5, s),
-    "poly": lambda s: ref_poly(1e-3, 40, 10, 1e-5, 2.0, s),
-    "cosine_annealing": lambda s: ref_annealing(1e-3, 1e-5, 10, 40, s, "cosine"),
-    "linear_annealing": lambda s: ref_annealing(1e-3, 1e-5, 10, 40, s, "linear"),
-    "inverse_sqrt": lambda s: ref_isr(1e-3, 10, s),
+    "linear": lambda s: formula.linear(1e-3, 10, 40, s),
+    "const": lambda s: formula.constant_with_warmup(1e-3, 10, s),
+    "cosine": lambda s: formula.cosine(1e-3, 10, 40, s),
+    "cosine_waves": lambda s: formula.cosine(1e-3, 10, 40, s, 2, hold_after_end=False),
+    "cosine_restarts": lambda s: formula.hard_restarts(1e-3, 4, 40, 1.5, s),
+    "poly": lambda s: formula.polynomial(1e-3, 10, 40, s, 1e-5, 2.0),
+    "cosine_annealing": lambda s: formula.annealing(1e-3, 1e-5, 10, 40, "cosine", s),
+    "linear_annealing": lambda s: formula.annealing(1e-3, 1e-5, 10, 40, "linear", s),
+    "inverse_sqrt": lambda s: formula.inverse_sqrt(1e-3, 10, s),
 }
 
 
