@@ -12,7 +12,7 @@ import re
 import numpy as np
 import paddle
 import pytest
-from paddlenlp.trainer import Trainer, TrainingArguments
+from paddlenlp.trainer import PdArgumentParser, Trainer, TrainingArguments
 from support import GradientRecorder, N_LAYERS, make_args, make_bert, make_dataset, parameters_numpy
 
 import paddle_llrd
@@ -225,6 +225,37 @@ def test_lr_scheduler_kwargs_reach_the_schedule(tmp_path):
     assert logged_learning_rates(trainer) == pytest.approx(expected, rel=6e-4)
 
 
+QUIET_COMMAND_LINE = ["--per_device_train_batch_size", "8", "--logging_steps", "1", "--save_strategy", "no",
+                      "--report_to", "none", "--disable_tqdm", "true", "--seed", "11"]
+
+
+def test_lr_scheduler_kwargs_from_the_command_line_win_over_the_fields(tmp_path):
+    """A JSON object on the command line; its num_cycles=2 replaces the num_cycles field's 0.5."""
+    steps, lr = 8, 1e-3
+    (args,) = PdArgumentParser(LLRDTrainingArguments).parse_args_into_dataclasses(
+        ["--output_dir", str(tmp_path), "--max_steps", str(steps), "--learning_rate", str(lr),
+         "--lr_scheduler_type", "cosine_with_restarts", "--lr_scheduler_kwargs", '{"num_cycles": 2}']
+        + QUIET_COMMAND_LINE
+    )
+    assert args.lr_scheduler_kwargs == {"num_cycles": 2} and args.num_cycles == 0.5
+    trainer = LLRDTrainer(model=make_bert(), args=args, train_dataset=make_dataset())
+    trainer.train()
+    # Hugging Face's hard restarts, no warmup: 0.5 * (1 + cos(pi * ((2 * s / 8) % 1))), then 0 at s = 8.
+    expected = {s: lr * 0.5 * (1 + math.cos(math.pi * ((2 * s / steps) % 1.0))) for s in range(1, steps)}
+    expected[steps] = 0.0
+    assert logged_learning_rates(trainer) == pytest.approx(expected, rel=6e-4, abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    "value, error",
+    [("{'min_lr_rate': 0.1}", ValueError), ('["min_lr_rate", 0.1]', TypeError), ([("min_lr_rate", 0.1)], TypeError),
+     ({1: 0.1}, TypeError)],
+)
+def test_bad_lr_scheduler_kwargs_are_refused(tmp_path, value, error):
+    with pytest.raises(error, match="lr_scheduler_kwargs"):
+        make_args(tmp_path, args_class=LLRDTrainingArguments, lr_scheduler_kwargs=value)
+
+
 def test_llrd_training_arguments_refuse_unknown_schedule(tmp_path):
     with pytest.raises(ValueError, match=r"lr_scheduler_type.*'cosine'.*'no-such-schedule'"):
         make_args(tmp_path, args_class=LLRDTrainingArguments, lr_scheduler_type="no-such-schedule")
@@ -366,29 +397,28 @@ def test_an_optimizer_passed_in_is_kept(tmp_path):
     assert trainer.optimizer is optimizer and trainer.lr_scheduler is scheduler
 
 
-def test_resuming_from_a_checkpoint_gives_the_uninterrupted_run(tmp_path):
-    def run(output_dir, resume=None):
-        # Optimizer checkpoints are keyed by generated names such as
-        # "linear_3.w_0_moment1_0"; a fresh name counter for each run gives the
-        # second run the names of the first, as a new process would.
-        with paddle.utils.unique_name.guard():
-            model = make_bert()
-            args = make_args(
-                output_dir,
-                max_steps=6,
-                learning_rate=4e-3,
-                warmup_steps=2,
-                lr_scheduler_type="cosine",
-                weight_decay=0.1,
-                save_strategy="steps",
-                save_steps=3,
-            )
-            trainer = LLRDTrainer(model=model, args=args, train_dataset=make_dataset(), layerwise_decay=0.6)
-            trainer.train(resume_from_checkpoint=resume)
-        return parameters_numpy(model)
+def checkpointed_run(trainer_class, output_dir, resume=None, layerwise_decay=1.0, **overrides):
+    """Six steps saving a checkpoint every three; the parameters at the end.
 
-    uninterrupted = run(tmp_path / "whole")
-    resumed = run(tmp_path / "resumed", resume=str(tmp_path / "whole" / "checkpoint-3"))
+    Optimizer checkpoints are keyed by generated names such as
+    "linear_3.w_0_moment1_0"; a fresh name counter for each run gives the
+    second run the names of the first, as a new process would."""
+    extra = {} if trainer_class is Trainer else {"layerwise_decay": layerwise_decay}
+    with paddle.utils.unique_name.guard():
+        model = make_bert()
+        args = make_args(output_dir, max_steps=6, learning_rate=4e-3, warmup_steps=2, weight_decay=0.1,
+                         save_strategy="steps", save_steps=3, **overrides)
+        trainer_class(model=model, args=args, train_dataset=make_dataset(), **extra).train(
+            resume_from_checkpoint=resume
+        )
+    return parameters_numpy(model)
+
+
+def test_resuming_from_a_checkpoint_gives_the_uninterrupted_run(tmp_path):
+    settings = dict(layerwise_decay=0.6, lr_scheduler_type="cosine")
+    uninterrupted = checkpointed_run(LLRDTrainer, tmp_path / "whole", **settings)
+    resumed = checkpointed_run(LLRDTrainer, tmp_path / "resumed", resume=str(tmp_path / "whole" / "checkpoint-3"),
+                               **settings)
     for name, value in uninterrupted.items():
         np.testing.assert_allclose(resumed[name], value, rtol=1e-5, atol=1e-7, err_msg=name)
 
@@ -397,25 +427,9 @@ def test_resuming_from_a_checkpoint_gives_the_uninterrupted_run(tmp_path):
 def test_checkpoints_move_between_paddlenlp_trainer_and_llrd_trainer(tmp_path, first, second):
     """Without layer decay AdamWDL is AdamW: a run resumed across the two
     trainers ends where PaddleNLP's own uninterrupted run ends."""
-
-    def run(trainer_class, output_dir, resume=None):
-        with paddle.utils.unique_name.guard():
-            model = make_bert()
-            args = make_args(
-                output_dir,
-                max_steps=6,
-                learning_rate=4e-3,
-                warmup_steps=2,
-                weight_decay=0.1,
-                save_strategy="steps",
-                save_steps=3,
-            )
-            trainer_class(model=model, args=args, train_dataset=make_dataset()).train(resume_from_checkpoint=resume)
-        return parameters_numpy(model)
-
-    reference = run(Trainer, tmp_path / "reference")
-    run(first, tmp_path / "first")
-    resumed = run(second, tmp_path / "second", resume=str(tmp_path / "first" / "checkpoint-3"))
+    reference = checkpointed_run(Trainer, tmp_path / "reference")
+    checkpointed_run(first, tmp_path / "first")
+    resumed = checkpointed_run(second, tmp_path / "second", resume=str(tmp_path / "first" / "checkpoint-3"))
     for name, value in reference.items():
         np.testing.assert_allclose(resumed[name], value, rtol=1e-5, atol=1e-6, err_msg=name)
 

@@ -68,8 +68,10 @@ Examples:
 """
 from __future__ import annotations
 
+import json
 import math
 import numbers
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Optional
 
@@ -105,6 +107,31 @@ def _scheduler_name(value: Any) -> str:
     return str(getattr(value, "value", value))
 
 
+class SchedulerKwargs(dict):
+    """``lr_scheduler_kwargs``: a dict of keyword arguments, or (on the command
+    line) a JSON object such as ``'{"min_lr_rate": 0.1}'``.
+
+    Raises:
+        ValueError: a string that is not JSON.
+        TypeError: not a mapping with string keys.
+    """
+
+    def __init__(self, options: Any = None) -> None:
+        if options is None:
+            options = {}
+        elif isinstance(options, str):
+            try:
+                options = json.loads(options)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"lr_scheduler_kwargs must be a JSON object, got {options!r}: {exc}") from None
+        if not isinstance(options, Mapping) or not all(isinstance(key, str) for key in options):
+            raise TypeError(
+                "lr_scheduler_kwargs must be a dict from argument names to values, "
+                f"got {type(options).__name__} {options!r}"
+            )
+        super().__init__(options)
+
+
 @dataclass
 class LLRDTrainingArguments(TrainingArguments):
     """``TrainingArguments`` whose ``lr_scheduler_type`` may be any name in
@@ -117,7 +144,9 @@ class LLRDTrainingArguments(TrainingArguments):
     string. ``lr_scheduler_kwargs`` (as in Hugging Face's arguments) carries
     the options of the schedules beyond PaddleNLP's (``min_lr_rate``,
     ``num_decay_steps``, ``decay_style``, ...) to
-    :func:`paddle_llrd.get_scheduler`. Everything else is PaddleNLP's.
+    :func:`paddle_llrd.get_scheduler`, and takes precedence over the
+    ``num_cycles``, ``lr_end`` and ``power`` fields; on the command line
+    (``PdArgumentParser``) it is a JSON object. Everything else is PaddleNLP's.
 
     Examples:
         >>> import tempfile
@@ -131,14 +160,16 @@ class LLRDTrainingArguments(TrainingArguments):
         default="linear",
         metadata={"help": "The scheduler type: any name in paddle_llrd's scheduler registry."},
     )
-    lr_scheduler_kwargs: Dict[str, Any] = field(
-        default_factory=dict,
-        metadata={"help": "Extra keyword arguments of the schedule, passed to paddle_llrd.get_scheduler."},
+    lr_scheduler_kwargs: SchedulerKwargs = field(
+        default_factory=SchedulerKwargs,
+        metadata={"help": "Extra keyword arguments of the schedule, passed to paddle_llrd.get_scheduler "
+                          "(a JSON object on the command line)."},
     )
 
     def __post_init__(self) -> None:
         name = _scheduler_name(self.lr_scheduler_type)
         _check_registered(name)
+        self.lr_scheduler_kwargs = SchedulerKwargs(self.lr_scheduler_kwargs)
         # PaddleNLP's own check only knows its five names: give it one of them
         # and put the requested name back afterwards, whatever happens.
         self.lr_scheduler_type = "linear"
@@ -312,7 +343,8 @@ class LLRDTrainer(Trainer):
         schedule spans ``decay_steps`` when the arguments have a positive one,
         else ``num_training_steps``; ``num_cycles``, ``lr_end`` and ``power``
         pass through (as in PaddleNLP's ``Trainer.create_scheduler``), and so
-        does ``lr_scheduler_kwargs`` of :class:`LLRDTrainingArguments`.
+        does ``lr_scheduler_kwargs`` of :class:`LLRDTrainingArguments`, whose
+        entries win over those three.
         """
         if self.lr_scheduler is None:
             args = self.args
@@ -321,14 +353,17 @@ class LLRDTrainer(Trainer):
             else:
                 warmup = int(args.warmup_ratio * num_training_steps)
             decay_steps = getattr(args, "decay_steps", 0) or 0
+            options = {
+                "num_cycles": args.num_cycles,
+                "lr_end": args.lr_end,
+                "power": args.power,
+                **(getattr(args, "lr_scheduler_kwargs", None) or {}),
+            }
             self.lr_scheduler = get_scheduler(
                 _scheduler_name(args.lr_scheduler_type),
                 learning_rate=args.learning_rate,
                 num_warmup_steps=warmup,
                 num_training_steps=decay_steps if decay_steps > 0 else num_training_steps,
-                num_cycles=args.num_cycles,
-                lr_end=args.lr_end,
-                power=args.power,
-                **(getattr(args, "lr_scheduler_kwargs", None) or {}),
+                **options,
             )
         return self.lr_scheduler
