@@ -7,6 +7,7 @@ Every formula takes the peak lr first and the step ``s`` last; ``warmup`` and
 """
 from __future__ import annotations
 
+import inspect
 import math
 
 import numpy as np
@@ -101,6 +102,13 @@ def wsd(lr, warmup, total, decay, style, min_ratio, s):
         "1-sqrt": 1.0 - math.sqrt(r),
     }[style]
     return lr * (min_ratio + (1.0 - min_ratio) * shape)
+
+
+def signature_text(fn):
+    """``fn``'s signature as SPEC.md writes it: names and defaults, no annotations."""
+    signature = inspect.signature(fn)
+    plain = [parameter.replace(annotation=inspect.Parameter.empty) for parameter in signature.parameters.values()]
+    return str(signature.replace(parameters=plain, return_annotation=inspect.Signature.empty))
 
 
 def run(scheduler, n_steps):

@@ -2,6 +2,7 @@
 checkpoints, misuse and wrappers."""
 from __future__ import annotations
 
+import inspect
 import math
 
 import numpy as np
@@ -393,6 +394,13 @@ def test_decay_out_of_range_raises_value_error(decay):
 def test_decay_of_wrong_type_raises_type_error(decay):
     with pytest.raises(TypeError, match="decay"):
         ExponentialMovingAverage(_Mlp(), decay)
+
+
+def test_constructor_signature_is_specs():
+    parameters = inspect.signature(ExponentialMovingAverage).parameters
+    assert [(p.name, p.default) for p in parameters.values()][:2] == [("model", inspect.Parameter.empty),
+                                                                        ("decay", 0.999)]
+    assert parameters["warmup"].kind is inspect.Parameter.KEYWORD_ONLY and parameters["warmup"].default is False
 
 
 def test_other_constructor_arguments_are_checked():

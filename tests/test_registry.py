@@ -59,6 +59,25 @@ def test_type_to_scheduler_function_maps_every_type():
     assert set(SchedulerType) <= set(TYPE_TO_SCHEDULER_FUNCTION)
 
 
+@pytest.mark.parametrize(
+    "fn,text",
+    [
+        (get_linear_schedule_with_warmup, "(learning_rate, num_warmup_steps, num_training_steps, last_epoch=-1)"),
+        (get_cosine_schedule_with_warmup,
+         "(learning_rate, num_warmup_steps, num_training_steps, num_cycles=0.5, last_epoch=-1, min_lr=0.0)"),
+        (get_constant_schedule, "(learning_rate, last_epoch=-1)"),
+        (get_constant_schedule_with_warmup, "(learning_rate, num_warmup_steps, last_epoch=-1)"),
+        (get_polynomial_decay_schedule_with_warmup,
+         "(learning_rate, num_warmup_steps, num_training_steps, lr_end=1e-07, power=1.0, last_epoch=-1)"),
+        (get_scheduler, "(name, learning_rate, num_warmup_steps=None, num_training_steps=None, num_cycles=0.5, "
+                        "lr_end=1e-07, power=1.0, min_lr=0.0, **kwargs)"),
+    ],
+    ids=lambda value: getattr(value, "__name__", ""),
+)
+def test_signatures_are_specs(fn, text):
+    assert formula.signature_text(fn) == text
+
+
 # --------------------------------------------------------------------------
 # Each schedule function over whole runs.
 # --------------------------------------------------------------------------

@@ -30,6 +30,24 @@ from paddle_llrd import (
 PROPERTY_SETTINGS = settings(max_examples=50, deadline=None)
 
 
+# SPEC.md's signatures: positional calls written for PaddleNLP keep working.
+SPEC_SIGNATURES = [
+    (LinearDecayWithWarmup, "(learning_rate, total_steps, warmup, last_epoch=-1, verbose=False)"),
+    (ConstScheduleWithWarmup, "(learning_rate, warmup, total_steps=None, last_epoch=-1, verbose=False)"),
+    (CosineDecayWithWarmup,
+     "(learning_rate, total_steps, warmup, with_hard_restarts=False, num_cycles=None, last_epoch=-1, verbose=False)"),
+    (PolyDecayWithWarmup, "(learning_rate, total_steps, warmup, lr_end=1e-07, power=1.0, last_epoch=-1, verbose=False)"),
+    (CosineAnnealingWithWarmupDecay, "(max_lr, min_lr, warmup_step, decay_step, last_epoch=-1, verbose=False)"),
+    (LinearAnnealingWithWarmupDecay, "(max_lr, min_lr, warmup_step, decay_step, last_epoch=-1, verbose=False)"),
+    (InverseSquareRootSchedule, "(warmup_steps, learning_rate=1.0, last_epoch=-1, verbose=False)"),
+]
+
+
+@pytest.mark.parametrize("cls,text", SPEC_SIGNATURES, ids=[cls.__name__ for cls, _ in SPEC_SIGNATURES])
+def test_signatures_are_specs(cls, text):
+    assert formula.signature_text(cls) == text
+
+
 # (total, warmup): int warmup, float warmup, zero warmup, warmup == total, warmup > total.
 WARMUP_CASES = [(50, 10), (50, 0.1), (37, 0.33), (40, 0), (40, 0.0), (12, 1), (20, 20), (20, 1.0), (10, 15)]
 
