@@ -677,6 +677,7 @@ def get_linear_annealing_schedule_with_warmup(
 
 SchedulerFunction = Callable[..., LRScheduler]
 
+
 class _ScheduleTable(dict):
     """Schedule name -> schedule function, as used by :func:`get_scheduler`.
 

@@ -102,8 +102,8 @@ from paddle_llrd.registry import get_scheduler
 __all__ = ["LLRDTrainer", "LLRDTrainingArguments", "no_decay_parameter_names"]
 
 
-def _scheduler_name(value: Any) -> str:
-    """``lr_scheduler_type`` as a plain string (PaddleNLP stores an enum)."""
+def _plain_name(value: Any) -> str:
+    """An argument such as ``lr_scheduler_type`` or ``optim`` as a plain string (PaddleNLP stores enums)."""
     return str(getattr(value, "value", value))
 
 
@@ -167,7 +167,7 @@ class LLRDTrainingArguments(TrainingArguments):
     )
 
     def __post_init__(self) -> None:
-        name = _scheduler_name(self.lr_scheduler_type)
+        name = _plain_name(self.lr_scheduler_type)
         _check_registered(name)
         self.lr_scheduler_kwargs = SchedulerKwargs(self.lr_scheduler_kwargs)
         # PaddleNLP's own check only knows its five names: give it one of them
@@ -181,7 +181,7 @@ class LLRDTrainingArguments(TrainingArguments):
 
 def _registered_scheduler_names() -> "list[str]":
     # read at call time: register_scheduler may have added names since import
-    return sorted(_scheduler_name(key) for key in registry.TYPE_TO_SCHEDULER_FUNCTION)
+    return sorted(_plain_name(key) for key in registry.TYPE_TO_SCHEDULER_FUNCTION)
 
 
 def _check_registered(name: str) -> None:
@@ -275,7 +275,7 @@ class LLRDTrainer(Trainer):
                 )
             n_layers = _check_n_layers(config_layers, "from model.config.num_hidden_layers")
         self.n_layers = n_layers
-        optim = _scheduler_name(self.args.optim)
+        optim = _plain_name(self.args.optim)
         if optim != "adamw":
             raise ValueError(
                 f"LLRDTrainer always trains with paddle_llrd.AdamWDL, so TrainingArguments.optim "
@@ -360,7 +360,7 @@ class LLRDTrainer(Trainer):
                 **(getattr(args, "lr_scheduler_kwargs", None) or {}),
             }
             self.lr_scheduler = get_scheduler(
-                _scheduler_name(args.lr_scheduler_type),
+                _plain_name(args.lr_scheduler_type),
                 learning_rate=args.learning_rate,
                 num_warmup_steps=warmup,
                 num_training_steps=decay_steps if decay_steps > 0 else num_training_steps,
