@@ -27,7 +27,7 @@ import numbers
 import os
 import re
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Union
 
 import paddle
@@ -125,6 +125,37 @@ def _is_sparse(grad: Any) -> bool:
     return grad.type == core.VarDesc.VarType.SELECTED_ROWS
 
 
+def _lr_attributes(param: Any) -> dict[str, Any] | None:
+    """``param.optimize_attr`` if it holds a ``'learning_rate'`` (a Paddle parameter's does), else None."""
+    optimize_attr = getattr(param, "optimize_attr", None)
+    if optimize_attr is None or "learning_rate" not in optimize_attr:
+        return None
+    return optimize_attr
+
+
+def _checked_lr_factor(value: Any, param: Any, *, edited: bool = False) -> LrScale:
+    """``value``, what ``set_param_lr_fun`` gave ``param``, if it is a finite number >= 0 or a Tensor.
+
+    ``edited``: the value is the ``optimize_attr['learning_rate']`` a function
+    returning None set, not a returned ratio.
+    """
+    what = "set param.optimize_attr['learning_rate'] to" if edited else "returned"
+    if _is_real_number(value):
+        if not (math.isfinite(value) and value >= 0.0):
+            raise ValueError(
+                f"AdamWDL: `set_param_lr_fun` {what} {value!r} for {param.name!r}; a learning-rate "
+                "ratio must be a finite number >= 0."
+            )
+        return value
+    if _is_tensor(value):
+        return value
+    raise TypeError(
+        f"AdamWDL: `set_param_lr_fun` {what} {type(value).__name__} {value!r} for {param.name!r}; "
+        "it must return a number (the lr ratio), a Tensor, or None after setting "
+        "param.optimize_attr['learning_rate'] to a number itself."
+    )
+
+
 class ParamLrRow(NamedTuple):
     """One row of :meth:`AdamWDL.param_lr_table`: what a parameter gets at the current step."""
 
@@ -177,7 +208,10 @@ class AdamWDL(AdamW):
     ``p.optimize_attr['learning_rate']`` is multiplied by it for this update;
     if it returns ``None`` it has set ``p.optimize_attr['learning_rate']``
     itself. Either way the attribute is restored after the update, also when
-    the function or the update raises. With ``set_param_lr_fun=None`` the
+    the function or the update raises. A step asks the function about every
+    parameter before it changes any, so a function that raises, or gives a
+    ratio that is negative, not finite or not a number, leaves the weights
+    and the optimizer state as they were. With ``set_param_lr_fun=None`` the
     optimizer gives exactly ``paddle.optimizer.AdamW``'s numbers.
 
     Fast path: Paddle's fused ``adamw`` kernel, given learning rate
@@ -188,9 +222,9 @@ class AdamWDL(AdamW):
     is :math:`1-\eta_p\lambda` exactly as above and a step costs what
     ``AdamW``'s does. Layer ratios of the default function are computed once per
     parameter and scaled lr tensors once per distinct ratio and step. When the
-    kernel cannot serve an update (a ratio of 0, a non-finite or Tensor-valued
-    lr factor or ratio, a sparse ``SelectedRows`` gradient, whose ``adamw``
-    kernel is broken in Paddle 3.3.1) the decay is a separate op,
+    kernel cannot serve an update (a ratio of 0, a non-finite ParamAttr lr
+    factor, a Tensor-valued lr factor or ratio, a sparse ``SelectedRows``
+    gradient, whose ``adamw`` kernel is broken in Paddle 3.3.1) the decay is a separate op,
     :meth:`_append_decoupled_weight_decay`, followed by the kernel without decay
     (the ``adam`` kernel for sparse gradients).
 
@@ -264,6 +298,10 @@ class AdamWDL(AdamW):
             below it, or ``layerwise_decay != 1.0`` and there is no ``name_dict``.
         KeyError: a trainable parameter is missing from ``name_dict`` (default
             function).
+
+    At a step (before any parameter changes), ``set_param_lr_fun`` giving a
+    ratio that is not a number or Tensor raises ``TypeError``, and one that
+    is negative or not finite ``ValueError``, naming the parameter.
 
     Examples:
         >>> import paddle
@@ -341,6 +379,11 @@ class AdamWDL(AdamW):
             else None
         )
         self._layer_ratios: dict[str, float] = {}
+        # The Adam step's lr factor of each parameter of the pass (or of every
+        # group of a grouped step()) from a ratio function that is not cached,
+        # asked before any parameter changes.
+        self._update_scales: dict[str, LrScale] = {}
+        self._step_update_scales: dict[str, LrScale] | None = None
         self._lr_to_coeff: dict[Any, Any] = {}
         self._scaled_lrs: dict[float, Any] = {}
         # Tests (and debugging) set this to route every decay through the
@@ -497,13 +540,28 @@ class AdamWDL(AdamW):
             >>> opt.clear_grad()
         """
         grouped = bool(self._parameter_list) and isinstance(self._parameter_list[0], dict)
-        if self._weight_decay_schedule is None or not grouped:
-            # Without groups the step is one _apply_optimize call, which
-            # reads and advances the schedule itself.
+        if not grouped:
+            # One _apply_optimize call, which resolves the ratios and reads and
+            # advances the schedule itself.
             return super().step()
-        self._sync_weight_decay()
-        super().step()
-        self._finish_scheduled_step()
+        # One pass per group: ask set_param_lr_fun about every group's
+        # parameters before the first group changes anything.
+        if framework.in_dygraph_mode():
+            self._step_update_scales = self._resolve_update_scales(
+                param
+                for group in self._param_groups
+                for param in group["params"]
+                if not param.stop_gradient and param._grad_ivar() is not None
+            )
+        try:
+            if self._weight_decay_schedule is None:
+                super().step()
+                return
+            self._sync_weight_decay()
+            super().step()
+            self._finish_scheduled_step()
+        finally:
+            self._step_update_scales = None
 
     def minimize(
         self,
@@ -580,40 +638,68 @@ class AdamWDL(AdamW):
 
     # ----------------------------------------------------------- layer ratios
     def _layer_ratio(self, param: Any) -> float | None:
-        """The cached ratio of the default function, or None for other functions."""
+        """The cached ratio of a function pure in the name, or None for other functions."""
         if self._cached_ratio_fun is None or self.set_param_lr_fun is not self._cached_ratio_fun:
             return None
         ratio = self._layer_ratios.get(param.name)
         if ratio is None:
-            ratio = float(self._cached_ratio_fun(param))
+            ratio = self._cached_ratio_fun(param)
+            if ratio is None:
+                raise TypeError(
+                    f"AdamWDL: `set_param_lr_fun` returned None for {param.name!r}, but its ratios "
+                    "are cached (it is pure in the parameter name); return the ratio instead."
+                )
+            ratio = float(_checked_lr_factor(ratio, param))
             self._layer_ratios[param.name] = ratio
         return ratio
 
-    def _update_lr_scale(self, param: Any, optimize_attr: dict[str, Any] | None, base_scale: Any) -> Any:
-        """Runs ``set_param_lr_fun`` and returns the lr factor of the Adam step."""
+    def _update_scale(self, param: Any, optimize_attr: dict[str, Any] | None, base_scale: LrScale) -> LrScale:
+        """:math:`s_p r_p`, the lr factor of the parameter's Adam step (``base_scale`` is :math:`s_p`).
+
+        Calls ``set_param_lr_fun`` (unless its ratio is cached) and leaves
+        ``optimize_attr`` as it was, also when the function raises.
+        """
         fun = self.set_param_lr_fun
         if fun is None:
             return base_scale
         ratio = self._layer_ratio(param)
-        if ratio is None:
+        if ratio is not None:
+            return base_scale * ratio
+        try:
             ratio = fun(param)
-            if ratio is None:
-                if optimize_attr is None:
-                    raise TypeError(
-                        f"AdamWDL: `set_param_lr_fun` returned None for {param.name!r}, "
-                        "which has no optimize_attr to have edited; return the ratio instead."
-                    )
-                return optimize_attr["learning_rate"]
-            if not _is_real_number(ratio) and not _is_tensor(ratio):
-                raise TypeError(
-                    "AdamWDL: `set_param_lr_fun` must return a number (the lr ratio), a "
-                    "Tensor, or None after setting param.optimize_attr['learning_rate'] "
-                    f"itself; for {param.name!r} it returned {type(ratio).__name__} {ratio!r}."
-                )
-        update_scale = base_scale * ratio
-        if optimize_attr is not None:
-            optimize_attr["learning_rate"] = update_scale
-        return update_scale
+            edited_scale = None if optimize_attr is None else optimize_attr["learning_rate"]
+        finally:
+            if optimize_attr is not None:
+                optimize_attr["learning_rate"] = base_scale
+        if ratio is not None:
+            return base_scale * _checked_lr_factor(ratio, param)
+        if optimize_attr is None:
+            raise TypeError(
+                f"AdamWDL: `set_param_lr_fun` returned None for {param.name!r}, "
+                "which has no optimize_attr to have edited; return the ratio instead."
+            )
+        return _checked_lr_factor(edited_scale, param, edited=True)
+
+    def _resolve_update_scales(self, params: Iterable[Any]) -> dict[str, LrScale]:
+        """Ask ``set_param_lr_fun`` about every parameter before any update.
+
+        Returns :meth:`_update_scale` by parameter name where the ratio is not
+        cached; a cached ratio is only made sure of (a parameter unfrozen
+        since construction may be missing from ``name_dict``), as updates
+        read the cache. Empty on a dygraph AMP overflow step, which updates
+        nothing, so that a function is called once per update.
+        """
+        if framework.in_dygraph_mode():
+            found_inf = self._get_auxiliary_var("found_inf")
+            if found_inf is not None and bool(found_inf):
+                return {}
+        scales = {}
+        for param in params:
+            if self._layer_ratio(param) is None:
+                optimize_attr = _lr_attributes(param)
+                base_scale = 1.0 if optimize_attr is None else optimize_attr["learning_rate"]
+                scales[param.name] = self._update_scale(param, optimize_attr, base_scale)
+        return scales
 
     # ------------------------------------------------------------- inspection
     def param_lr_table(self) -> list[ParamLrRow]:
@@ -672,16 +758,10 @@ class AdamWDL(AdamW):
         for param in self._listed_parameters():
             if param.stop_gradient:
                 continue
-            optimize_attr = getattr(param, "optimize_attr", None)
-            if optimize_attr is not None and "learning_rate" not in optimize_attr:
-                optimize_attr = None
+            optimize_attr = _lr_attributes(param)
             base_scale = 1.0 if optimize_attr is None else optimize_attr["learning_rate"]
-            try:
-                update_scale = self._update_lr_scale(param, optimize_attr, base_scale)
-            finally:
-                if optimize_attr is not None:
-                    optimize_attr["learning_rate"] = base_scale
-            update_scale, base_scale = float(update_scale), float(base_scale)
+            update_scale = float(self._update_scale(param, optimize_attr, base_scale))
+            base_scale = float(base_scale)
             if base_scale != 0.0:
                 ratio = update_scale / base_scale
             else:
@@ -722,22 +802,25 @@ class AdamWDL(AdamW):
 
     # -------------------------------------------------------- optimisation pass
     def _begin_pass(self, parameters_and_grads: Any) -> None:
-        """Work that may fail is done here, before any parameter changes."""
+        """What may fail on user input happens here, before any parameter changes:
+        the schedule check and ``set_param_lr_fun`` for every parameter of the pass."""
         # Static programs built without minimize() (apply_gradients, a
         # to_static full graph) reach the schedule check here.
         self._refuse_schedule_outside_dygraph()
-        self._lr_to_coeff = {}
-        self._scaled_lrs = {}
+        if self._step_update_scales is not None:
+            self._update_scales = self._step_update_scales
+            return
         pairs = (
             parameters_and_grads["params"]
             if isinstance(parameters_and_grads, dict)
             else parameters_and_grads
         )
-        for param, grad in pairs:
-            if grad is not None and not param.stop_gradient:
-                self._layer_ratio(param)
+        self._update_scales = self._resolve_update_scales(
+            param for param, grad in pairs if grad is not None and not param.stop_gradient
+        )
 
     def _end_pass(self) -> None:
+        self._update_scales = {}
         self._lr_to_coeff = {}
         self._scaled_lrs = {}
 
@@ -808,12 +891,16 @@ class AdamWDL(AdamW):
         if isinstance(param_and_grad, dict):
             param_and_grad = self._update_param_group(param_and_grad)
         param, grad = param_and_grad
-        optimize_attr = getattr(param, "optimize_attr", None)
+        optimize_attr = getattr(param, "optimize_attr", None)  # _lr_attributes, inlined: per update
         if optimize_attr is not None and "learning_rate" not in optimize_attr:
             optimize_attr = None
         base_scale = 1.0 if optimize_attr is None else optimize_attr["learning_rate"]
+        update_scale = self._update_scales.get(param.name)
+        if update_scale is None:  # a cached ratio (or an update outside a pass)
+            update_scale = self._update_scale(param, optimize_attr, base_scale)
+        if optimize_attr is not None:
+            optimize_attr["learning_rate"] = update_scale  # for this update only
         try:
-            update_scale = self._update_lr_scale(param, optimize_attr, base_scale)
             with_decay = self._decays(param)
             # Paddle 3.3.1's adamw kernel for SelectedRows gradients reads its
             # attributes wrongly and crashes (as paddle.optimizer.AdamW does),
@@ -872,8 +959,8 @@ class AdamWDL(AdamW):
             return None
         self._params_name[param.name] = None
         if lr_scale is None:
-            lr_scale = getattr(param, "optimize_attr", None) or {}
-            lr_scale = lr_scale.get("learning_rate", 1.0)
+            optimize_attr = _lr_attributes(param)
+            lr_scale = 1.0 if optimize_attr is None else optimize_attr["learning_rate"]
         lr = self._lr_for_scale(lr_scale)
         factor = self._lr_to_coeff.get(lr)
         if factor is None:

@@ -3,6 +3,7 @@ float16/bfloat16 master weights and sparse gradients, against the float64
 NumPy reference."""
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -189,23 +190,137 @@ def _lr_attributes(model: nn.Layer) -> dict[str, Any]:
     return {n: p.optimize_attr["learning_rate"] for n, p in model.named_parameters()}
 
 
-def test_optimize_attr_restored_when_ratio_function_raises():
+@pytest.mark.parametrize("grouped", [False, True], ids=["one_pass", "groups"])
+def test_ratio_function_failing_mid_step_changes_nothing(grouped):
+    """The function is asked about every parameter before any is updated: when it
+    raises for a late parameter (in the last group), no weight, moment or lr
+    attribute has changed; the next step trains on as if the failed one never was."""
     model = bert_like(layer_lrs={0: 0.5, 1: 2.0})
-    attributes = _lr_attributes(model)
-    calls = []
+    names = name_dict_of(model)
+    fail_for = "classifier.bias"  # the last parameter
+    failing = []
 
-    def failing_on_third(decay_rate, name_dict, n_layers, param):
-        calls.append(param.name)
+    def edits_then_maybe_fails(decay_rate, name_dict, n_layers, param):
         param.optimize_attr["learning_rate"] *= 0.25  # edits first, like a None-returning function
-        if len(calls) == 3:
+        if failing and name_dict[param.name] == fail_for:
             raise RuntimeError("boom")
 
-    optimizer = make_adamwdl(model, learning_rate=0.01, layerwise_decay=0.5, set_param_lr_fun=failing_on_third)
-    ids, labels = batches(1)[0]
-    nn.functional.cross_entropy(model(ids), labels).backward()
+    if grouped:
+        params = list(model.named_parameters())
+        parameters = [
+            {"params": [p for n, p in params if "encoder" in n], "weight_decay": 0.3},
+            {"params": [p for n, p in params if "encoder" not in n]},
+        ]
+    else:
+        parameters = model.parameters()
+    optimizer = make_adamwdl(
+        model, parameters=parameters, learning_rate=0.01, weight_decay=0.1, set_param_lr_fun=edits_then_maybe_fails
+    )
+    reference = ReferenceAdamW(weights_of(model), weight_decay=0.1)
+    options = {
+        "ratio": 0.25,
+        # (Paddle gives a grouped parameter its group's lr factor, 1.0 here, over its ParamAttr's)
+        "lr_scale": lambda n: 1.0 if grouped or ".layers." not in n else {0: 0.5, 1: 2.0}[int(n.split(".")[3])],
+        "weight_decay": lambda n: 0.3 if grouped and "encoder" in n else 0.1,
+    }
+    data = batches(3)
+    train_and_compare(model, optimizer, reference, lr_at=lambda s: 0.01, data=data[:1], reference_options=options)
+
+    attributes, weights, state = _lr_attributes(model), weights_of(model), _optimizer_state(optimizer)
+    nn.functional.cross_entropy(model(data[1][0]), data[1][1]).backward()
+    failing.append(True)
     with pytest.raises(RuntimeError, match="boom"):
         optimizer.step()
+    failing.clear()
+    optimizer.clear_grad()
     assert _lr_attributes(model) == attributes
+    for name, value in weights_of(model).items():
+        np.testing.assert_array_equal(value, weights[name], err_msg=name)
+    for key, value in _optimizer_state(optimizer).items():
+        np.testing.assert_array_equal(value, state[key], err_msg=key)
+    assert fail_for in names.values()
+
+    train_and_compare(model, optimizer, reference, lr_at=lambda s: 0.01, data=data[2:], reference_options=options)
+
+
+@pytest.mark.parametrize(
+    "returned, error, match",
+    [
+        (-0.5, ValueError, "-0.5"),
+        (math.nan, ValueError, "nan"),
+        (math.inf, ValueError, "inf"),
+        ("0.5", TypeError, "str"),
+    ],
+)
+def test_unusable_ratio_is_refused_before_any_update(returned, error, match):
+    """A ratio that is negative, not finite or not a number: an error naming the
+    function and the parameter, and no weight changed."""
+    model = bert_like()
+    names = name_dict_of(model)
+    bad_for = "bert.encoder.layers.1.weight"
+
+    def ratio(decay_rate, name_dict, n_layers, param):
+        return returned if name_dict[param.name] == bad_for else 1.0
+
+    optimizer = make_adamwdl(model, learning_rate=0.01, set_param_lr_fun=ratio)
+    weights = weights_of(model)
+    ids, labels = batches(1)[0]
+    nn.functional.cross_entropy(model(ids), labels).backward()
+    with pytest.raises(error, match=match) as info:
+        optimizer.step()
+    bad_param = next(p for p in model.parameters() if names[p.name] == bad_for)
+    assert "set_param_lr_fun" in str(info.value) and bad_param.name in str(info.value)
+    for name, value in weights_of(model).items():
+        np.testing.assert_array_equal(value, weights[name], err_msg=name)
+
+
+@pytest.mark.parametrize("edited, error", [(math.nan, ValueError), (None, TypeError)])
+def test_unusable_edited_lr_factor_is_refused(edited, error):
+    model = bert_like()
+
+    def sets_attribute(decay_rate, name_dict, n_layers, param):
+        param.optimize_attr["learning_rate"] = edited
+
+    optimizer = make_adamwdl(model, learning_rate=0.01, set_param_lr_fun=sets_attribute)
+    ids, labels = batches(1)[0]
+    nn.functional.cross_entropy(model(ids), labels).backward()
+    with pytest.raises(error, match="optimize_attr"):
+        optimizer.step()
+    assert all(p.optimize_attr["learning_rate"] == 1.0 for p in model.parameters())
+
+
+def test_cached_function_returning_none_is_a_type_error_at_construction():
+    def declared_pure(decay_rate, name_dict, n_layers, param):
+        param.optimize_attr["learning_rate"] *= decay_rate
+
+    declared_pure.pure_in_name = True
+    model = bert_like()
+    with pytest.raises(TypeError, match="cached"):
+        make_adamwdl(model, learning_rate=0.01, layerwise_decay=0.5, set_param_lr_fun=declared_pure)
+
+
+def test_overflow_step_does_not_call_the_ratio_function():
+    """Called once per update: a stateful function is not asked on a skipped step."""
+    model = bert_like()
+    calls: dict[str, int] = {}
+
+    def shrinking(decay_rate, name_dict, n_layers, param):
+        calls[param.name] = calls.get(param.name, 0) + 1
+        return 1.0 / calls[param.name]
+
+    optimizer = make_adamwdl(model, learning_rate=0.01, weight_decay=0.1, set_param_lr_fun=shrinking)
+    reference = ReferenceAdamW(weights_of(model), weight_decay=0.1)
+    data = batches(4)
+    train_and_compare(model, optimizer, reference, lr_at=lambda s: 0.01, data=data[:2],
+                      reference_options=lambda s: {"ratio": 1.0 / (s + 1)})
+    nn.functional.cross_entropy(model(data[2][0]), data[2][1]).backward()
+    optimizer._set_auxiliary_var("found_inf", paddle.to_tensor(True))
+    optimizer.step()
+    optimizer.clear_grad()
+    assert set(calls.values()) == {2}
+    optimizer._set_auxiliary_var("found_inf", paddle.to_tensor(False))
+    train_and_compare(model, optimizer, reference, lr_at=lambda s: 0.01, data=data[3:],
+                      reference_options={"ratio": 1.0 / 3})
 
 
 def test_optimize_attr_restored_when_the_update_raises(monkeypatch):
