@@ -902,6 +902,8 @@ class AdamWDL(AdamW):
             optimize_attr["learning_rate"] = update_scale  # for this update only
         try:
             with_decay = self._decays(param)
+            if with_decay:
+                self._params_name[param.name] = None
             # Paddle 3.3.1's adamw kernel for SelectedRows gradients reads its
             # attributes wrongly and crashes (as paddle.optimizer.AdamW does),
             # so sparse gradients take the adam kernel and the separate decay.
@@ -957,7 +959,6 @@ class AdamWDL(AdamW):
         param = param_and_grad[0]
         if not self._decays(param):
             return None
-        self._params_name[param.name] = None
         if lr_scale is None:
             optimize_attr = _lr_attributes(param)
             lr_scale = 1.0 if optimize_attr is None else optimize_attr["learning_rate"]

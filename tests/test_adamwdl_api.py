@@ -202,3 +202,22 @@ def test_frozen_parameters_need_no_name():
     nn.functional.cross_entropy(model(ids), labels).backward()
     opt.step()
     np.testing.assert_array_equal(model.classifier.weight.numpy(), before)
+
+
+@pytest.mark.parametrize("general", [False, True], ids=["fused", "general"])
+def test_str_in_a_static_program_lists_the_decayed_parameters(general):
+    """Without a parameter list (a static program) the names come from the update
+    ops built by minimize(), on either decay path."""
+    paddle.enable_static()
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    with paddle.static.program_guard(main, startup):
+        x = paddle.static.data("x", [-1, 4], "float32")
+        hidden = nn.Linear(4, 3)
+        head = nn.Linear(3, 2)
+        loss = paddle.mean(head(hidden(x)))
+        opt = AdamWDL(learning_rate=0.01, weight_decay=0.1, apply_decay_param_fun=lambda n: n != head.bias.name)
+        opt._force_general_decay = general
+        assert str(opt) == "Weight Decay, params: "
+        opt.minimize(loss)
+    decayed = [hidden.weight.name, hidden.bias.name, head.weight.name]
+    assert sorted(str(opt)[len("Weight Decay, params: "):].split(",")) == sorted(decayed)
