@@ -91,6 +91,9 @@ def test_coeff_and_lr_to_coeff_cache():
 
     def recording(*args, **kwargs):
         sizes.append(len(opt._lr_to_coeff))
+        for lr, factor in opt._lr_to_coeff.items():  # lr -> 1 - lr * coeff
+            assert float(factor) == pytest.approx(1.0 - float(lr) * 0.25, rel=1e-7)
+            assert float(lr) == pytest.approx(0.001, rel=1e-7)  # the default lr, ParamAttr lr 1
         return original(*args, **kwargs)
 
     opt._append_adamw = recording

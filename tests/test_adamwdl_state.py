@@ -444,3 +444,36 @@ def test_sparse_embedding_gradients(lazy_mode, general):
     # rows 0-3, absent at step 1: lazy mode only decays them, dense mode moves them on momentum
     only_decayed = np.allclose(history[1][embedding][:4], history[0][embedding][:4] * decay, rtol=1e-6)
     assert only_decayed == lazy_mode
+
+
+@pytest.mark.parametrize("group_lazy", [True, False], ids=["group_lazy", "group_dense"])
+def test_group_lazy_mode_overrides_the_optimizer_default(group_lazy):
+    """The embeddings' group sets lazy_mode, the optimizer default is the other one."""
+    model = bert_like(sparse=True)
+    embedding = "bert.embeddings.word_embeddings.weight"
+    params = list(model.named_parameters())
+    optimizer = make_adamwdl(
+        model,
+        parameters=[
+            {"params": [p for n, p in params if n == embedding], "lazy_mode": group_lazy},
+            {"params": [p for n, p in params if n != embedding]},
+        ],
+        learning_rate=0.01,
+        weight_decay=0.3,
+        layerwise_decay=0.5,
+        lazy_mode=not group_lazy,
+    )
+    reference = ReferenceAdamW(weights_of(model), weight_decay=0.3)
+    rng = np.random.default_rng(4)
+    # step k looks up rows 4*(k % 2) .. 4*(k % 2) + 3 only
+    data = [
+        (paddle.to_tensor(rng.integers(4 * (k % 2), 4 * (k % 2) + 4, (8, 6))), paddle.to_tensor(rng.integers(0, 2, (8,))))
+        for k in range(4)
+    ]
+    options = {"ratio": ratio_fn(0.5)}
+    if not group_lazy:  # every row of the embedding takes an Adam step
+        options["rows"] = None
+    history = train_and_compare(model, optimizer, reference, lr_at=lambda s: 0.01, data=data, reference_options=options)
+    # rows 0-3 are absent at step 1: a lazy update only decays them
+    only_decayed = np.allclose(history[1][embedding][:4], history[0][embedding][:4] * (1 - 0.01 * 0.3), rtol=1e-6)
+    assert only_decayed == group_lazy
