@@ -64,15 +64,19 @@ LrScale = Union[float, "Tensor"]
 def _run_eagerly_under_sot() -> None:
     """Let ``paddle.jit.to_static`` run this optimizer's Python like Paddle's own.
 
-    Paddle 3's default translator (SOT) simulates the bytecode of every frame
-    outside Paddle's own files; the optimizer step after ``loss.backward()``
-    (a graph break) runs eagerly for ``paddle.optimizer.AdamW`` because its
-    files are on SOT's skip list. Without the same for this file and the
-    modules it calls per step (:mod:`paddle_llrd.layerwise`,
-    :mod:`paddle_llrd.layer_maps`, :mod:`paddle_llrd.weight_decay`), SOT
-    simulates AdamWDL's step and Paddle 3.3.1's simulator fails on it
-    (``KeyError``). Best effort: the skip list is
-    internal to Paddle, so its absence only costs this workaround.
+    Paddle 3's default translator (SOT) translates the bytecode of every frame
+    whose file is not on its skip list, also frames called from code that runs
+    eagerly. The optimizer step after ``loss.backward()`` (a graph break) runs
+    eagerly for ``paddle.optimizer.AdamW`` because Paddle's files are on that
+    list. AdamWDL's overrides, which Paddle's eager step calls back into
+    (``step``, ``_apply_optimize``, the pass and update methods), and the
+    modules they call per step (:mod:`paddle_llrd.layerwise`,
+    :mod:`paddle_llrd.layer_maps`, :mod:`paddle_llrd.weight_decay`) are not;
+    Paddle 3.3.1 translates them into broken bytecode (``UnboundLocalError:
+    ... '___graph_fn_saved_orig_1'`` where a ``super()`` call breaks the
+    graph; calling ``AdamW.step(self)`` instead only moves the failure to
+    ``_apply_optimize``). So these files join the list. Best effort: the list
+    is internal to Paddle, so its absence only costs this workaround.
     """
     try:
         from paddle.jit.sot.opcode_translator import skip_files
