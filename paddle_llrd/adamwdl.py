@@ -292,7 +292,8 @@ class AdamWDL(AdamW):
             ``paddle.optimizer.AdamW``. Default False.
 
     Raises:
-        TypeError: ``layerwise_decay`` is not a float or Tensor (an ``int`` is
+        TypeError: ``learning_rate``, ``beta1``, ``beta2`` or ``epsilon`` is
+            None, ``layerwise_decay`` is not a float or Tensor (an ``int`` is
             refused), ``set_param_lr_fun`` is not callable, ``name_dict`` is not
             a mapping, (default function) ``n_layers`` is not an int, or a
             parameter group's ``weight_decay`` is a ``WeightDecaySchedule``
@@ -346,6 +347,10 @@ class AdamWDL(AdamW):
         *,
         amsgrad: bool = False,
     ) -> None:
+        # Paddle's AdamW guards these with bare asserts.
+        for argument, value in (("learning_rate", learning_rate), ("beta1", beta1), ("beta2", beta2), ("epsilon", epsilon)):
+            if value is None:
+                raise TypeError(f"AdamWDL: `{argument}` must not be None.")
         self._check_layerwise_arguments(layerwise_decay, n_layers, set_param_lr_fun, name_dict)
         # Set before Paddle's constructor, which adds the parameter groups.
         self._weight_decay_schedule: WeightDecaySchedule | None = None

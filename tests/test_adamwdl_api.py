@@ -224,3 +224,9 @@ def test_str_in_a_static_program_lists_the_decayed_parameters(general):
         opt.minimize(loss)
     decayed = [hidden.weight.name, hidden.bias.name, head.weight.name]
     assert sorted(str(opt)[len("Weight Decay, params: "):].split(",")) == sorted(decayed)
+
+
+@pytest.mark.parametrize("argument", ["learning_rate", "beta1", "beta2", "epsilon"])
+def test_none_for_a_required_number_is_a_type_error_naming_it(argument):
+    with pytest.raises(TypeError, match=argument):
+        AdamWDL(parameters=tiny_bert().parameters(), **{argument: None})
