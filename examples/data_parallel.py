@@ -43,7 +43,7 @@ import numpy as np
 import paddle
 import paddle.distributed as dist
 
-from paddle_llrd import AdamWDL, LinearDecayWithWarmup
+from paddle_llrd import AdamWDL, LinearDecayWithWarmup, no_decay_parameter_names
 from paddle_llrd.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
 
 GLOBAL_BATCH_SIZE = 16
@@ -73,7 +73,7 @@ def train(steps: int, use_fleet: bool) -> float:
     model = TinyBertForSequenceClassification(config)
     scheduler = LinearDecayWithWarmup(learning_rate=1e-2, total_steps=steps, warmup=0.1)
     name_dict = {param.name: name for name, param in model.named_parameters()}
-    no_decay = {param.name for name, param in model.named_parameters() if "bias" in name or "norm" in name}
+    no_decay = no_decay_parameter_names(model)  # biases and norms, as PaddleNLP's Trainer
     optimizer = AdamWDL(
         learning_rate=scheduler,
         parameters=model.parameters(),

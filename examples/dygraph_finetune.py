@@ -39,7 +39,7 @@ import numpy as np
 import paddle
 from paddle import nn
 
-from paddle_llrd import AdamWDL, ExponentialMovingAverage, LinearDecayWithWarmup
+from paddle_llrd import AdamWDL, ExponentialMovingAverage, LinearDecayWithWarmup, no_decay_parameter_names
 from paddle_llrd.synthetic import make_majority_task
 from paddle_llrd.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
 
@@ -51,7 +51,7 @@ def build_optimizer(
 ) -> AdamWDL:
     """AdamWDL with layer-wise decay, no decay on biases and norms, clipping at norm 1."""
     name_dict = {param.name: name for name, param in model.named_parameters()}
-    no_decay = {param.name for name, param in model.named_parameters() if "bias" in name or "norm" in name}
+    no_decay = no_decay_parameter_names(model)  # biases and norms, as PaddleNLP's Trainer
     return AdamWDL(
         learning_rate=scheduler,
         parameters=model.parameters(),

@@ -63,7 +63,7 @@ from .registry import (  # noqa: E402
     register_scheduler,
 )
 from .layerwise import layerwise_lr_decay  # noqa: E402
-from .layer_maps import LayerMap, build_name_dict, make_layerwise_fn  # noqa: E402
+from .layer_maps import LayerMap, build_name_dict, make_layerwise_fn, no_decay_parameter_names  # noqa: E402
 from .adamwdl import AdamWDL  # noqa: E402
 from .ema import ExponentialMovingAverage  # noqa: E402
 from .weight_decay import WeightDecaySchedule  # noqa: E402
@@ -99,5 +99,6 @@ __all__ = [
     "get_wsd_schedule",
     "layerwise_lr_decay",
     "make_layerwise_fn",
+    "no_decay_parameter_names",
     "register_scheduler",
 ]
