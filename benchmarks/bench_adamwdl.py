@@ -29,25 +29,16 @@ from typing import Any
 import paddle
 
 from paddle_llrd import AdamWDL, WeightDecaySchedule
-from paddle_llrd.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
+from bench_common import bert_base_shaped_model, model_size_parser, parse_lenient
 
 TARGET_RATIO = 1.05
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
-    base = TinyBertConfig.bert_base()
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--layers", type=int, default=base.num_hidden_layers, help="encoder layers (default: BERT-base's 12)")
-    parser.add_argument("--hidden", type=int, default=base.hidden_size, help="hidden size (default: BERT-base's 768)")
+    parser = model_size_parser(__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=15, help="timed steps of each optimizer (default 15)")
     parser.add_argument("--layerwise-decay", type=float, default=0.8, help="AdamWDL's layerwise_decay (default 0.8)")
-    # run_all.py passes every benchmark the same flags; ignore the ones meant for others
-    args, unknown = parser.parse_known_args(argv)
-    if unknown:
-        print(f"bench_adamwdl: ignoring {unknown}")
-    if args.steps < 1 or args.layers < 1 or args.hidden < 1:
-        parser.error("--steps, --layers and --hidden must be >= 1")
-    return args
+    return parse_lenient(parser, argv, "bench_adamwdl", counts=("steps", "layers", "hidden"))
 
 
 def _state_size(optimizer: paddle.optimizer.Optimizer) -> tuple[int, int]:
@@ -67,8 +58,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Run the benchmark; returns the settings, medians (ms), ratios and state sizes."""
     args = _parse(list(sys.argv[1:] if argv is None else argv))
     paddle.seed(0)
-    config = TinyBertConfig.bert_base(num_hidden_layers=args.layers, hidden_size=args.hidden)
-    model = TinyBertForSequenceClassification(config)
+    model = bert_base_shaped_model(args)
     params = [p for p in model.parameters() if not p.stop_gradient]
     n_params = sum(int(p.size) for p in params)
     name_dict = {p.name: n for n, p in model.named_parameters()}

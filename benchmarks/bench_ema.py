@@ -19,28 +19,19 @@ import time
 import paddle
 
 from paddle_llrd import ExponentialMovingAverage
-from paddle_llrd.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
+from bench_common import bert_base_shaped_model, model_size_parser, parse_lenient
 
 TARGET_RATIO = 0.5
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
-    base = TinyBertConfig.bert_base()
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--layers", type=int, default=base.num_hidden_layers, help="encoder layers (default: BERT-base's 12)")
-    parser.add_argument("--hidden", type=int, default=base.hidden_size, help="hidden size (default: BERT-base's 768)")
+    parser = model_size_parser(__doc__.splitlines()[0])
     parser.add_argument(
         "--repeats", "--steps", dest="repeats", type=int, default=15,
         help="timed repetitions of each operation (default 15; --steps as in bench_adamwdl.py)",
     )
     parser.add_argument("--decay", type=float, default=0.999, help="EMA decay (default 0.999)")
-    # run_all.py passes every benchmark the same flags; ignore the ones meant for others
-    args, unknown = parser.parse_known_args(argv)
-    if unknown:
-        print(f"bench_ema: ignoring {unknown}")
-    if args.repeats < 1 or args.layers < 1 or args.hidden < 1:
-        parser.error("--repeats, --layers and --hidden must be positive")
-    return args
+    return parse_lenient(parser, argv, "bench_ema", counts=("repeats", "layers", "hidden"))
 
 
 def _time_into(function, timings: list[float]) -> None:
@@ -53,8 +44,7 @@ def main(argv: list[str] | None = None) -> dict:
     """Run the benchmark; returns the settings, medians (ms) and the ratio."""
     args = _parse(list(sys.argv[1:] if argv is None else argv))
     paddle.seed(0)
-    config = TinyBertConfig.bert_base(num_hidden_layers=args.layers, hidden_size=args.hidden)
-    model = TinyBertForSequenceClassification(config)
+    model = bert_base_shaped_model(args)
     params = [p for p in model.parameters() if not p.stop_gradient]
     n_params = sum(int(p.size) for p in params)
 
