@@ -418,15 +418,18 @@ def test_custom_ratio_function_returning_numbers_is_called_every_update():
     assert set(calls) == set(names) and set(calls.values()) == {steps}
 
 
+def simple_lr_setting(decay_rate, name_dict, n_layers, param):
+    """The ratio function of PaddleNLP's AdamWDL docstring, verbatim: it
+    scales ``optimize_attr['learning_rate']`` itself and returns None."""
+    ratio = 1.0
+    static_name = name_dict[param.name]
+    if "weight" in static_name:
+        ratio = decay_rate**0.5
+    param.optimize_attr["learning_rate"] *= ratio
+
+
 def test_custom_ratio_function_returning_none_edits_optimize_attr():
     """PaddleNLP's docstring example: the function scales the attribute itself."""
-
-    def simple_lr_setting(decay_rate, name_dict, n_layers, param):
-        ratio = 1.0
-        static_name = name_dict[param.name]
-        if "weight" in static_name:
-            ratio = decay_rate**0.5
-        param.optimize_attr["learning_rate"] *= ratio
 
     for general in (False, True):
         model = tiny_bert()
@@ -450,13 +453,6 @@ def test_custom_ratio_function_returning_none_edits_optimize_attr():
 
 
 def test_paddlenlp_docstring_example_runs_unchanged():
-    def simple_lr_setting(decay_rate, name_dict, n_layers, param):
-        ratio = 1.0
-        static_name = name_dict[param.name]
-        if "weight" in static_name:
-            ratio = decay_rate**0.5
-        param.optimize_attr["learning_rate"] *= ratio
-
     linear = paddle.nn.Linear(10, 10)
     name_dict = dict()
     for n, p in linear.named_parameters():
