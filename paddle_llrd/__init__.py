@@ -63,7 +63,8 @@ from .registry import (  # noqa: E402
     register_scheduler,
 )
 from .layerwise import layerwise_lr_decay  # noqa: E402
-from .layer_maps import LayerMap, build_name_dict, make_layerwise_fn, no_decay_parameter_names  # noqa: E402
+from .layer_maps import LayerMap, build_name_dict, make_layerwise_fn, no_decay_parameter_names, resolve_layer_map  # noqa: E402
+from .param_groups import layer_decay_param_groups, param_groups_table  # noqa: E402
 from .adamwdl import AdamWDL  # noqa: E402
 from .ema import ExponentialMovingAverage  # noqa: E402
 from .weight_decay import WeightDecaySchedule  # noqa: E402
@@ -97,8 +98,11 @@ __all__ = [
     "get_polynomial_decay_schedule_with_warmup",
     "get_scheduler",
     "get_wsd_schedule",
+    "layer_decay_param_groups",
     "layerwise_lr_decay",
     "make_layerwise_fn",
     "no_decay_parameter_names",
+    "param_groups_table",
     "register_scheduler",
+    "resolve_layer_map",
 ]

@@ -65,13 +65,22 @@ Examples:
 """
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from paddle import nn
 
-__all__ = ["FAMILY_PATTERNS", "NO_DECAY_NAME_PARTS", "LayerMap", "build_name_dict", "make_layerwise_fn", "no_decay_parameter_names"]
+__all__ = [
+    "FAMILY_PATTERNS",
+    "NO_DECAY_NAME_PARTS",
+    "LayerMap",
+    "build_name_dict",
+    "make_layerwise_fn",
+    "no_decay_parameter_names",
+    "resolve_layer_map",
+]
 
 FAMILY_PATTERNS: dict[str, tuple[str, ...]] = {
     "bert": (r"(?:^|\.)encoder\.layers?\.(\d+)\.",),
@@ -249,3 +258,133 @@ def make_layerwise_fn(model: nn.Layer, n_layers: int | None = None, family: str 
     """
     layer_map = LayerMap.from_model(model, n_layers=n_layers, family=family, pattern=pattern)
     return layer_map, build_name_dict(model)
+
+
+# How many parameter names a "no recognisable blocks" error quotes.
+_NAMES_QUOTED = 6
+
+
+def resolve_layer_map(
+    layer_map: str | LayerMap, model_or_names: nn.Layer | Iterable[str], n_layers: int | None = None
+) -> LayerMap:
+    r"""The :class:`LayerMap` a ``layer_map`` argument means for a model, with its ``n_layers`` known.
+
+    Every API of the package that takes a ``layer_map`` argument (the
+    parameter groups, the Trainer integration) resolves it here, so the same
+    value gives the same ratios everywhere.
+
+    Args:
+        layer_map: ``"auto"`` (every family's block names), a family
+            (``"bert"``, ``"gpt"``, ``"llama"``, ``"vit"``), a regular
+            expression with exactly one group, which captures the block index
+            (e.g. ``r"^stages\.(\d+)\."``), or a :class:`LayerMap` (used as it
+            is; a copy gets the ``n_layers`` it lacks).
+        model_or_names: the model (a ``paddle.nn.Layer``), or its structured
+            parameter names. Frozen parameters count: the blocks are the
+            model's, whatever is trained.
+        n_layers: the number of blocks; ``None`` counts them from the names
+            (largest block index + 1). It may exceed the count (a model cut
+            down from a deeper one), never fall below it.
+
+    Returns:
+        A :class:`LayerMap` whose ``n_layers`` is set.
+
+    Raises:
+        TypeError: ``layer_map`` is not a str or a ``LayerMap``; ``model_or_names``
+            is neither a Layer nor an iterable of str.
+        ValueError: ``layer_map`` is an unknown family or a regex without exactly
+            one group; no parameter name has a block index the map recognises
+            (the message quotes some of the names); ``n_layers`` is not an int
+            >= 1, is below the model's block count, or differs from a given
+            ``LayerMap``'s own.
+
+    Examples:
+        >>> from paddle_llrd.layer_maps import resolve_layer_map
+        >>> names = ["embed_tokens.weight", "layers.0.mlp.weight", "layers.1.mlp.weight", "norm.weight"]
+        >>> resolve_layer_map("auto", names).n_layers
+        2
+        >>> resolve_layer_map(r"^layers\.(\d+)\.", names, n_layers=4).layer_id("layers.1.mlp.weight")
+        2
+        >>> resolve_layer_map("vit", names)
+        Traceback (most recent call last):
+        ...
+        ValueError: layer_map='vit': no parameter name has a block index this map recognises ...
+        >>> resolve_layer_map("resnet", names)
+        Traceback (most recent call last):
+        ...
+        ValueError: `layer_map` must be 'auto', a family (bert, gpt, llama, vit) or a regular expression with exactly one group capturing the block index; 'resnet' is no family and has 0 groups
+    """
+    names = _structured_names(model_or_names)
+    if n_layers is not None and (isinstance(n_layers, bool) or not isinstance(n_layers, int) or n_layers < 1):
+        raise ValueError(f"`n_layers` must be an int >= 1 or None, got {n_layers!r}")
+    if isinstance(layer_map, LayerMap):
+        if layer_map.n_layers is not None and n_layers is not None and n_layers != layer_map.n_layers:
+            raise ValueError(
+                f"`n_layers`={n_layers} but the LayerMap given as `layer_map` has n_layers={layer_map.n_layers}; "
+                "pass one of them"
+            )
+        resolved = copy.copy(layer_map)  # the caller's map keeps its n_layers
+        resolved.n_layers = layer_map.n_layers if layer_map.n_layers is not None else n_layers
+    elif isinstance(layer_map, str):
+        if layer_map == "auto" or layer_map in FAMILY_PATTERNS:
+            resolved = LayerMap(n_layers=n_layers, family=layer_map)
+        else:
+            resolved = LayerMap(n_layers=n_layers, pattern=_block_regex(layer_map))
+    else:
+        raise TypeError(
+            "`layer_map` must be 'auto', a family name, a regular expression (str) or a LayerMap, "
+            f"got {type(layer_map).__name__} {layer_map!r}"
+        )
+    indices = [index for index in map(resolved.block_index, names) if index is not None]
+    if not indices:
+        shown = ", ".join(repr(name) for name in names[:_NAMES_QUOTED])
+        more = f", ... ({len(names)} in all)" if len(names) > _NAMES_QUOTED else ""
+        described = (
+            repr(layer_map) if isinstance(layer_map, str)
+            else f"LayerMap(family={layer_map.family!r}, pattern={layer_map.pattern!r})"
+        )
+        raise ValueError(
+            f"layer_map={described}: no parameter name has a block index this map recognises "
+            f"(names seen: {shown}{more}); pass `layer_map` a family (bert, gpt, llama, vit) or a regular "
+            r"expression whose one group captures the block index, e.g. r'^stages\.(\d+)\.'"
+        )
+    counted = max(indices) + 1
+    if resolved.n_layers is None:
+        resolved.n_layers = counted
+    elif resolved.n_layers < counted:
+        raise ValueError(
+            f"`n_layers`={resolved.n_layers} but the model has a block with index {counted - 1}; "
+            f"n_layers must be at least {counted} (or None, to count it)"
+        )
+    return resolved
+
+
+def _structured_names(model_or_names: nn.Layer | Iterable[str]) -> list[str]:
+    if isinstance(model_or_names, nn.Layer):
+        return list(build_name_dict(model_or_names).values())
+    if isinstance(model_or_names, str) or not isinstance(model_or_names, Iterable):
+        raise TypeError(
+            "`model_or_names` must be a paddle.nn.Layer or an iterable of structured parameter names, "
+            f"got {type(model_or_names).__name__}"
+        )
+    names = list(model_or_names)
+    if not all(isinstance(name, str) for name in names):
+        raise TypeError("`model_or_names` must hold structured parameter names (str) only")
+    return names
+
+
+def _block_regex(layer_map: str) -> str:
+    """``layer_map`` itself once it is known to compile with exactly one group."""
+    try:
+        groups = re.compile(layer_map).groups
+    except re.error as exc:
+        raise ValueError(
+            f"`layer_map` must be 'auto', a family ({', '.join(sorted(FAMILY_PATTERNS))}) or a regular expression "
+            f"with exactly one group capturing the block index; {layer_map!r} is no family and does not compile: {exc}"
+        ) from None
+    if groups != 1:
+        raise ValueError(
+            f"`layer_map` must be 'auto', a family ({', '.join(sorted(FAMILY_PATTERNS))}) or a regular expression "
+            f"with exactly one group capturing the block index; {layer_map!r} is no family and has {groups} groups"
+        )
+    return layer_map

@@ -16,6 +16,12 @@ PaddleNLP-style BERT, the default; ``gpt``, ``gpt2``, ``llama``, ``vit``) with
 ``--layers N`` blocks, or a user's factory (``--model package.module:factory``,
 called without arguments).
 
+``--style groups`` prints instead the parameter groups
+:func:`~paddle_llrd.layer_decay_param_groups` builds for any Paddle optimizer:
+one line per group with its layer, lr factor, effective lr, weight decay and
+size (biases, norms, 1-D parameters and ViT tokens do not decay; see
+:mod:`paddle_llrd.param_groups`).
+
 Example:
     >>> from paddle_llrd.lr_table import main
     >>> main(["--layers", "2", "--decay", "0.5", "--learning-rate", "1.0"])  # doctest: +ELLIPSIS
@@ -27,6 +33,16 @@ Example:
     classifier.bias 3 1 1 no 0
     (41 parameters, n_layers=2, decay=0.5, learning rate=1.0)
     0
+    >>> main(["--arch", "vit", "--layers", "1", "--decay", "0.5", "--learning-rate", "1.0", "--style", "groups"])
+    layer  lr factor  effective lr  weight decay  tensors  elements  parameters
+        0       0.25          0.25          0.01        1        48  patch_embed.proj.weight
+        0       0.25          0.25             0        3        28  cls_token .. patch_embed.proj.bias
+        1        0.5           0.5          0.01        2        32  blocks.0.self_attn.weight .. blocks.0.mlp.weight
+        1        0.5           0.5             0        4        16  blocks.0.self_attn.bias .. blocks.0.norm.bias
+        2          1             1          0.01        1        12  head.weight
+        2          1             1             0        3        11  norm.weight .. head.bias
+    (6 groups, 14 parameters, n_layers=1, decay=0.5, learning rate=1.0)
+    0
 """
 from __future__ import annotations
 
@@ -34,7 +50,8 @@ import argparse
 import importlib
 
 from .adamwdl import AdamWDL
-from .layer_maps import FAMILY_PATTERNS, LayerMap, build_name_dict, no_decay_parameter_names
+from .layer_maps import FAMILY_PATTERNS, LayerMap, build_name_dict, no_decay_parameter_names, resolve_layer_map
+from .param_groups import format_param_groups_table, layer_decay_param_groups, param_groups_table
 from .skeletons import SKELETONS, build_skeleton
 
 
@@ -61,8 +78,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--decay", type=float, default=0.8, help="layer-wise decay rate (default 0.8)")
     parser.add_argument("--learning-rate", type=float, default=5e-5, help="base learning rate (default 5e-5)")
     parser.add_argument("--weight-decay", type=float, default=0.01, help="weight decay (default 0.01)")
-    parser.add_argument("--decay-all", action="store_true", help="weight-decay bias and norm parameters too")
+    parser.add_argument("--decay-all", action="store_true", help="weight-decay bias and norm parameters too (--style params)")
+    parser.add_argument(
+        "--style", choices=["params", "groups"], default="params",
+        help="params: one line per parameter, as AdamWDL sees it (default); groups: one line per parameter group "
+        "of layer_decay_param_groups, for any Paddle optimizer",
+    )
     args = parser.parse_args(argv)
+    if args.style == "groups" and args.decay_all:
+        parser.error("--decay-all applies to --style params only")
 
     if args.model:
         model = load_factory(args.model)()
@@ -70,6 +94,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.layers < 1:
             parser.error("--layers must be >= 1")
         model = build_skeleton(args.arch, args.layers)
+    if args.style == "groups":
+        return _print_groups(model, args)
     layer_map = LayerMap.from_model(model, n_layers=args.n_layers, family=args.family, pattern=args.pattern)
     name_dict = build_name_dict(model)
     no_decay = set() if args.decay_all else no_decay_parameter_names(model)
@@ -90,4 +116,16 @@ def main(argv: list[str] | None = None) -> int:
         decayed = "yes" if row.decayed else "no"
         print(f"{row.name:<{width}}  {row.layer_id:>5}  {row.ratio:>10.4g}  {row.lr:>12.4g}  {decayed:>7}  {row.weight_decay:>12.4g}")
     print(f"({len(rows)} parameters, n_layers={layer_map.n_layers}, decay={args.decay}, learning rate={args.learning_rate})")
+    return 0
+
+
+def _print_groups(model, args: argparse.Namespace) -> int:
+    layer_map = resolve_layer_map(args.pattern or args.family, model, n_layers=args.n_layers)
+    groups = layer_decay_param_groups(model, args.decay, weight_decay=args.weight_decay, layer_map=layer_map)
+    rows = param_groups_table(groups, model, layer_map=layer_map)
+    print(format_param_groups_table(rows, learning_rate=args.learning_rate))
+    print(
+        f"({len(rows)} groups, {sum(row.tensors for row in rows)} parameters, n_layers={layer_map.n_layers}, "
+        f"decay={args.decay}, learning rate={args.learning_rate})"
+    )
     return 0
