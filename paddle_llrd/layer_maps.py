@@ -16,7 +16,8 @@ family             block names (``N`` = block index)
 and gives:
 
 * layer id ``0`` to embeddings (any name containing ``embed``, plus GPT-2's
-  ``wte``/``wpe`` and ViT's ``cls_token``/``pos_embed``/``patch_embed``),
+  ``wte``/``wpe`` and ViT's ``cls_token``/``pos_embed``/``patch_embed``,
+  DeiT's ``dist_token``, BEiT's ``mask_token``),
 * layer id ``N + 1`` to block ``N``,
 * layer id ``n_layers + 1`` to everything else (heads, poolers, final norms).
 
@@ -88,7 +89,7 @@ FAMILY_PATTERNS: dict[str, tuple[str, ...]] = {
     "llama": (r"(?:^|\.)model\.layers\.(\d+)\.", r"(?:^|\.)layers\.(\d+)\."),
     "vit": (r"(?:^|\.)blocks\.(\d+)\.",),
 }
-_EMBEDDING = re.compile(r"embed|(?:^|\.)(?:wte|wpe|cls_token|dist_token)(?:\.|$)")
+_EMBEDDING = re.compile(r"embed|(?:^|\.)(?:wte|wpe|cls_token|dist_token|mask_token)(?:\.|$)")
 
 
 def build_name_dict(model: nn.Layer) -> dict[str, str]:

@@ -18,10 +18,7 @@ layer ratio :math:`r` decays by :math:`p \leftarrow p\,(1 - \eta\, r\, \lambda)`
 :math:`p \leftarrow p\,(1 - \eta \lambda)`. With ``weight_decay=0`` both give
 the same weights.
 
-Which parameters decay
-----------------------
-
-A parameter gets ``weight_decay`` unless
+**Which parameters decay.** A parameter gets ``weight_decay`` unless
 
 * its structured name contains ``bias`` or ``norm``
   (:func:`~paddle_llrd.no_decay_parameter_names`, PaddleNLP's ``Trainer`` rule),
