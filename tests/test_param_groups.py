@@ -330,6 +330,23 @@ def test_groups_drive_momentum_with_per_layer_lr_and_l2():
     assert_weights(model, params)
 
 
+def test_groups_drive_sgd_with_per_layer_lr_and_l2():
+    """Paddle's SGD: p -= lr r (g + wd p), a group's weight_decay being L2."""
+    family = "vit"
+    model = build(family)
+    start = weights(model)
+    groups = layer_decay_param_groups(model, DECAY, weight_decay=WEIGHT_DECAY)
+    grads = train(model, paddle.optimizer.SGD(learning_rate=LR, parameters=groups), family)
+
+    shapes = {n: p.shape for n, p in model.named_parameters()}
+    params = dict(start)
+    for step_grads in grads:
+        for name, grad in step_grads.items():
+            l2 = WEIGHT_DECAY if expected_decays(name, shapes[name]) else 0.0
+            params[name] = params[name] - LR * expected_ratio(name) * (grad + l2 * params[name])
+    assert_weights(model, params)
+
+
 def lamb_reference(start, grads, lr, ratio, decay, always_adapt, beta1=0.9, beta2=0.999, eps=1e-6):
     """Paddle's LAMB: r = m_hat / (sqrt(v_hat) + eps) + wd * p, p -= lr * (|p| / |r|) * r.
 
