@@ -444,7 +444,19 @@ def test_format_names_each_group():
 
 
 # ------------------------------------------------------- execution modes
+def _run_one_eager_adamw_step() -> None:
+    """Paddle's ``Optimizer`` imports modules lazily on its first step. Under pytest, SOT
+    would translate that import, pytest's assertion-rewriting import hook included, and
+    fail (``UnboundLocalError``) when no earlier test stepped an optimizer; in plain Python
+    the same train step runs. One eager step of a throwaway layer does those imports first."""
+    layer = nn.Linear(1, 1)
+    optimizer = paddle.optimizer.AdamW(parameters=layer.parameters())
+    layer(paddle.ones([1, 1])).sum().backward()
+    optimizer.step()
+
+
 def test_to_static_train_step_accepts_the_groups():
+    _run_one_eager_adamw_step()
     family = "llama"
     model = build(family)
     start = weights(model)
