@@ -5,10 +5,12 @@
 ``playwright`` package (which can drive an installed browser, so nothing is
 downloaded), with every non-``file:`` request blocked. A page fails when
 
-* a code block is wider than its box (its end is cut off or hidden behind a
-  horizontal scrollbar) or sticks out of the main column,
-* a math delimiter ``\\(``, ``\\)``, ``\\[`` or ``\\]`` is visible as text,
-  i.e. MathJax did not typeset the formula,
+* a code block, display formula or table is wider than its box (its end is
+  cut off or hidden behind a horizontal scrollbar) or runs past the main
+  column,
+* a math delimiter ``\\(``, ``\\)``, ``\\[`` or ``\\]`` is visible as text
+  (MathJax did not typeset the formula), MathJax reports an error, or a
+  backslash is printed inside a formula's text (``\\_`` in ``\\text{}``),
 * it asks for anything over the network (the docs must work offline).
 
 It writes a full-page PNG screenshot of each page. Without Chromium or
@@ -51,7 +53,8 @@ TOLERANCE_PX = 1.0
 MEASURE_JS = """
 async () => {
   if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
-    await MathJax.startup.promise;
+    // A MathJax that never finishes is reported as untypeset math, not waited for.
+    await Promise.race([MathJax.startup.promise, new Promise(done => setTimeout(done, 20000))]);
   }
   const main = document.querySelector('[role="main"]') || document.body;
   const column = main.getBoundingClientRect();
@@ -173,7 +176,9 @@ def page_problems(measure: dict[str, Any], requested_urls: list[str]) -> list[st
 
 
 def find_chromium(explicit: str | None) -> str | None:
-    for candidate in (explicit, os.environ.get("CHROMIUM"), "chromium", "chromium-browser"):
+    """The Chromium to drive: ``explicit`` only when given, else ``$CHROMIUM`` or one on PATH."""
+    candidates = [explicit] if explicit else [os.environ.get("CHROMIUM"), "chromium", "chromium-browser"]
+    for candidate in candidates:
         if candidate and shutil.which(candidate):
             return shutil.which(candidate)
     return None
@@ -220,7 +225,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--screenshots", type=Path, help="write a full-page PNG of each page here")
     parser.add_argument("--chromium", help="the Chromium binary (default: $CHROMIUM, then chromium on PATH)")
     parser.add_argument(
-        "--require-browser", action="store_true", default=bool(os.environ.get("CI")),
+        "--require-browser", action="store_true",
+        default=os.environ.get("CI", "").lower() not in ("", "0", "false"),
         help="fail instead of skipping when Chromium or playwright is missing (default under CI)",
     )
     args = parser.parse_args(argv)

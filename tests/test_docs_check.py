@@ -89,6 +89,14 @@ def test_without_a_browser_it_skips_loudly_or_fails_when_required(monkeypatch, t
     assert "docs-check: FAIL: no Chromium found" in capsys.readouterr().out
     monkeypatch.setenv("CI", "true")
     assert docs_check.main([str(tmp_path)]) == 2
+    monkeypatch.setenv("CI", "false")
+    assert docs_check.main([str(tmp_path)]) == 0
+
+
+def test_an_explicit_chromium_that_is_not_there_is_not_replaced(monkeypatch):
+    monkeypatch.setenv("CHROMIUM", "sh")  # an executable that is on PATH
+    assert docs_check.find_chromium("/nonexistent/chromium") is None
+    assert docs_check.find_chromium(None) == shutil.which("sh")
 
 
 def _browser_available():
