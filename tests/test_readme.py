@@ -91,7 +91,7 @@ def _shell_commands(source: str) -> list[str]:
     return commands
 
 
-@pytest.mark.parametrize("source", [page for pair in PAIRS for page in pair])
+@pytest.mark.parametrize("source", [page for pair in PAIRS for page in pair] + ["docs/execution_modes.rst"])
 def test_gpu_install_is_paddles_index_everywhere(source):
     command = paddle_llrd._GPU_INSTALL_COMMAND
     assert command in _shell_commands(source), f"{source} does not give `{command}`"
