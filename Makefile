@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install test demo schedules bench docs test-paddlenlp gpu-check clean
+.PHONY: install test demo schedules bench docs docs-check chromium test-paddlenlp gpu-check clean
 
 $(STAMP): setup.py requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -30,10 +30,22 @@ bench: install
 docs: install
 	$(PY) -m sphinx -W --keep-going -b html -q docs docs/_build/html
 
+# The index, quick starts, AdamWDL and schedules pages in headless Chromium,
+# offline: fails on a code block, formula or table that does not fit, or math
+# left as raw LaTeX. Without Chromium it says so and skips (fails under CI).
+docs-check: docs
+	$(PY) scripts/docs_check.py docs/_build/html --screenshots docs/_build/screenshots
+
+# Debian's Chromium and a CJK font (the Chinese pages), for docs-check; needs root.
+chromium:
+	dpkg -s chromium fonts-wqy-microhei >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q chromium fonts-wqy-microhei; }
+
 test-paddlenlp:
 	bash scripts/test_paddlenlp.sh
 
-# On a CUDA machine only: installs paddlepaddle-gpu in .venv-gpu, runs the GPU tests.
+# On a CUDA machine only: installs paddlepaddle-gpu in .venv-gpu from Paddle's
+# package index (PADDLE_CUDA_TAG, default cu126) or a wheel file
+# (PADDLE_GPU_WHEEL), then runs the GPU tests.
 gpu-check:
 	bash scripts/gpu_check.sh
 

@@ -4,7 +4,11 @@ Paddle itself is an *extra*, never a hard requirement: a user who already has
 ``paddlepaddle-gpu`` must not get the CPU wheel installed on top of it.
 
     pip install -e .[cpu,test]     # CPU development
-    pip install -e .[gpu]          # on a CUDA machine
+    pip install -e .               # on a CUDA machine, after paddlepaddle-gpu
+
+There is no ``gpu`` extra: PyPI's paddlepaddle-gpu stops at 2.6.2, so Paddle 3
+GPU builds are installed first from Paddle's own package index, one per CUDA
+version (README.md, "GPU").
 """
 from setuptools import find_packages, setup
 
@@ -26,11 +30,19 @@ setup(
     install_requires=["numpy"],
     extras_require={
         "cpu": ["paddlepaddle>=3.0"],
-        "gpu": ["paddlepaddle-gpu>=3.0"],
         "test": ["pytest", "hypothesis"],
         "plot": ["matplotlib"],
         "demo": ["tqdm", "matplotlib"],
-        "docs": ["sphinx"],
+        # The docs' theme, copy buttons and offline MathJax, and the browser
+        # driver of `make docs-check` (it drives Debian's chromium), pinned as
+        # in requirements-dev.txt.
+        "docs": [
+            "sphinx==7.4.7",
+            "furo==2025.12.19",
+            "sphinx-copybutton==0.5.2",
+            "sphinx-mathjax-offline==0.0.2",
+            "playwright==1.65.2",
+        ],
         # paddle_llrd.integrations.paddlenlp: PaddleNLP 2.8.1 runs beside
         # Paddle 3 only with these pins (see requirements-paddlenlp.txt).
         "paddlenlp": [

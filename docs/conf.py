@@ -15,14 +15,19 @@ extensions = [
     "sphinx.ext.napoleon",
     "sphinx.ext.mathjax",
     "sphinx.ext.viewcode",
+    "sphinx_copybutton",
+    # Serves MathJax from _static/mathjax instead of a CDN: formulas render
+    # offline and in docs opened later without a network.
+    "sphinx-mathjax-offline",
 ]
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
 napoleon_google_docstring = True
 napoleon_numpy_docstring = False
 exclude_patterns = ["_build"]
-html_theme = "alabaster"
+html_theme = "furo"
 html_static_path = ["_static"]
+html_css_files = ["tables.css"]
 nitpicky = False
 
 

@@ -8,10 +8,18 @@ A working drop-in for ``paddlenlp.ops.optimizer`` (``AdamWDL``,
 from __future__ import annotations
 
 _MIN_PADDLE = (3, 0)
+# PyPI's paddlepaddle-gpu stops at 2.6.2: Paddle 3 GPU builds come only from
+# Paddle's own package index, one per CUDA version (cu118, cu126, cu129). The
+# READMEs, the docs and scripts/gpu_check.sh give this same command.
+_GPU_INSTALL_COMMAND = (
+    "python -m pip install paddlepaddle-gpu==3.3.1 "
+    "-i https://www.paddlepaddle.org.cn/packages/stable/cu126/"
+)
 _INSTALL_HINT = (
-    "Install it with `pip install paddle_llrd[cpu]` (or `pip install "
-    "paddlepaddle>=3.0`) on CPU, or `pip install paddle_llrd[gpu]` (or "
-    "`pip install paddlepaddle-gpu>=3.0`) on a CUDA machine."
+    "On CPU: `pip install paddlepaddle>=3.0` (or `pip install paddle_llrd[cpu]`). "
+    "On a CUDA machine, Paddle 3 GPU builds are not on PyPI; install one from "
+    "Paddle's package index for your CUDA version: `" + _GPU_INSTALL_COMMAND + "` "
+    "(CUDA 12.6; cu118 or cu129 in the URL for CUDA 11.8 or 12.9)."
 )
 
 

@@ -15,13 +15,16 @@
 #   GPU_VENV            the virtualenv to create or reuse (default .venv-gpu)
 #   PADDLE_GPU_VERSION  default 3.3.1, the version CI pins for the CPU build
 #   PADDLE_CUDA_TAG     default cu126; cu118 and cu129 are the other CUDA builds
+#   PADDLE_GPU_WHEEL    a paddlepaddle_gpu-*.whl file to install instead of the
+#                       index (a machine that cannot reach Paddle's index)
 #
 # Where paddlepaddle-gpu comes from: PyPI's paddlepaddle-gpu stops at 2.6.2
 # (`pip index versions paddlepaddle-gpu`), so Paddle 3 GPU wheels come from
-# Paddle's own index, as Paddle's install guide says:
-#     pip install paddlepaddle-gpu==3.3.1 -i https://www.paddlepaddle.org.cn/packages/stable/cu126/
-# The package is installed with --no-deps: its `gpu` extra asks for
-# paddlepaddle-gpu>=3.0, which PyPI cannot satisfy.
+# Paddle's own index, the command the READMEs, the docs and paddle_llrd's
+# import error give (tests/test_readme.py keeps them equal):
+#     python -m pip install paddlepaddle-gpu==3.3.1 -i https://www.paddlepaddle.org.cn/packages/stable/cu126/
+# The package itself is installed with --no-deps, so pip never puts PyPI's CPU
+# build of Paddle over the CUDA one.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -50,13 +53,23 @@ else
     if [[ -x "$PYTHON" ]] && has_cuda_paddle "$PYTHON"; then
         echo "gpu_check: reusing $GPU_VENV"
     else
-        echo "gpu_check: creating $GPU_VENV with paddlepaddle-gpu==$PADDLE_GPU_VERSION from $PADDLE_INDEX"
         python3 -m venv "$GPU_VENV" || exit 2
         "$PYTHON" -m pip install -q --upgrade pip || exit 2
-        "$PYTHON" -m pip install -q "paddlepaddle-gpu==$PADDLE_GPU_VERSION" -i "$PADDLE_INDEX" || {
-            echo "gpu_check: FAIL: could not install paddlepaddle-gpu==$PADDLE_GPU_VERSION from $PADDLE_INDEX"
-            exit 2
-        }
+        if [[ -n "${PADDLE_GPU_WHEEL:-}" ]]; then
+            echo "gpu_check: creating $GPU_VENV with $PADDLE_GPU_WHEEL"
+            "$PYTHON" -m pip install -q "$PADDLE_GPU_WHEEL" || {
+                echo "gpu_check: FAIL: could not install $PADDLE_GPU_WHEEL"
+                exit 2
+            }
+        else
+            echo "gpu_check: creating $GPU_VENV with paddlepaddle-gpu==$PADDLE_GPU_VERSION from $PADDLE_INDEX"
+            "$PYTHON" -m pip install -q "paddlepaddle-gpu==$PADDLE_GPU_VERSION" -i "$PADDLE_INDEX" || {
+                echo "gpu_check: FAIL: could not install paddlepaddle-gpu==$PADDLE_GPU_VERSION from $PADDLE_INDEX"
+                echo "    (PyPI has no Paddle 3 GPU build; without access to that index, download the wheel"
+                echo "    elsewhere and pass it as PADDLE_GPU_WHEEL=/path/to/paddlepaddle_gpu-*.whl)"
+                exit 2
+            }
+        fi
     fi
     # The test tools at CI's pins, without CI's CPU Paddle; the package itself without its extras.
     grep -v '^paddlepaddle' requirements-dev.txt > "$GPU_VENV/requirements-gpu-check.txt"

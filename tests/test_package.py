@@ -39,7 +39,10 @@ def test_import_without_paddle_says_which_pip_install():
     )
     assert "MESSAGE:" in result.stdout, result.stderr
     assert "pip install paddlepaddle>=3.0" in result.stdout
-    assert "paddlepaddle-gpu" in result.stdout
+    # The GPU advice is Paddle's own index (PyPI stops at paddlepaddle-gpu 2.6.2), not an extra pip cannot resolve.
+    assert ("python -m pip install paddlepaddle-gpu==3.3.1 "
+            "-i https://www.paddlepaddle.org.cn/packages/stable/cu126/") in result.stdout
+    assert "[gpu]" not in result.stdout
 
 
 def test_import_with_old_paddle_says_3_0_needed(tmp_path):
