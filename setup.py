@@ -29,7 +29,7 @@ setup(
         "gpu": ["paddlepaddle-gpu>=3.0"],
         "test": ["pytest", "hypothesis"],
         "plot": ["matplotlib"],
-        "demo": ["tqdm", "matplotlib"],
+        "demo": ["tqdm", "matplotlib", "scikit-learn"],
         "docs": ["sphinx"],
         # paddle_llrd.integrations.paddlenlp: PaddleNLP 2.8.1 runs beside
         # Paddle 3 only with these pins (see requirements-paddlenlp.txt).
