@@ -93,10 +93,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     digits = _digit_range(task.source_digits), _digit_range(task.target_digits)
     print(
-        f"{DATASET_NAME}: pretrain a {args.layers}-block ViT (hidden {args.hidden}, 4x4-pixel patches) on digits {digits[0]} "
-        f"({len(task.source_train)} images, {args.pretrain_steps} AdamW steps), then fine-tune it on digits {digits[1]} "
-        f"from {args.labels_per_class} labelled images per class ({args.steps} steps, lr {args.learning_rate:g}, "
-        f"schedule {args.schedule!r}) with each optimizer, seeds {args.seeds}"
+        f"{DATASET_NAME}: pretrain a {args.layers}-block ViT (hidden {args.hidden}, 4x4-pixel patches) on digits {digits[0]}"
+        f" ({len(task.source_train)} images, {args.pretrain_steps} AdamW steps),\nthen fine-tune it on digits {digits[1]} from"
+        f" {args.labels_per_class} labelled images per class ({args.steps} steps, lr {args.learning_rate:g}, schedule"
+        f" {args.schedule!r}) with each optimizer, seeds {args.seeds}"
     )
 
     pretrain_settings = TrainSettings(
