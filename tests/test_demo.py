@@ -186,7 +186,7 @@ def test_grid_table_has_one_cell_per_rate_and_decay():
     runs = [_run("AdamW", 1.0, 1e-3, s, t, k) for s, t, k in [(0, 0.8, 0.6), (1, 0.6, 0.4)]]
     runs += [_run("AdamWDL", 0.5, 1e-3, 0, 0.7, 0.9), _run("AdamWDL", 0.5, 2e-3, 0, 0.75, 0.85)]
     lines = grid_table(runs).splitlines()
-    assert lines[1].split() == ["lr", "decay", "1", "decay", "0.5"]
+    assert lines[1].split() == ["lr", "AdamW", "AdamWDL", "0.5"]
     assert lines[3].split() == ["0.001", "0.700", "/", "0.500", "0.700", "/", "0.900"]  # AdamW mean of two seeds
     assert lines[4].split() == ["0.002", "-", "0.750", "/", "0.850"]
 
@@ -201,7 +201,7 @@ def test_quick_demo_prints_the_table_and_writes_figures_and_results(tmp_path, ca
     argv = ["demo", "--quick", "--no-progress", "--seeds", "3", "5", "--decays", "0.8", "0.5", "--grid-learning-rates", "3e-3", "--output-dir", str(tmp_path)]
     assert cli_main(argv) == 0
     out = capsys.readouterr().out
-    for text in ("target accuracy", "source accuracy kept", "AdamWDL 0.8", "relative weight change", "target accuracy / source accuracy kept, mean over seeds"):
+    for text in ("target accuracy", "source accuracy kept", "AdamWDL 0.8", "relative weight change", "target accuracy / source accuracy kept, mean over seeds", "0.003  "):
         assert text in out
     for name in ("layer_change.png", "transfer.png", "layer_lrs.png"):
         assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -222,10 +222,16 @@ def test_quick_demo_prints_the_table_and_writes_figures_and_results(tmp_path, ca
 
 @pytest.mark.parametrize(
     "flags, message",
-    [(["--decays", "1.5"], "--decays"), (["--seeds", "1", "1"], "--seeds"), (["--steps", "0"], "--steps"), (["--hidden", "6"], "--hidden")],
+    [(["--decays", "1.5"], "--decays"), (["--seeds", "1", "1"], "--seeds"), (["--steps", "0"], "--steps"), (["--hidden", "6"], "--hidden"),
+     (["--grid-learning-rates", "0"], "--grid-learning-rates"), (["--seeds", "-1"], "--seeds")],
 )
 def test_demo_rejects_bad_flags(flags, message, capsys):
     with pytest.raises(SystemExit) as exit_info:
         cli_main(["demo", "--quick", *flags])
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_demo_says_when_a_class_has_too_few_images_for_the_labels_asked():
+    with pytest.raises(SystemExit, match="--labels-per-class.*per_class"):
+        cli_main(["demo", "--quick", "--no-progress", "--labels-per-class", "1000"])

@@ -10,7 +10,7 @@ import numpy as np
 from ..vit import TinyViTConfig
 from . import report
 from .data import DATASET_NAME, few_shot_indices, load_transfer_task
-from .experiment import FineTuneRun, TrainSettings, fine_tune, pretrain
+from .experiment import FineTuneRun, Pretrained, TrainSettings, fine_tune, pretrain
 from .plots import write_plots
 
 # The default run takes about 50 s of CPU time (one core); --quick is the test suite's few-second run.
@@ -58,14 +58,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
             parser.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
     if args.hidden < 4 or args.hidden % 4:
         parser.error(f"--hidden must be a positive multiple of 4 (4 attention heads), got {args.hidden}")
-    if len(set(args.seeds)) != len(args.seeds):
-        parser.error(f"--seeds must be distinct, got {args.seeds}")
+    if len(set(args.seeds)) != len(args.seeds) or min(args.seeds) < 0:
+        parser.error(f"--seeds must be distinct non-negative ints, got {args.seeds}")
     if any(not 0.0 < d <= 1.0 for d in args.decays):
         parser.error(f"--decays must lie in (0, 1], got {args.decays}")
-    for name in ("learning_rate", "pretrain_learning_rate", *(["grid_learning_rates"] * bool(args.grid_learning_rates))):
-        values = getattr(args, name)
-        if any(v <= 0 for v in (values if isinstance(values, list) else [values])):
-            parser.error(f"--{name.replace('_', '-')} must be > 0, got {values}")
+    for flag, values in (
+        ("--learning-rate", [args.learning_rate]),
+        ("--pretrain-learning-rate", [args.pretrain_learning_rate]),
+        ("--grid-learning-rates", args.grid_learning_rates),
+    ):
+        if any(value <= 0 for value in values):
+            parser.error(f"{flag} must be > 0, got {' '.join(map(str, values))}")
     if not 0.0 <= args.warmup_ratio <= 1.0:
         parser.error(f"--warmup-ratio must lie in [0, 1], got {args.warmup_ratio}")
     return args
@@ -84,37 +87,28 @@ def _digit_range(digits: tuple[int, ...]) -> str:
     return f"{digits[0]}-{digits[-1]}" if list(digits) == list(range(digits[0], digits[-1] + 1)) else ",".join(map(str, digits))
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    started, cpu_started = time.perf_counter(), time.process_time()
-    task = load_transfer_task()
+def _pretrain(args, task) -> Pretrained:
     config = TinyViTConfig(
         image_size=8, patch_size=4, hidden_size=args.hidden, num_layers=args.layers, num_heads=4, num_classes=len(task.source_digits)
     )
-    digits = _digit_range(task.source_digits), _digit_range(task.target_digits)
-    print(
-        f"{DATASET_NAME}: pretrain a {args.layers}-block ViT (hidden {args.hidden}, 4x4-pixel patches) on digits {digits[0]}"
-        f" ({len(task.source_train)} images, {args.pretrain_steps} AdamW steps),\nthen fine-tune it on digits {digits[1]} from"
-        f" {args.labels_per_class} labelled images per class ({args.steps} steps, lr {args.learning_rate:g}, schedule"
-        f" {args.schedule!r}) with each optimizer, seeds {args.seeds}"
-    )
-
-    pretrain_settings = TrainSettings(
+    # Only pretraining shifts its images (by up to a pixel): augmentation for the model that all runs start from.
+    settings = TrainSettings(
         args.pretrain_steps, args.pretrain_learning_rate, batch_size=64, warmup_ratio=args.warmup_ratio,
         schedule=args.schedule, weight_decay=args.weight_decay, max_shift=1,
     )
     bar = _progress_bar(args, args.pretrain_steps, "pretrain", "step")
-    pretrained = pretrain(task, config, pretrain_settings, seed=0, on_step=bar and (lambda _: bar.update()))
+    pretrained = pretrain(task, config, settings, seed=0, on_step=bar and (lambda _: bar.update()))
     if bar:
         bar.close()
-    print(f"pretrained: source test accuracy {pretrained.source_test_accuracy:.3f} ({len(task.source_test)} images)")
+    return pretrained
 
+
+def _fine_tune_all(args, task, pretrained: Pretrained, few_shot: dict) -> list[FineTuneRun]:
+    """Every seed x learning rate x optimizer; the effective lrs are recorded for the first seed at the main lr."""
     rates = [args.learning_rate] + [r for r in args.grid_learning_rates if r != args.learning_rate]
-    arms = [(rate, decay) for rate in rates for decay in [None, *args.decays]]
-    few_shot = {seed: few_shot_indices(task.target_pool.labels, args.labels_per_class, np.random.default_rng((seed, 0))) for seed in args.seeds}
-    runs: list[FineTuneRun] = []
-    work = [(seed, rate, decay) for seed in args.seeds for rate, decay in arms]
+    work = [(seed, rate, decay) for seed in args.seeds for rate in rates for decay in [None, *args.decays]]
     bar = _progress_bar(args, len(work), "fine-tune", "run")
+    runs = []
     for seed, rate, decay in work:
         settings = TrainSettings(
             args.steps, rate, args.batch_size, warmup_ratio=args.warmup_ratio, schedule=args.schedule, weight_decay=args.weight_decay
@@ -125,9 +119,30 @@ def main(argv: list[str] | None = None) -> int:
             bar.update()
     if bar:
         bar.close()
+    return runs
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    started, cpu_started = time.perf_counter(), time.process_time()
+    task = load_transfer_task()
+    try:
+        few_shot = {seed: few_shot_indices(task.target_pool.labels, args.labels_per_class, np.random.default_rng((seed, 0))) for seed in args.seeds}
+    except ValueError as error:
+        raise SystemExit(f"--labels-per-class: {error}") from None
+    source, target = _digit_range(task.source_digits), _digit_range(task.target_digits)
+    print(
+        f"{DATASET_NAME}: pretrain a {args.layers}-block ViT (hidden {args.hidden}, 4x4-pixel patches) on digits {source}"
+        f" ({len(task.source_train)} images, {args.pretrain_steps} AdamW steps),\nthen fine-tune it on digits {target} from"
+        f" {args.labels_per_class} labelled images per class ({args.steps} steps, lr {args.learning_rate:g}, schedule"
+        f" {args.schedule!r}) with each optimizer, seeds {args.seeds}"
+    )
+    pretrained = _pretrain(args, task)
+    print(f"pretrained: source test accuracy {pretrained.source_test_accuracy:.3f} ({len(task.source_test)} images)")
+    runs = _fine_tune_all(args, task, pretrained, few_shot)
 
     main_runs = [r for r in runs if r.learning_rate == args.learning_rate]
-    print(f"\nfine-tuned on digits {digits[1]}, {len(args.seeds)} seeds (mean ± std), lr {args.learning_rate:g}:")
+    print(f"\nfine-tuned on digits {target}, {len(args.seeds)} seeds (mean ± std), lr {args.learning_rate:g}:")
     print(report.transfer_table(main_runs))
     print("\nrelative weight change from the pretrained weights, ||W - W0|| / ||W0|| (mean over seeds):")
     print(report.layer_change_table(main_runs))

@@ -182,6 +182,7 @@ def fine_tune(
             rows = [(name, float(optimizer.get_lr())) for name, _ in model.named_parameters()]
         for name, lr in rows:
             label = layer_label(name, layer_map)
+            # A layer's parameters share one lr: keep the first one's.
             if len(layer_lrs.setdefault(label, [])) == step:
                 layer_lrs[label].append(lr)
 

@@ -27,8 +27,12 @@ from .metrics import mean_and_spread
 RESULTS_FILE = "results.json"
 
 
+def arm_label(optimizer: str, layerwise_decay: float) -> str:
+    return optimizer if optimizer == "AdamW" else f"{optimizer} {layerwise_decay:g}"
+
+
 def arm_name(run: FineTuneRun) -> str:
-    return run.optimizer if run.optimizer == "AdamW" else f"AdamWDL {run.layerwise_decay:g}"
+    return arm_label(run.optimizer, run.layerwise_decay)
 
 
 def group_by_arm(runs: Sequence[FineTuneRun]) -> dict[tuple[str, float, float], list[FineTuneRun]]:
@@ -71,23 +75,23 @@ def layer_change_table(runs: Sequence[FineTuneRun]) -> str:
 
 
 def grid_table(runs: Sequence[FineTuneRun]) -> str:
-    """Mean target accuracy / source accuracy kept for each learning rate (rows) and decay (columns)."""
+    """Mean target accuracy / source accuracy kept for each learning rate (rows) and optimizer (columns)."""
     arms = group_by_arm(runs)
-    decays = sorted({decay for _, decay, _ in arms}, reverse=True)
+    columns = list(dict.fromkeys((optimizer, decay) for optimizer, decay, _ in arms))
     rates = sorted({rate for _, _, rate in arms})
-    header = f"{'lr':>8}" + "".join(f"  {'decay ' + format(d, 'g'):>13}" for d in decays)
+    header = f"{'lr':>8}" + "".join(f"  {arm_label(optimizer, decay):>13}" for optimizer, decay in columns)
     lines = ["target accuracy / source accuracy kept, mean over seeds", header, "-" * len(header)]
     for rate in rates:
         cells = []
-        for decay in decays:
-            arm = next((a for (_, d, r), a in arms.items() if d == decay and r == rate), None)
+        for optimizer, decay in columns:
+            arm = arms.get((optimizer, decay, rate))
             if arm is None:
                 cells.append(f"{'-':>13}")
                 continue
             target = mean_and_spread([r.target_accuracy for r in arm])[0]
             kept = mean_and_spread([r.source_accuracy_kept for r in arm])[0]
-            cells.append(f"{target:.3f} / {kept:.3f}".rjust(13))
-        lines.append(f"{rate:>8g}" + "".join(f"  {cell}" for cell in cells))
+            cells.append(f"{target:.3f} / {kept:.3f}")
+        lines.append(f"{rate:>8g}" + "".join(f"  {cell:>13}" for cell in cells))
     return "\n".join(lines)
 
 
