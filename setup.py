@@ -32,7 +32,7 @@ setup(
         "cpu": ["paddlepaddle>=3.0"],
         "test": ["pytest", "hypothesis"],
         "plot": ["matplotlib"],
-        "demo": ["tqdm", "matplotlib"],
+        "demo": ["tqdm", "matplotlib", "scikit-learn"],
         # The docs' theme, copy buttons and offline MathJax, and the browser
         # driver of `make docs-check` (it drives Debian's chromium), pinned as
         # in requirements-dev.txt.

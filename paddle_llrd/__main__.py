@@ -9,7 +9,7 @@ import importlib
 import sys
 
 COMMANDS = {
-    "demo": ("paddle_llrd.demo", "fine-tune a small BERT with AdamW and with AdamWDL and compare"),
+    "demo": ("paddle_llrd.demo", "pretrain a small ViT on digits, fine-tune it with AdamW and with AdamWDL, compare"),
     "schedules": ("paddle_llrd.schedule_table", "print every registered schedule at characteristic steps"),
     "lr-table": ("paddle_llrd.lr_table", "print each parameter's layer, ratio and effective lr"),
 }

@@ -1,5 +1,4 @@
 """Installation behaviour, the CLI dispatcher and the built-in model/data."""
-import json
 import os
 import subprocess
 import sys
@@ -115,13 +114,3 @@ def test_majority_task_rejects_bad_arguments(kwargs, message):
     args = {"num_samples": 4, **kwargs}
     with pytest.raises(ValueError, match=message):
         make_majority_task(**args)
-
-
-def test_demo_short_run_prints_table_and_writes_plots(tmp_path, capsys):
-    assert cli_main(["demo", "--steps", "6", "--pretrain-steps", "3", "--layers", "2", "--hidden", "16", "--no-progress", "--output-dir", str(tmp_path)]) == 0
-    out = capsys.readouterr().out
-    assert "eval accuracy (EMA)" in out and "AdamWDL" in out and "AdamW" in out
-    for name in ("loss_curves.png", "layer_lrs.png", "results.json"):
-        assert (tmp_path / name).stat().st_size > 0
-    results = json.loads((tmp_path / "results.json").read_text())["results"]
-    assert set(results) == {"AdamW", "AdamWDL"}
