@@ -27,6 +27,10 @@ from .update_plan import UpdatePlan
 
 # Paddle's own AdamW passes the same value.
 MIN_ROW_SIZE_TO_USE_MULTITHREAD = 1000
+# The initial beta power of a program whose beta is a Tensor: its value is
+# known only when the program runs, so the first update sets the power to it
+# (see start_beta_pows). A power is in (0, 1] otherwise.
+UNSET_BETA_POW = -1.0
 
 
 class AdamSettings(NamedTuple):
@@ -53,8 +57,8 @@ class AdamSettings(NamedTuple):
         return cls(
             beta1,
             beta2,
-            _beta_value(beta1),
-            _beta_value(beta2),
+            _beta_value(beta1, dygraph),
+            _beta_value(beta2, dygraph),
             optimizer._epsilon,
             optimizer._lazy_mode,
             optimizer._amsgrad,
@@ -63,10 +67,11 @@ class AdamSettings(NamedTuple):
         )
 
 
-def _beta_value(beta: Any) -> Any:
-    if type(beta) is float:
-        return beta
-    return beta.item(0) if isinstance(beta, Variable) else beta
+def _beta_value(beta: Any, dygraph: bool) -> Any:
+    """A dygraph Tensor beta's value; a PIR program passes the Value itself (a legacy op, see ``beta1``)."""
+    if dygraph and is_tensor(beta):
+        return beta.item(0)
+    return beta
 
 
 def adamw_update(
@@ -98,6 +103,8 @@ def adamw_update(
             settings.lazy_mode, MIN_ROW_SIZE_TO_USE_MULTITHREAD, master_weight is not None, False, settings.amsgrad,
         )
         return None
+    if not settings.dygraph and (is_tensor(settings.beta1) or is_tensor(settings.beta2)):
+        start_beta_pows(plan.moments[3], plan.moments[4], settings)
     if not in_dynamic_or_pir_mode():
         return _legacy_adamw_op(block, param, grad, lr, plan, settings, coeff=coeff, adam_kernel=adam_kernel)
     master_weight = plan.master_weight
@@ -217,6 +224,18 @@ def advance_beta_pows(beta1_pow: Any, beta2_pow: Any, settings: AdamSettings) ->
         if is_tensor(settings.found_inf):
             advanced = paddle.where(paddle.reshape(settings.found_inf, [1]), beta_pow, advanced)
         paddle.assign(advanced, output=beta_pow)
+
+
+def start_beta_pows(beta1_pow: Any, beta2_pow: Any, settings: AdamSettings) -> None:
+    """In a program, ``beta_pow = beta`` where a Tensor beta's power is still :data:`UNSET_BETA_POW`.
+
+    Paddle 3.3.1's AdamW starts the powers at 0.9 and 0.999 whatever a Tensor
+    beta holds, which makes the bias correction that of other betas.
+    """
+    for beta_pow, beta in ((beta1_pow, settings.beta1), (beta2_pow, settings.beta2)):
+        if is_tensor(beta):
+            beta = paddle.cast(paddle.reshape(beta, [1]), beta_pow.dtype)
+            paddle.assign(paddle.where(beta_pow < 0, beta, beta_pow), output=beta_pow)
 
 
 def decoupled_decay(block: Any, target: Any, factor: Any) -> Any:

@@ -37,8 +37,14 @@ from paddle import pir
 from paddle.base import core, framework
 from paddle.optimizer import AdamW
 
-from .adamw_updates import AdamSettings, adamw_update, decoupled_decay, densify
-from .adamwdl_arguments import check_layerwise_arguments, check_not_none
+from .adamw_updates import UNSET_BETA_POW, AdamSettings, adamw_update, decoupled_decay, densify
+from .adamwdl_arguments import (
+    check_group,
+    check_layerwise_arguments,
+    check_non_negative,
+    check_not_none,
+    checked_parameters,
+)
 from .layerwise import layerwise_lr_decay
 from .lr_ratios import (
     LrScale,
@@ -154,7 +160,11 @@ class AdamWDL(AdamW):
     Args:
         learning_rate (float|LRScheduler, optional): The global learning rate. Default 0.001.
         beta1 (float|Tensor, optional): Decay rate of the first moment. Default 0.9.
+            A Tensor's value starts the bias correction's power
+            :math:`\beta_1^t` (Paddle 3.3.1's ``AdamW`` starts it at 0.9 whatever
+            the Tensor holds).
         beta2 (float|Tensor, optional): Decay rate of the second moment. Default 0.999.
+            As ``beta1`` (Paddle's ``AdamW`` starts at 0.999).
         epsilon (float|Tensor, optional): Numerical-stability term. Default 1e-8.
         parameters (list|tuple|None, optional): Parameters to optimise, or a list of
             parameter-group dicts (keys ``params``, ``learning_rate`` (a factor
@@ -191,10 +201,14 @@ class AdamWDL(AdamW):
         TypeError: ``learning_rate``, ``beta1``, ``beta2`` or ``epsilon`` is
             None, ``layerwise_decay`` is not a float or Tensor (an ``int`` is
             refused), ``set_param_lr_fun`` is not callable, ``name_dict`` is not
-            a mapping, (default function) ``n_layers`` is not an int, or a
+            a mapping, (default function) ``n_layers`` is not an int, a
             parameter group's ``weight_decay`` is a ``WeightDecaySchedule``
-            (only the optimizer-wide one can be).
-        ValueError: ``layerwise_decay`` is negative or not finite, or (default
+            (only the optimizer-wide one can be), or ``parameters`` is None
+            in dygraph mode (a static program may leave it out).
+        ValueError: a float (or dygraph Tensor) ``learning_rate`` or
+            ``weight_decay``, or a parameter group's ``learning_rate`` or
+            ``weight_decay``, is NaN, infinite or negative (nothing is applied,
+            also to the groups before it); ``layerwise_decay`` is negative or not finite, or (default
             function) ``n_layers`` is negative, a parameter's layer index is not
             below it, or ``layerwise_decay != 1.0`` and there is no ``name_dict``.
         KeyError: a trainable parameter is missing from ``name_dict`` (default
@@ -244,6 +258,10 @@ class AdamWDL(AdamW):
         amsgrad: bool = False,
     ) -> None:
         check_not_none(learning_rate=learning_rate, beta1=beta1, beta2=beta2, epsilon=epsilon)
+        check_non_negative(learning_rate, "`learning_rate`")
+        if not isinstance(weight_decay, WeightDecaySchedule):  # a schedule checks its values itself
+            check_non_negative(weight_decay, "`weight_decay`")
+        parameters = checked_parameters(parameters)
         check_layerwise_arguments(layerwise_decay, n_layers, set_param_lr_fun, name_dict)
         # Set before Paddle's constructor, which adds the parameter groups.
         self._weight_decay_schedule: WeightDecaySchedule | None = None
@@ -335,13 +353,7 @@ class AdamWDL(AdamW):
 
     # ----------------------------------------------------------- param groups
     def _add_param_group(self, param_group: dict[str, Any]) -> None:
-        for key in ("weight_decay", "coeff"):
-            if isinstance(param_group.get(key), WeightDecaySchedule):
-                raise TypeError(
-                    f"AdamWDL: a parameter group's `{key}` must be a float; a WeightDecaySchedule "
-                    "goes in AdamWDL(weight_decay=...), and groups without their own "
-                    "`weight_decay` follow it."
-                )
+        check_group(param_group, "a parameter group")  # the constructor's groups: again, cheap
         follows_default = "weight_decay" not in param_group and "coeff" not in param_group
         # PaddleNLP's groups call the weight decay `coeff`; AdamW's `weight_decay`.
         if "coeff" in param_group:
@@ -732,6 +744,29 @@ class AdamWDL(AdamW):
         return decoupled_decay(block, target, factor)
 
     # ------------------------------------------------------------ the kernel
+    def _add_moments_pows(self, p: Any) -> None:
+        """Paddle's accumulators, with beta powers that start at a Tensor beta's value.
+
+        Paddle 3.3.1's AdamW starts them at 0.9/0.999 for Tensor betas. In
+        dygraph the value is read here; a program starts them at
+        ``UNSET_BETA_POW`` and its first update sets them
+        (:func:`~paddle_llrd.adamw_updates.start_beta_pows`).
+        """
+        beta1, beta2 = self._beta1, self._beta2
+        if not (is_tensor(beta1) or is_tensor(beta2)):
+            return super()._add_moments_pows(p)
+
+        def initial_power(beta: Any) -> Any:
+            if not is_tensor(beta):
+                return beta
+            return float(beta.item()) if framework.in_dygraph_mode() else UNSET_BETA_POW
+
+        self._beta1, self._beta2 = initial_power(beta1), initial_power(beta2)
+        try:
+            return super()._add_moments_pows(p)
+        finally:
+            self._beta1, self._beta2 = beta1, beta2
+
     def _uses_master(self, param: Any) -> bool:
         return self._multi_precision and self._is_dtype_fp16_or_bf16(param.dtype)
 

@@ -10,8 +10,11 @@ import numbers
 from collections.abc import Mapping
 from typing import Any
 
+from paddle.base import framework
+
 from .layerwise import NAME_DICT_ADVICE, layerwise_lr_decay
-from .lr_ratios import is_tensor
+from .lr_ratios import is_real_number, is_tensor
+from .weight_decay import WeightDecaySchedule
 
 
 def check_not_none(**arguments: Any) -> None:
@@ -69,3 +72,65 @@ def check_layerwise_arguments(layerwise_decay: Any, n_layers: Any, set_param_lr_
             f"each parameter's layer; {NAME_DICT_ADVICE} and pass "
             "name_dict=name_dict."
         )
+
+
+def check_non_negative(value: Any, argument: str) -> None:
+    """``ValueError`` naming ``argument`` (as the message should show it) if ``value`` is a number
+    (or a dygraph Tensor) that is NaN, infinite or negative.
+
+    Other types are left to Paddle's own checks (an ``LRScheduler`` checks
+    its values where it is built).
+
+    Examples:
+        >>> check_non_negative(0.01, "`weight_decay`")
+        >>> check_non_negative(float("nan"), "`learning_rate`")
+        Traceback (most recent call last):
+        ...
+        ValueError: AdamWDL: `learning_rate` must be a finite number >= 0, got nan.
+    """
+    number = value
+    if is_tensor(value):
+        if not framework.in_dygraph_mode() or value.size != 1:
+            return  # a program's value is known when it runs
+        number = float(value.item())
+    elif not is_real_number(value):
+        return
+    if not (math.isfinite(number) and number >= 0.0):
+        raise ValueError(f"AdamWDL: {argument} must be a finite number >= 0, got {number!r}.")
+
+
+def check_group(group: Any, where: str) -> None:
+    """A parameter group's ``learning_rate`` and ``weight_decay``/``coeff``; ``where`` names the group."""
+    if not isinstance(group, Mapping):
+        return  # Paddle's own check names it
+    for key in ("weight_decay", "coeff"):
+        if isinstance(group.get(key), WeightDecaySchedule):
+            raise TypeError(
+                f"AdamWDL: {where}'s `{key}` must be a float; a WeightDecaySchedule "
+                "goes in AdamWDL(weight_decay=...), and groups without their own "
+                "`weight_decay` follow it."
+            )
+    for key in ("learning_rate", "weight_decay", "coeff"):
+        if key in group:
+            check_non_negative(group[key], f"{where}'s `{key}`")
+
+
+def checked_parameters(parameters: Any) -> Any:
+    """``parameters`` as a list (a generator is read once), its groups checked; refuses None in dygraph.
+
+    In a static program ``parameters=None`` means every trainable parameter
+    of the program, as in Paddle.
+    """
+    if parameters is None:
+        if framework.in_dygraph_mode():
+            raise TypeError(
+                "AdamWDL: `parameters` is required in dygraph mode: pass model.parameters() "
+                "(or a list of parameter-group dicts, each with a 'params' list)."
+            )
+        return None
+    if is_tensor(parameters) or isinstance(parameters, (str, Mapping)):
+        return parameters  # Paddle's own check names it
+    parameters = list(parameters)
+    for index, group in enumerate(parameters):
+        check_group(group, f"parameter group {index}")
+    return parameters
