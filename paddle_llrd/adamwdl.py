@@ -306,6 +306,7 @@ class AdamWDL(AdamW):
         self._lr_to_coeff: dict[Any, Any] = {}
         self._scaled_lrs: dict[float, Any] = {}
         self._pass_global_lr: Any = None
+        self._fused_coeffs: dict[Any, float | None] = {}  # per pass, see UpdatePlan.fused_coeff_for
         self._pass_settings: AdamSettings | None = None
         # Per parameter name, what its dygraph updates reuse across steps;
         # emptied when the optimizer state is replaced (set_state_dict).
@@ -603,6 +604,7 @@ class AdamWDL(AdamW):
         self._scaled_lrs = {}
         self._pass_global_lr = None
         self._pass_settings = None
+        self._fused_coeffs = {}
 
     def _run_pass(self, create_pass: Callable[..., Any], parameters_and_grads: Any, param_group_idx: int) -> Any:
         self._begin_pass(parameters_and_grads)
@@ -694,7 +696,8 @@ class AdamWDL(AdamW):
             if sparse and not settings.lazy_mode and settings.dygraph:
                 grad, sparse = densify(param, grad), False
             fused_coeff = None if sparse else plan.fused_coeff_for(
-                self._weight_decay, base_scale, update_scale, force_general=self._force_general_decay
+                self._weight_decay, base_scale, update_scale,
+                force_general=self._force_general_decay, decided=self._fused_coeffs,
             )
             if plan.decays and fused_coeff is None:
                 self._append_decoupled_weight_decay(block, param_and_grad, lr_scale=base_scale)

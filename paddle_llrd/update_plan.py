@@ -40,20 +40,27 @@ class UpdatePlan:
         self._decision_key: Any = _NOT_DECIDED
         self._fused_coeff: float | None = None
 
-    def fused_coeff_for(self, coeff: Any, base_scale: LrScale, update_scale: LrScale, *, force_general: bool) -> float | None:
+    def fused_coeff_for(
+        self, coeff: Any, base_scale: LrScale, update_scale: LrScale, *, force_general: bool, decided: dict[Any, Any]
+    ) -> float | None:
         """The fused kernel's coefficient for this update, None for the separate decay op.
 
-        Cached while ``coeff`` (the weight decay), ``base_scale`` (:math:`s_p`)
-        and ``update_scale`` (:math:`s_p r_p`) are the same numbers; a Tensor
-        among them always takes the separate op.
+        Kept while ``coeff`` (the weight decay), ``base_scale`` (:math:`s_p`)
+        and ``update_scale`` (:math:`s_p r_p`) are the same numbers; when one
+        changes (a weight-decay schedule's next value) the decision is taken
+        once per distinct key and pass (``decided``, which the optimizer empties
+        after each pass), not per parameter. A Tensor among them always takes
+        the separate op.
         """
         if not self.decays or force_general:
             return None
         if type(base_scale) is float and type(update_scale) is float and type(coeff) is float:
             key = (coeff, base_scale, update_scale)
             if key != self._decision_key:
-                self._fused_coeff = fused_decay_coeff(coeff, base_scale, update_scale)
-                self._decision_key = key
+                fused = decided.get(key, _NOT_DECIDED)
+                if fused is _NOT_DECIDED:
+                    fused = decided[key] = fused_decay_coeff(coeff, base_scale, update_scale)
+                self._fused_coeff, self._decision_key = fused, key
             return self._fused_coeff
         if is_real_number(base_scale) and is_real_number(update_scale) and is_real_number(coeff):
             return fused_decay_coeff(coeff, base_scale, update_scale)
