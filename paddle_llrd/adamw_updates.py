@@ -226,6 +226,14 @@ def advance_beta_pows(beta1_pow: Any, beta2_pow: Any, settings: AdamSettings) ->
         paddle.assign(advanced, output=beta_pow)
 
 
+def initial_beta_pow(beta: Any) -> Any:
+    """The value a beta power accumulator starts at: ``beta`` itself, a dygraph
+    Tensor's value, or in a program :data:`UNSET_BETA_POW` for a Tensor."""
+    if not is_tensor(beta):
+        return beta
+    return float(beta.item()) if framework.in_dygraph_mode() else UNSET_BETA_POW
+
+
 def start_beta_pows(beta1_pow: Any, beta2_pow: Any, settings: AdamSettings) -> None:
     """In a program, ``beta_pow = beta`` where a Tensor beta's power is still :data:`UNSET_BETA_POW`.
 
@@ -236,6 +244,18 @@ def start_beta_pows(beta1_pow: Any, beta2_pow: Any, settings: AdamSettings) -> N
         if is_tensor(beta):
             beta = paddle.cast(paddle.reshape(beta, [1]), beta_pow.dtype)
             paddle.assign(paddle.where(beta_pow < 0, beta, beta_pow), output=beta_pow)
+
+
+def decay_factor(lr: Any, coeff: Any, found_inf: Any) -> Any:
+    """``1 - lr * coeff``, the separate decay's factor; 1 on an AMP overflow step of a program.
+
+    Dygraph skips the whole pass on overflow (``found_inf`` None here); a
+    program has to turn the decay into a no-op itself.
+    """
+    factor = 1.0 - lr * coeff
+    if is_tensor(found_inf):
+        factor = paddle.where(paddle.reshape(found_inf, []), paddle.ones_like(factor), factor)
+    return factor
 
 
 def decoupled_decay(block: Any, target: Any, factor: Any) -> Any:

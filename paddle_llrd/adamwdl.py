@@ -1,23 +1,11 @@
 """AdamW with layer-wise learning-rate decay (``AdamWDL``), exact on Paddle 3.
 
-A drop-in for ``paddlenlp.ops.optimizer.AdamWDL`` with the same constructor
-and the same intended numbers, but:
-
-* it runs on Paddle 3 (PaddleNLP 2.8.1's ``step()`` raises ``TypeError``);
-* weight decay is applied once per step (PaddleNLP's class decays twice);
-* a ``set_param_lr_fun`` may return ``None`` after editing
-  ``param.optimize_attr['learning_rate']`` itself (PaddleNLP's own docstring
-  example crashes);
-* layer ratios work on CPU (Paddle's ``AdamW(lr_ratio=...)`` is GPU-only), and
-  so does ``multi_precision`` with float16/bfloat16 parameters;
-* a step costs what ``paddle.optimizer.AdamW``'s does: the decay rides in the
-  fused ``adamw`` kernel (see :class:`AdamWDL`, "Fast path").
-
-Beyond PaddleNLP: ``weight_decay`` may be a
-:class:`~paddle_llrd.WeightDecaySchedule` (Megatron-LM's ramp from
-``start_wd`` to ``end_wd``), a :class:`~paddle_llrd.layer_maps.LayerMap` is
-cached like the default ratio function, and :meth:`AdamWDL.param_lr_table`
-lists what each parameter gets at the current step.
+A drop-in for ``paddlenlp.ops.optimizer.AdamWDL`` (same constructor, same
+intended numbers) that runs on Paddle 3, decays once per step, accepts a
+``set_param_lr_fun`` that edits ``optimize_attr`` itself, works on CPU
+(also with ``multi_precision``), and costs what ``paddle.optimizer.AdamW``
+costs; beyond it, a :class:`~paddle_llrd.WeightDecaySchedule` as
+``weight_decay`` and :meth:`AdamWDL.param_lr_table`. See :doc:`/adamwdl`.
 
 The class owns the parameters, the optimizer state and the public API;
 :mod:`paddle_llrd.lr_ratios` resolves and checks the layer ratios,
@@ -28,7 +16,6 @@ steps, :mod:`paddle_llrd.adamw_updates` runs the update paths and
 from __future__ import annotations
 
 import functools
-import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +24,7 @@ from paddle import pir
 from paddle.base import core, framework
 from paddle.optimizer import AdamW
 
-from .adamw_updates import UNSET_BETA_POW, AdamSettings, adamw_update, decoupled_decay, densify
+from .adamw_updates import AdamSettings, adamw_update, decay_factor, decoupled_decay, densify, initial_beta_pow
 from .adamwdl_arguments import (
     check_group,
     check_layerwise_arguments,
@@ -57,6 +44,7 @@ from .lr_ratios import (
     update_scale,
 )
 from .param_lr_rows import ParamLrRow, param_lr_rows
+from .scheduled_weight_decay import WEIGHT_DECAY_SCHEDULE_KEY, ScheduledWeightDecay
 from .sot_skip import run_eagerly_under_sot
 from .update_plan import UpdatePlan, plan_update
 from .weight_decay import WeightDecaySchedule
@@ -68,8 +56,6 @@ if TYPE_CHECKING:
 
 __all__ = ["AdamWDL", "ParamLrRow", "WEIGHT_DECAY_SCHEDULE_KEY"]
 
-# The entry of AdamWDL.state_dict() that holds its WeightDecaySchedule's state.
-WEIGHT_DECAY_SCHEDULE_KEY = "weight_decay_schedule"
 
 run_eagerly_under_sot()
 
@@ -81,7 +67,7 @@ def _is_static_sparse(grad: Any) -> bool:
     return grad.type == core.VarDesc.VarType.SELECTED_ROWS
 
 
-class AdamWDL(AdamW):
+class AdamWDL(ScheduledWeightDecay, AdamW):
     r"""AdamW with layer-wise learning-rate decay and exact decoupled weight decay.
 
     For a parameter :math:`p` with gradient :math:`g` at step :math:`t`, let
@@ -120,42 +106,34 @@ class AdamWDL(AdamW):
     and the optimizer state as they were. With ``set_param_lr_fun=None`` the
     optimizer gives exactly ``paddle.optimizer.AdamW``'s numbers.
 
-    Fast path: Paddle's fused ``adamw`` kernel, given learning rate
-    :math:`\eta'` and coefficient :math:`\lambda'`, decays
-    :math:`p \leftarrow p\,(1-\eta'\lambda')` and takes the Adam step with
-    :math:`\eta'`, in one pass over memory. ``AdamWDL`` gives it
-    :math:`\eta' = \eta_p r_p` and :math:`\lambda' = \lambda / r_p`, so the decay
-    is :math:`1-\eta_p\lambda` exactly as above and a step costs what
-    ``AdamW``'s does. Layer ratios of the default function are computed once per
-    parameter and scaled lr tensors once per distinct ratio and step. When the
-    kernel cannot serve an update (a ratio of 0, a non-finite ParamAttr lr
-    factor, a Tensor-valued lr factor or ratio, a sparse ``SelectedRows``
-    gradient, whose ``adamw`` kernel is broken in Paddle 3.3.1) the decay is a separate op,
-    :meth:`_append_decoupled_weight_decay`, followed by the kernel without decay
-    (the ``adam`` kernel for sparse gradients).
+    Fast path: Paddle's fused ``adamw`` kernel decays by
+    :math:`1-\eta'\lambda'` and steps with :math:`\eta'`; ``AdamWDL`` gives it
+    :math:`\eta' = \eta_p r_p` and :math:`\lambda' = \lambda / r_p`, so the
+    decay is :math:`1-\eta_p\lambda` as above, in one kernel call per parameter.
+    A ratio of 0, a non-finite or Tensor lr factor or ratio, or a sparse
+    ``SelectedRows`` gradient take the general path instead: the decay as its
+    own op (:meth:`_append_decoupled_weight_decay`), then the kernel without
+    decay (``adam`` for sparse gradients).
 
-    Ratio caching: a ratio function that depends on the parameter's name only
-    is asked once per parameter (when the optimizer is built, or at the first
-    step of a parameter unfrozen later) and never again: the default
-    :func:`~paddle_llrd.layerwise_lr_decay` and a
-    :class:`~paddle_llrd.layer_maps.LayerMap`, with a float
-    ``layerwise_decay``. Any callable may opt in (or a ``LayerMap`` subclass
-    out) with a ``pure_in_name`` attribute set to ``True`` (``False``); other
-    functions are called at every update.
+    What an update needs that does not change between steps (the
+    parameter's accumulators and master weight, whether it decays, the fused
+    coefficient) is kept per parameter and reused across dygraph steps (so
+    ``apply_decay_param_fun`` is asked once per parameter); a changed lr
+    factor, ratio or weight decay is followed, and ``set_state_dict`` starts
+    afresh. The ratios of a function that depends on the parameter's name
+    only (the default :func:`~paddle_llrd.layerwise_lr_decay` and a
+    :class:`~paddle_llrd.layer_maps.LayerMap` with a float ``layerwise_decay``,
+    or any callable with ``pure_in_name = True``) are computed once per
+    parameter; other functions are asked at every step.
 
     Weight-decay schedule: with ``weight_decay`` a
-    :class:`~paddle_llrd.WeightDecaySchedule`, step :math:`s` (counted from 0,
-    over the steps that updated the weights) uses
-    :math:`\lambda = \text{schedule}(s)` for every parameter outside a
-    parameter group with its own ``weight_decay``. The optimizer owns the
-    schedule: it reads it before each ``step()``/``minimize()`` and advances it
-    after each one, except after an AMP overflow step (``found_inf``), which
-    changes nothing; ``state_dict()`` stores its position under
-    ``"weight_decay_schedule"`` and ``set_state_dict()`` restores it. The
-    schedule needs dygraph execution (``paddle.jit.to_static`` included, where
-    the step runs eagerly): a static program bakes the coefficient into its
-    ops once, so ``minimize()`` in a static program raises
-    ``NotImplementedError``.
+    :class:`~paddle_llrd.WeightDecaySchedule`, step :math:`s` (counted over
+    the steps that updated the weights, not AMP overflow steps) uses
+    :math:`\lambda = \text{schedule}(s)` for every parameter outside a group
+    with its own ``weight_decay``; ``state_dict()`` stores the position under
+    ``"weight_decay_schedule"``. It needs dygraph execution (``to_static``
+    included): ``minimize()`` in a static program raises
+    ``NotImplementedError``. See :doc:`/weight_decay`.
 
     Args:
         learning_rate (float|LRScheduler, optional): The global learning rate. Default 0.001.
@@ -263,12 +241,7 @@ class AdamWDL(AdamW):
             check_non_negative(weight_decay, "`weight_decay`")
         parameters = checked_parameters(parameters)
         check_layerwise_arguments(layerwise_decay, n_layers, set_param_lr_fun, name_dict)
-        # Set before Paddle's constructor, which adds the parameter groups.
-        self._weight_decay_schedule: WeightDecaySchedule | None = None
-        self._groups_following_schedule: list[dict[str, Any]] = []
-        if isinstance(weight_decay, WeightDecaySchedule):
-            self._weight_decay_schedule = weight_decay
-            weight_decay = weight_decay()
+        weight_decay = self._follow_schedule(weight_decay)
         super().__init__(
             learning_rate=learning_rate,
             beta1=beta1,
@@ -329,21 +302,6 @@ class AdamWDL(AdamW):
         return list(self._parameter_list)
 
     # ------------------------------------------------------- public-ish state
-    @property
-    def _coeff(self) -> float:
-        """The weight decay :math:`\\lambda` (of the group being updated, in a pass)."""
-        return self._weight_decay
-
-    @_coeff.setter
-    def _coeff(self, value: float) -> None:
-        self._weight_decay = float(value)
-        self._default_dict["weight_decay"] = float(value)
-
-    @property
-    def weight_decay_schedule(self) -> WeightDecaySchedule | None:
-        """The :class:`~paddle_llrd.WeightDecaySchedule` given as ``weight_decay``, or None."""
-        return self._weight_decay_schedule
-
     def __str__(self) -> str:
         return "Weight Decay, params: " + ",".join(self._params_name)
 
@@ -355,7 +313,6 @@ class AdamWDL(AdamW):
     # ----------------------------------------------------------- param groups
     def _add_param_group(self, param_group: dict[str, Any]) -> None:
         check_group(param_group, "a parameter group")  # the constructor's groups: again, cheap
-        follows_default = "weight_decay" not in param_group and "coeff" not in param_group
         # PaddleNLP's groups call the weight decay `coeff`; AdamW's `weight_decay`.
         if "coeff" in param_group:
             coeff = param_group["coeff"]
@@ -367,37 +324,6 @@ class AdamWDL(AdamW):
                 )
             param_group["weight_decay"] = coeff
         super()._add_param_group(param_group)
-        if follows_default:
-            self._groups_following_schedule.append(param_group)
-
-    # ------------------------------------------------- weight-decay schedule
-    def _sync_weight_decay(self) -> None:
-        """Set the coefficient of the next step from the schedule, if there is one."""
-        schedule = self._weight_decay_schedule
-        if schedule is None:
-            return
-        coeff = float(schedule())
-        self._coeff = coeff
-        for group in self._groups_following_schedule:
-            group["weight_decay"] = coeff
-
-    def _finish_scheduled_step(self) -> None:
-        """Advance the schedule after a step, unless the step was an AMP overflow (a no-op)."""
-        found_inf = self._get_auxiliary_var("found_inf")
-        # The optimisation pass has turned a dygraph found_inf tensor into a bool.
-        if found_inf is not None and bool(found_inf.item() if is_tensor(found_inf) else found_inf):
-            return
-        self._weight_decay_schedule.step()
-        self._sync_weight_decay()
-
-    def _refuse_schedule_outside_dygraph(self) -> None:
-        if self._weight_decay_schedule is not None and not framework.in_dygraph_mode():
-            raise NotImplementedError(
-                "AdamWDL: a WeightDecaySchedule as `weight_decay` needs dygraph execution "
-                "(eager, or paddle.jit.to_static, whose optimizer step runs eagerly): a static "
-                "program fixes the weight-decay coefficient when it is built. Give a float "
-                "`weight_decay` for static programs."
-            )
 
     def step(self) -> None:
         """Update the parameters once; with a weight-decay schedule, advance it.
@@ -412,101 +338,26 @@ class AdamWDL(AdamW):
             >>> opt.clear_grad()
         """
         grouped = bool(self._parameter_list) and isinstance(self._parameter_list[0], dict)
-        if not grouped:
-            # One _apply_optimize call, which resolves the ratios and reads and
-            # advances the schedule itself.
-            return super().step()
+        if not grouped or not framework.in_dygraph_mode():
+            return super().step()  # one pass, which asks set_param_lr_fun first (_begin_pass)
         # One pass per group: ask set_param_lr_fun about every group's
         # parameters before the first group changes anything.
-        if framework.in_dygraph_mode():
-            self._step_update_scales = self._resolve_update_scales(
-                param
-                for group in self._param_groups
-                for param in group["params"]
-                if not param.stop_gradient and param._grad_ivar() is not None
-            )
+        self._step_update_scales = self._resolve_update_scales(
+            param
+            for group in self._param_groups
+            for param in group["params"]
+            if not param.stop_gradient and param._grad_ivar() is not None
+        )
         try:
-            if self._weight_decay_schedule is None:
-                super().step()
-                return
-            self._sync_weight_decay()
-            super().step()
-            self._finish_scheduled_step()
+            return super().step()
         finally:
             self._step_update_scales = None
 
-    def minimize(
-        self,
-        loss: Tensor,
-        startup_program: Any = None,
-        parameters: Any = None,
-        no_grad_set: Any = None,
-    ) -> Any:
-        """As ``paddle.optimizer.AdamW.minimize``; refused in a static program with a
-        weight-decay schedule (``NotImplementedError``), before anything is added to it."""
-        self._refuse_schedule_outside_dygraph()
-        return super().minimize(
-            loss, startup_program=startup_program, parameters=parameters, no_grad_set=no_grad_set
-        )
-
-    def _apply_optimize(self, loss: Any, startup_program: Any, params_grads: Any, param_group_idx: int = 0) -> Any:
-        # One call per step without parameter groups, whoever makes it
-        # (step(), minimize(), fleet's sharding optimizer); groups call it once
-        # per group, and step() handles the schedule around them.
-        if self._weight_decay_schedule is None or isinstance(params_grads, dict):
-            return super()._apply_optimize(
-                loss, startup_program, params_grads, param_group_idx=param_group_idx
-            )
-        self._refuse_schedule_outside_dygraph()
-        self._sync_weight_decay()
-        result = super()._apply_optimize(loss, startup_program, params_grads, param_group_idx=param_group_idx)
-        self._finish_scheduled_step()
-        return result
-
-    # ------------------------------------------------------------ checkpoints
-    def state_dict(self) -> dict[str, Any]:
-        """``paddle.optimizer.AdamW``'s state dict, plus ``"weight_decay_schedule"``
-        (the schedule's :meth:`~paddle_llrd.WeightDecaySchedule.state_dict`) when
-        ``weight_decay`` is a schedule."""
-        state = super().state_dict()
-        if self._weight_decay_schedule is not None:
-            state[WEIGHT_DECAY_SCHEDULE_KEY] = self._weight_decay_schedule.state_dict()
-        return state
-
     def set_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Load a state dict of ``AdamWDL`` or ``paddle.optimizer.AdamW``.
-
-        With a weight-decay schedule, its position is restored from
-        ``"weight_decay_schedule"``; a checkpoint without that entry (from
-        ``AdamW``, or an ``AdamWDL`` with a float ``weight_decay``) leaves the
-        schedule where it is, with a ``UserWarning``.
-        """
-        schedule_state = state_dict.get(WEIGHT_DECAY_SCHEDULE_KEY)
-        if schedule_state is not None:
-            state_dict = {k: v for k, v in state_dict.items() if k != WEIGHT_DECAY_SCHEDULE_KEY}
-        schedule = self._weight_decay_schedule
         self._plans.clear()  # their accumulators and master weights may be replaced
-        if schedule is None:
-            super().set_state_dict(state_dict)
-            return
-        if schedule_state is None:
-            warnings.warn(
-                f"AdamWDL.set_state_dict: the checkpoint has no {WEIGHT_DECAY_SCHEDULE_KEY!r} "
-                f"entry; the weight-decay schedule stays at step {schedule.current_step}.",
-                UserWarning,
-                stacklevel=2,
-            )
-            super().set_state_dict(state_dict)
-            return
-        previous_step = schedule.current_step
-        schedule.set_state_dict(schedule_state)  # checks the entry before changing anything
-        try:
-            super().set_state_dict(state_dict)
-        except BaseException:
-            schedule.current_step = previous_step
-            raise
-        self._sync_weight_decay()
+        return super().set_state_dict(state_dict)
 
+    set_state_dict.__doc__ = ScheduledWeightDecay.set_state_dict.__doc__
     load_state_dict = set_state_dict
 
     # ----------------------------------------------------------- layer ratios
@@ -536,27 +387,13 @@ class AdamWDL(AdamW):
     def param_lr_table(self) -> list[ParamLrRow]:
         r"""What each trainable parameter gets at the next step, one :class:`ParamLrRow` each.
 
-        For a parameter :math:`p` (in the optimizer's order, frozen ones
-        left out), with the notation of :class:`AdamWDL`:
-
-        * ``name``: ``name_dict[p.name]``, or ``p.name`` where there is no entry;
-        * ``layer_id``: from a :class:`~paddle_llrd.layer_maps.LayerMap` (or any
-          ratio function with a ``layer_id(structured_name, n_layers)``
-          method), or for the default :func:`~paddle_llrd.layerwise_lr_decay`
-          ``0`` for embeddings, ``i + 1`` for ``encoder.layers.i``,
-          ``n_layers + 1`` otherwise (its ratio is
-          ``layerwise_decay ** (n_layers + 1 - layer_id)``); ``None`` for other
-          functions and without ``set_param_lr_fun``;
-        * ``ratio``: :math:`r_p` (a ``set_param_lr_fun`` that returns None is
-          called, its edit read and undone; ``nan`` if :math:`s_p = 0` hides it);
-        * ``lr``: :math:`\eta\, s_p\, r_p`, the Adam step's learning rate, with
-          :math:`\eta` = ``get_lr()``;
-        * ``decayed``: ``apply_decay_param_fun(p.name)`` (True without one);
-        * ``weight_decay``: :math:`\lambda` of the step (its group's, or the
-          schedule's current value), ``0.0`` if not decayed. The decay factor
-          is :math:`1 - \eta\, s_p \lambda` (without :math:`r_p`).
-
-        Ratio functions are called as in a step; the cached ones are not.
+        In the optimizer's order, frozen parameters left out; the fields are
+        described at :class:`~paddle_llrd.adamwdl.ParamLrRow` (``layer_id``
+        from a :class:`~paddle_llrd.layer_maps.LayerMap`, the default
+        :func:`~paddle_llrd.layerwise_lr_decay`, or any ratio function with a
+        ``layer_id(structured_name, n_layers)`` method). Ratio functions are
+        called as in a step (one returning None has its edit read and
+        undone); the cached ones are not.
 
         Examples:
             >>> import paddle
@@ -736,13 +573,7 @@ class AdamWDL(AdamW):
         lr = self._lr_for_scale(lr_scale)
         factor = self._lr_to_coeff.get(lr)
         if factor is None:
-            factor = 1.0 - lr * self._weight_decay
-            found_inf = self._settings().found_inf
-            if is_tensor(found_inf):
-                # Dygraph skips the whole pass on overflow; a program has to
-                # turn the decay into a no-op itself.
-                factor = paddle.where(paddle.reshape(found_inf, []), paddle.ones_like(factor), factor)
-            self._lr_to_coeff[lr] = factor
+            factor = self._lr_to_coeff[lr] = decay_factor(lr, self._weight_decay, self._settings().found_inf)
         target = param if plan.master_weight is None else plan.master_weight
         return decoupled_decay(block, target, factor)
 
@@ -759,24 +590,8 @@ class AdamWDL(AdamW):
         if not (is_tensor(beta1) or is_tensor(beta2)):
             return super()._add_moments_pows(p)
 
-        def initial_power(beta: Any) -> Any:
-            if not is_tensor(beta):
-                return beta
-            return float(beta.item()) if framework.in_dygraph_mode() else UNSET_BETA_POW
-
-        self._beta1, self._beta2 = initial_power(beta1), initial_power(beta2)
+        self._beta1, self._beta2 = initial_beta_pow(beta1), initial_beta_pow(beta2)
         try:
             return super()._add_moments_pows(p)
         finally:
             self._beta1, self._beta2 = beta1, beta2
-
-    def _uses_master(self, param: Any) -> bool:
-        return self._multi_precision and self._is_dtype_fp16_or_bf16(param.dtype)
-
-    def _needs_fp32_fallback(self, param: Any) -> bool:
-        """Paddle's CPU adamw kernel exists for float32/float64 only."""
-        if not self._uses_master(param):
-            return False
-        if framework.in_dygraph_mode():
-            return param.place.is_cpu_place()
-        return paddle.device.get_device() == "cpu"

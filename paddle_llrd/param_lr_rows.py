@@ -18,7 +18,7 @@ class ParamLrRow(NamedTuple):
     layer_id: int | None
     """``0`` embeddings, ``i + 1`` block ``i``, ``n_layers + 1`` the rest; None if the ratio function has no layers."""
     ratio: float
-    """The layer ratio :math:`r_p` that scales the Adam step."""
+    """The layer ratio :math:`r_p` that scales the Adam step (``nan`` if a lr factor of 0 hides an uncached ratio)."""
     lr: float
     """The Adam step's learning rate: global lr times ParamAttr (or group) lr factor times ``ratio``."""
     decayed: bool

@@ -24,6 +24,7 @@ STEP_MODULES = (
     "adamw_updates.py",
     "lr_ratios.py",
     "update_plan.py",
+    "scheduled_weight_decay.py",
     "layerwise.py",
     "layer_maps.py",
     "weight_decay.py",

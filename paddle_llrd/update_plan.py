@@ -15,6 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import paddle
+from paddle.base import framework
+
 from .lr_ratios import LrScale, fused_decay_coeff, is_real_number
 
 _NOT_DECIDED = object()
@@ -80,10 +83,17 @@ def plan_update(optimizer: Any, param: Any) -> UpdatePlan:
         get(optimizer._beta1_pow_acc_str, param),
         get(optimizer._beta2_pow_acc_str, param),
     )
-    uses_master = optimizer._uses_master(param)
+    uses_master = optimizer._multi_precision and optimizer._is_dtype_fp16_or_bf16(param.dtype)
     return UpdatePlan(
         decays=optimizer._decays(param),
         moments=moments,
         master_weight=optimizer._master_weights[param.name] if uses_master else None,
-        fp32_fallback=uses_master and optimizer._needs_fp32_fallback(param),
+        fp32_fallback=uses_master and _on_cpu(param),
     )
+
+
+def _on_cpu(param: Any) -> bool:
+    """Where Paddle has no half-precision ``adamw`` kernel (CPU: float32/float64 only)."""
+    if framework.in_dygraph_mode():
+        return param.place.is_cpu_place()
+    return paddle.device.get_device() == "cpu"
