@@ -46,7 +46,7 @@ from .lr_ratios import (
 from .param_lr_rows import ParamLrRow, param_lr_rows
 from .scheduled_weight_decay import WEIGHT_DECAY_SCHEDULE_KEY, ScheduledWeightDecay
 from .sot_skip import run_eagerly_under_sot
-from .update_plan import UpdatePlan, plan_update
+from .update_plan import UpdatePlan, plan_update, uses_master
 from .weight_decay import WeightDecaySchedule
 
 if TYPE_CHECKING:
@@ -565,16 +565,21 @@ class AdamWDL(ScheduledWeightDecay, AdamW):
         if isinstance(param_and_grad, dict):
             param_and_grad = self._update_param_group(param_and_grad)
         param = param_and_grad[0]
-        plan = self._plan(param)
-        if not plan.decays:
+        plan = self._plans.get(param.name)
+        if plan is None:  # in a program, or called outside an update: no accumulators needed
+            if not self._decays(param):
+                return None
+            target = self._master_weights[param.name] if uses_master(self, param) else param
+        elif not plan.decays:
             return None
+        else:
+            target = param if plan.master_weight is None else plan.master_weight
         if lr_scale is None:
             lr_scale = base_scale_of(lr_attributes(param))
         lr = self._lr_for_scale(lr_scale)
         factor = self._lr_to_coeff.get(lr)
         if factor is None:
             factor = self._lr_to_coeff[lr] = decay_factor(lr, self._weight_decay, self._settings().found_inf)
-        target = param if plan.master_weight is None else plan.master_weight
         return decoupled_decay(block, target, factor)
 
     # ------------------------------------------------------------ the kernel

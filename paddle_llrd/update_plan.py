@@ -83,13 +83,18 @@ def plan_update(optimizer: Any, param: Any) -> UpdatePlan:
         get(optimizer._beta1_pow_acc_str, param),
         get(optimizer._beta2_pow_acc_str, param),
     )
-    uses_master = optimizer._multi_precision and optimizer._is_dtype_fp16_or_bf16(param.dtype)
+    master = uses_master(optimizer, param)
     return UpdatePlan(
         decays=optimizer._decays(param),
         moments=moments,
-        master_weight=optimizer._master_weights[param.name] if uses_master else None,
-        fp32_fallback=uses_master and _on_cpu(param),
+        master_weight=optimizer._master_weights[param.name] if master else None,
+        fp32_fallback=master and _on_cpu(param),
     )
+
+
+def uses_master(optimizer: Any, param: Any) -> bool:
+    """Whether ``optimizer`` updates ``param`` through a float32 master weight (``multi_precision``, float16/bfloat16)."""
+    return optimizer._multi_precision and optimizer._is_dtype_fp16_or_bf16(param.dtype)
 
 
 def _on_cpu(param: Any) -> bool:
