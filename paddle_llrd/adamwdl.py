@@ -354,10 +354,17 @@ class AdamWDL(ScheduledWeightDecay, AdamW):
             self._step_update_scales = None
 
     def set_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Load a state dict of ``AdamWDL`` or ``paddle.optimizer.AdamW``.
+
+        With a weight-decay schedule, its position is restored from
+        ``"weight_decay_schedule"``; a checkpoint without that entry (from
+        ``AdamW``, or an ``AdamWDL`` with a float ``weight_decay``) leaves the
+        schedule where it is, with a ``UserWarning``. The update plans are
+        made afresh at the next step.
+        """
         self._plans.clear()  # their accumulators and master weights may be replaced
         return super().set_state_dict(state_dict)
 
-    set_state_dict.__doc__ = ScheduledWeightDecay.set_state_dict.__doc__
     load_state_dict = set_state_dict
 
     # ----------------------------------------------------------- layer ratios

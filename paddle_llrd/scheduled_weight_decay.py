@@ -134,13 +134,8 @@ class ScheduledWeightDecay:
         return state
 
     def set_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Load a state dict of ``AdamWDL`` or ``paddle.optimizer.AdamW``.
-
-        With a weight-decay schedule, its position is restored from
-        ``"weight_decay_schedule"``; a checkpoint without that entry (from
-        ``AdamW``, or an ``AdamWDL`` with a float ``weight_decay``) leaves the
-        schedule where it is, with a ``UserWarning``.
-        """
+        """Paddle's ``set_state_dict``, and the schedule's position from ``"weight_decay_schedule"``
+        (a ``UserWarning`` without it; a bad entry changes nothing)."""
         schedule_state = state_dict.get(WEIGHT_DECAY_SCHEDULE_KEY)
         if schedule_state is not None:
             state_dict = {k: v for k, v in state_dict.items() if k != WEIGHT_DECAY_SCHEDULE_KEY}
