@@ -1,35 +1,83 @@
-"""What the benchmark scripts share: the model-size flags and lenient parsing
-(``run_all.py`` passes every benchmark the same flags)."""
+"""What the benchmark scripts share: the two regimes' models, their flags and
+lenient parsing (``run_all.py`` passes every benchmark the same flags).
+
+Two regimes:
+
+* ``bert-base``: BERT-base's shapes (few large tensors; the kernels' memory
+  traffic dominates), ``--layers`` x ``--hidden``;
+* ``small-params``: ``--small-params`` tensors of ``Linear(16, 16)`` layers
+  spread over 12 encoder layers (many small tensors, as in small models,
+  adapters and heads; the optimizer's per-parameter Python dominates).
+"""
 from __future__ import annotations
 
 import argparse
 
+from paddle import nn
+
 from paddle_llrd.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
+
+REGIMES = ("bert-base", "small-params")
+SMALL_PARAMS_LAYERS = 12
 
 
 def model_size_parser(description: str) -> argparse.ArgumentParser:
-    """A parser with ``--layers`` and ``--hidden`` (default: the BERT-base shape)."""
+    """A parser with ``--regime``, ``--layers``, ``--hidden`` and ``--small-params``."""
     base = TinyBertConfig.bert_base()
     parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--layers", type=int, default=base.num_hidden_layers, help="encoder layers (default: BERT-base's 12)")
-    parser.add_argument("--hidden", type=int, default=base.hidden_size, help="hidden size (default: BERT-base's 768)")
+    parser.add_argument("--regime", choices=REGIMES, default="bert-base", help="the model (default bert-base)")
+    parser.add_argument("--layers", type=int, default=base.num_hidden_layers, help="bert-base: encoder layers (default 12)")
+    parser.add_argument("--hidden", type=int, default=base.hidden_size, help="bert-base: hidden size (default 768)")
+    parser.add_argument(
+        "--small-params", type=int, default=1536,
+        help="small-params: parameter tensors, a weight and a bias per Linear(16, 16) (default 1536)",
+    )
     return parser
 
 
 def parse_lenient(parser: argparse.ArgumentParser, argv: list[str], benchmark: str, counts: tuple[str, ...]) -> argparse.Namespace:
     """Parse ``argv``, ignoring (and saying so) flags meant for other
-    benchmarks; every flag named in ``counts`` must be >= 1."""
+    benchmarks; every flag named in ``counts`` (and ``--small-params``) must be >= 1."""
     args, unknown = parser.parse_known_args(argv)
     if unknown:
         print(f"{benchmark}: ignoring {unknown}")
-    bad = [name for name in counts if getattr(args, name) < 1]
+    bad = [name for name in counts + ("small_params",) if getattr(args, name) < 1]
     if bad:
-        parser.error(", ".join(f"--{name}" for name in bad) + " must be >= 1")
+        parser.error(", ".join(f"--{name.replace('_', '-')}" for name in bad) + " must be >= 1")
     return args
 
 
 def bert_base_shaped_model(args: argparse.Namespace) -> TinyBertForSequenceClassification:
-    """The benchmarked model: BERT-base's proportions at ``--layers`` x ``--hidden``."""
+    """The bert-base regime's model: BERT-base's proportions at ``--layers`` x ``--hidden``."""
     return TinyBertForSequenceClassification(
         TinyBertConfig.bert_base(num_hidden_layers=args.layers, hidden_size=args.hidden)
     )
+
+
+class _Block(nn.Layer):
+    def __init__(self, linears: int) -> None:
+        super().__init__()
+        self.linears = nn.LayerList([nn.Linear(16, 16) for _ in range(linears)])
+
+
+class SmallParamsModel(nn.Layer):
+    """``encoder.layers.i.linears.j``: Linear(16, 16) layers in :data:`SMALL_PARAMS_LAYERS` blocks."""
+
+    def __init__(self, linears: int) -> None:
+        super().__init__()
+        self.encoder = nn.Layer()
+        per_layer = [linears // SMALL_PARAMS_LAYERS + (i < linears % SMALL_PARAMS_LAYERS) for i in range(SMALL_PARAMS_LAYERS)]
+        self.encoder.layers = nn.LayerList([_Block(n) for n in per_layer])
+
+
+def benchmark_model(args: argparse.Namespace) -> tuple[nn.Layer, int]:
+    """The model of ``args.regime`` and its number of encoder layers (AdamWDL's ``n_layers``)."""
+    if args.regime == "small-params":
+        return SmallParamsModel(max(1, args.small_params // 2)), SMALL_PARAMS_LAYERS
+    return bert_base_shaped_model(args), args.layers
+
+
+def describe(args: argparse.Namespace, tensors: int, elements: int) -> str:
+    if args.regime == "small-params":
+        return f"small-params: {tensors} tensors of Linear(16, 16), {SMALL_PARAMS_LAYERS} layers"
+    return f"bert-base: {args.layers} layers, hidden {args.hidden}, {elements / 1e6:.1f}M parameters in {tensors} tensors"

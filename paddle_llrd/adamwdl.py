@@ -1,42 +1,52 @@
 """AdamW with layer-wise learning-rate decay (``AdamWDL``), exact on Paddle 3.
 
-A drop-in for ``paddlenlp.ops.optimizer.AdamWDL`` with the same constructor
-and the same intended numbers, but:
+A drop-in for ``paddlenlp.ops.optimizer.AdamWDL`` (same constructor, same
+intended numbers) that runs on Paddle 3, decays once per step, accepts a
+``set_param_lr_fun`` that edits ``optimize_attr`` itself, works on CPU
+(also with ``multi_precision``), and costs what ``paddle.optimizer.AdamW``
+costs; beyond it, a :class:`~paddle_llrd.WeightDecaySchedule` as
+``weight_decay`` and :meth:`AdamWDL.param_lr_table`. See :doc:`/adamwdl`.
 
-* it runs on Paddle 3 (PaddleNLP 2.8.1's ``step()`` raises ``TypeError``);
-* weight decay is applied once per step (PaddleNLP's class decays twice);
-* a ``set_param_lr_fun`` may return ``None`` after editing
-  ``param.optimize_attr['learning_rate']`` itself (PaddleNLP's own docstring
-  example crashes);
-* layer ratios work on CPU (Paddle's ``AdamW(lr_ratio=...)`` is GPU-only), and
-  so does ``multi_precision`` with float16/bfloat16 parameters;
-* a step costs what ``paddle.optimizer.AdamW``'s does: the decay rides in the
-  fused ``adamw`` kernel (see :class:`AdamWDL`, "Fast path").
-
-Beyond PaddleNLP: ``weight_decay`` may be a
-:class:`~paddle_llrd.WeightDecaySchedule` (Megatron-LM's ramp from
-``start_wd`` to ``end_wd``), a :class:`~paddle_llrd.layer_maps.LayerMap` is
-cached like the default ratio function, and :meth:`AdamWDL.param_lr_table`
-lists what each parameter gets at the current step.
+The class owns the parameters, the optimizer state and the public API;
+:mod:`paddle_llrd.lr_ratios` resolves and checks the layer ratios,
+:mod:`paddle_llrd.update_plan` holds what a parameter's update reuses across
+steps, :mod:`paddle_llrd.adamw_updates` runs the update paths and
+:mod:`paddle_llrd.adamwdl_arguments` checks the constructor's arguments.
 """
 from __future__ import annotations
 
 import functools
-import math
-import numbers
-import os
-import re
-import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, Union
+from typing import TYPE_CHECKING, Any
 
 import paddle
-from paddle import _C_ops, pir
-from paddle.base import core, framework, unique_name
-from paddle.base.framework import Variable, in_dynamic_or_pir_mode, in_pir_mode
+from paddle import pir
+from paddle.base import core, framework
 from paddle.optimizer import AdamW
 
-from .layerwise import NAME_DICT_ADVICE, layer_id_of, layerwise_lr_decay
+from .adamw_updates import AdamSettings, adamw_update, decay_factor, decoupled_decay, densify, initial_beta_pow
+from .adamwdl_arguments import (
+    check_group,
+    check_layerwise_arguments,
+    check_non_negative,
+    check_not_none,
+    checked_parameters,
+)
+from .layerwise import layerwise_lr_decay
+from .lr_ratios import (
+    LrScale,
+    RatioCache,
+    base_scale_of,
+    is_pure_in_name,
+    is_tensor,
+    lr_attributes,
+    resolve_update_scales,
+    update_scale,
+)
+from .param_lr_rows import ParamLrRow, param_lr_rows
+from .scheduled_weight_decay import WEIGHT_DECAY_SCHEDULE_KEY, ScheduledWeightDecay
+from .sot_skip import run_eagerly_under_sot
+from .update_plan import UpdatePlan, plan_update, uses_master
 from .weight_decay import WeightDecaySchedule
 
 if TYPE_CHECKING:
@@ -46,140 +56,18 @@ if TYPE_CHECKING:
 
 __all__ = ["AdamWDL", "ParamLrRow", "WEIGHT_DECAY_SCHEDULE_KEY"]
 
-# The entry of AdamWDL.state_dict() that holds its WeightDecaySchedule's state.
-WEIGHT_DECAY_SCHEDULE_KEY = "weight_decay_schedule"
 
-_TENSOR_TYPES = (paddle.Tensor, framework.Variable, pir.Value)
-# A fused update folds the ratio into the kernel's decay coefficient
-# (coeff * decay_scale / update_scale); beyond this range of
-# update_scale / decay_scale, float32 rounding of that coefficient and of the
-# scaled learning rate is no longer negligible, so the separate decay op is used.
-_FUSED_RATIO_RANGE = (1e-12, 1e12)
-# Paddle's own AdamW passes the same value.
-_MIN_ROW_SIZE_TO_USE_MULTITHREAD = 1000
-
-LrScale = Union[float, "Tensor"]
+run_eagerly_under_sot()
 
 
-def _run_eagerly_under_sot() -> None:
-    """Let ``paddle.jit.to_static`` run this optimizer's Python like Paddle's own.
-
-    Paddle 3's default translator (SOT) translates the bytecode of every frame
-    whose file is not on its skip list, also frames called from code that runs
-    eagerly. The optimizer step after ``loss.backward()`` (a graph break) runs
-    eagerly for ``paddle.optimizer.AdamW`` because Paddle's files are on that
-    list. AdamWDL's overrides, which Paddle's eager step calls back into
-    (``step``, ``_apply_optimize``, the pass and update methods), and the
-    modules they call per step (:mod:`paddle_llrd.layerwise`,
-    :mod:`paddle_llrd.layer_maps`, :mod:`paddle_llrd.weight_decay`) are not;
-    Paddle 3.3.1 translates them into broken bytecode (``UnboundLocalError:
-    ... '___graph_fn_saved_orig_1'`` where a ``super()`` call breaks the
-    graph; calling ``AdamW.step(self)`` instead only moves the failure to
-    ``_apply_optimize``). So these files join the list. Best effort: the list
-    is internal to Paddle, so its absence only costs this workaround.
-    """
-    try:
-        from paddle.jit.sot.opcode_translator import skip_files
-    except ImportError:  # pragma: no cover - a Paddle without SOT
-        return
-    try:
-        here = os.path.dirname(os.path.abspath(__file__))
-        skip_files.skip_file_names.update(
-            os.path.join(here, module)
-            for module in ("adamwdl.py", "layerwise.py", "layer_maps.py", "weight_decay.py")
-        )
-        skip_files.skip_file_name_re = re.compile(
-            f"^({'|'.join(map(re.escape, skip_files.skip_file_names))})"
-        )
-        skip_files.setup_skip_files()
-    except (AttributeError, TypeError):  # pragma: no cover - a changed SOT internals layout
-        return
-
-
-_run_eagerly_under_sot()
-
-
-def _is_tensor(value: Any) -> bool:
-    return isinstance(value, _TENSOR_TYPES)
-
-
-def _is_real_number(value: Any) -> bool:
-    if type(value) is float:  # the common case, without an ABC check per update
-        return True
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
-
-
-def _is_pure_in_name(set_param_lr_fun: Any) -> bool:
-    """Whether the ratio of ``set_param_lr_fun`` depends on the parameter's name only.
-
-    True for :func:`layerwise_lr_decay` and a :class:`~paddle_llrd.layer_maps.LayerMap`; any callable
-    may declare it with ``pure_in_name = True``.
-    """
-    if set_param_lr_fun is layerwise_lr_decay:
-        return True
-    return getattr(set_param_lr_fun, "pure_in_name", False) is True
-
-
-def _is_sparse(grad: Any) -> bool:
-    """Whether ``grad`` is a SelectedRows gradient (e.g. of ``Embedding(sparse=True)``)."""
+def _is_static_sparse(grad: Any) -> bool:
+    """Whether ``grad`` of a program is a SelectedRows gradient (e.g. of ``Embedding(sparse=True)``)."""
     if isinstance(grad, pir.Value):
         return grad.is_selected_row_type()
-    if framework.in_dygraph_mode():
-        return grad.is_selected_rows()
     return grad.type == core.VarDesc.VarType.SELECTED_ROWS
 
 
-def _lr_attributes(param: Any) -> dict[str, Any] | None:
-    """``param.optimize_attr`` if it holds a ``'learning_rate'`` (a Paddle parameter's does), else None."""
-    optimize_attr = getattr(param, "optimize_attr", None)
-    if optimize_attr is None or "learning_rate" not in optimize_attr:
-        return None
-    return optimize_attr
-
-
-def _checked_lr_factor(value: Any, param: Any, *, edited: bool = False) -> LrScale:
-    """``value``, what ``set_param_lr_fun`` gave ``param``, if it is a finite number >= 0 or a Tensor.
-
-    ``edited``: the value is the ``optimize_attr['learning_rate']`` a function
-    returning None set, not a returned ratio.
-    """
-    what = "set param.optimize_attr['learning_rate'] to" if edited else "returned"
-    if _is_real_number(value):
-        if not (math.isfinite(value) and value >= 0.0):
-            raise ValueError(
-                f"AdamWDL: `set_param_lr_fun` {what} {value!r} for {param.name!r}; a learning-rate "
-                "ratio must be a finite number >= 0."
-            )
-        return value
-    if _is_tensor(value):
-        return value
-    raise TypeError(
-        f"AdamWDL: `set_param_lr_fun` {what} {type(value).__name__} {value!r} for {param.name!r}; "
-        "it must return a number (the lr ratio), a Tensor, or None after setting "
-        "param.optimize_attr['learning_rate'] to a number itself."
-    )
-
-
-class ParamLrRow(NamedTuple):
-    """One row of :meth:`AdamWDL.param_lr_table`: what a parameter gets at the current step."""
-
-    name: str
-    """The structured name (``name_dict[param.name]``), or ``param.name`` without a ``name_dict`` entry."""
-    param_name: str
-    """Paddle's name of the parameter (``param.name``)."""
-    layer_id: int | None
-    """``0`` embeddings, ``i + 1`` block ``i``, ``n_layers + 1`` the rest; None if the ratio function has no layers."""
-    ratio: float
-    """The layer ratio :math:`r_p` that scales the Adam step."""
-    lr: float
-    """The Adam step's learning rate: global lr times ParamAttr (or group) lr factor times ``ratio``."""
-    decayed: bool
-    """Whether ``apply_decay_param_fun`` lets the parameter decay."""
-    weight_decay: float
-    """The coefficient :math:`\\lambda` its decay uses this step (``0.0`` if not decayed)."""
-
-
-class AdamWDL(AdamW):
+class AdamWDL(ScheduledWeightDecay, AdamW):
     r"""AdamW with layer-wise learning-rate decay and exact decoupled weight decay.
 
     For a parameter :math:`p` with gradient :math:`g` at step :math:`t`, let
@@ -218,47 +106,43 @@ class AdamWDL(AdamW):
     and the optimizer state as they were. With ``set_param_lr_fun=None`` the
     optimizer gives exactly ``paddle.optimizer.AdamW``'s numbers.
 
-    Fast path: Paddle's fused ``adamw`` kernel, given learning rate
-    :math:`\eta'` and coefficient :math:`\lambda'`, decays
-    :math:`p \leftarrow p\,(1-\eta'\lambda')` and takes the Adam step with
-    :math:`\eta'`, in one pass over memory. ``AdamWDL`` gives it
-    :math:`\eta' = \eta_p r_p` and :math:`\lambda' = \lambda / r_p`, so the decay
-    is :math:`1-\eta_p\lambda` exactly as above and a step costs what
-    ``AdamW``'s does. Layer ratios of the default function are computed once per
-    parameter and scaled lr tensors once per distinct ratio and step. When the
-    kernel cannot serve an update (a ratio of 0, a non-finite ParamAttr lr
-    factor, a Tensor-valued lr factor or ratio, a sparse ``SelectedRows``
-    gradient, whose ``adamw`` kernel is broken in Paddle 3.3.1) the decay is a separate op,
-    :meth:`_append_decoupled_weight_decay`, followed by the kernel without decay
-    (the ``adam`` kernel for sparse gradients).
+    Fast path: Paddle's fused ``adamw`` kernel decays by
+    :math:`1-\eta'\lambda'` and steps with :math:`\eta'`; ``AdamWDL`` gives it
+    :math:`\eta' = \eta_p r_p` and :math:`\lambda' = \lambda / r_p`, so the
+    decay is :math:`1-\eta_p\lambda` as above, in one kernel call per parameter.
+    A ratio of 0, a non-finite or Tensor lr factor or ratio, or a sparse
+    ``SelectedRows`` gradient take the general path instead: the decay as its
+    own op (:meth:`_append_decoupled_weight_decay`), then the kernel without
+    decay (``adam`` for sparse gradients).
 
-    Ratio caching: a ratio function that depends on the parameter's name only
-    is asked once per parameter (when the optimizer is built, or at the first
-    step of a parameter unfrozen later) and never again: the default
-    :func:`~paddle_llrd.layerwise_lr_decay` and a
-    :class:`~paddle_llrd.layer_maps.LayerMap`, with a float
-    ``layerwise_decay``. Any callable may opt in (or a ``LayerMap`` subclass
-    out) with a ``pure_in_name`` attribute set to ``True`` (``False``); other
-    functions are called at every update.
+    What an update needs that does not change between steps (the
+    parameter's accumulators and master weight, whether it decays, the fused
+    coefficient) is kept per parameter and reused across dygraph steps (so
+    ``apply_decay_param_fun`` is asked once per parameter); a changed lr
+    factor, ratio or weight decay is followed, and ``set_state_dict`` starts
+    afresh. The ratios of a function that depends on the parameter's name
+    only (the default :func:`~paddle_llrd.layerwise_lr_decay` and a
+    :class:`~paddle_llrd.layer_maps.LayerMap` with a float ``layerwise_decay``,
+    or any callable with ``pure_in_name = True``) are computed once per
+    parameter; other functions are asked at every step.
 
     Weight-decay schedule: with ``weight_decay`` a
-    :class:`~paddle_llrd.WeightDecaySchedule`, step :math:`s` (counted from 0,
-    over the steps that updated the weights) uses
-    :math:`\lambda = \text{schedule}(s)` for every parameter outside a
-    parameter group with its own ``weight_decay``. The optimizer owns the
-    schedule: it reads it before each ``step()``/``minimize()`` and advances it
-    after each one, except after an AMP overflow step (``found_inf``), which
-    changes nothing; ``state_dict()`` stores its position under
-    ``"weight_decay_schedule"`` and ``set_state_dict()`` restores it. The
-    schedule needs dygraph execution (``paddle.jit.to_static`` included, where
-    the step runs eagerly): a static program bakes the coefficient into its
-    ops once, so ``minimize()`` in a static program raises
-    ``NotImplementedError``.
+    :class:`~paddle_llrd.WeightDecaySchedule`, step :math:`s` (counted over
+    the steps that updated the weights, not AMP overflow steps) uses
+    :math:`\lambda = \text{schedule}(s)` for every parameter outside a group
+    with its own ``weight_decay``; ``state_dict()`` stores the position under
+    ``"weight_decay_schedule"``. It needs dygraph execution (``to_static``
+    included): ``minimize()`` in a static program raises
+    ``NotImplementedError``. See :doc:`/weight_decay`.
 
     Args:
         learning_rate (float|LRScheduler, optional): The global learning rate. Default 0.001.
         beta1 (float|Tensor, optional): Decay rate of the first moment. Default 0.9.
+            A Tensor's value starts the bias correction's power
+            :math:`\beta_1^t` (Paddle 3.3.1's ``AdamW`` starts it at 0.9 whatever
+            the Tensor holds).
         beta2 (float|Tensor, optional): Decay rate of the second moment. Default 0.999.
+            As ``beta1`` (Paddle's ``AdamW`` starts at 0.999).
         epsilon (float|Tensor, optional): Numerical-stability term. Default 1e-8.
         parameters (list|tuple|None, optional): Parameters to optimise, or a list of
             parameter-group dicts (keys ``params``, ``learning_rate`` (a factor
@@ -295,10 +179,14 @@ class AdamWDL(AdamW):
         TypeError: ``learning_rate``, ``beta1``, ``beta2`` or ``epsilon`` is
             None, ``layerwise_decay`` is not a float or Tensor (an ``int`` is
             refused), ``set_param_lr_fun`` is not callable, ``name_dict`` is not
-            a mapping, (default function) ``n_layers`` is not an int, or a
+            a mapping, (default function) ``n_layers`` is not an int, a
             parameter group's ``weight_decay`` is a ``WeightDecaySchedule``
-            (only the optimizer-wide one can be).
-        ValueError: ``layerwise_decay`` is negative or not finite, or (default
+            (only the optimizer-wide one can be), or ``parameters`` is None
+            in dygraph mode (a static program may leave it out).
+        ValueError: a float (or dygraph Tensor) ``learning_rate`` or
+            ``weight_decay``, or a parameter group's ``learning_rate`` or
+            ``weight_decay``, is NaN, infinite or negative (nothing is applied,
+            also to the groups before it); ``layerwise_decay`` is negative or not finite, or (default
             function) ``n_layers`` is negative, a parameter's layer index is not
             below it, or ``layerwise_decay != 1.0`` and there is no ``name_dict``.
         KeyError: a trainable parameter is missing from ``name_dict`` (default
@@ -347,17 +235,13 @@ class AdamWDL(AdamW):
         *,
         amsgrad: bool = False,
     ) -> None:
-        # Paddle's AdamW guards these with bare asserts.
-        for argument, value in (("learning_rate", learning_rate), ("beta1", beta1), ("beta2", beta2), ("epsilon", epsilon)):
-            if value is None:
-                raise TypeError(f"AdamWDL: `{argument}` must not be None.")
-        self._check_layerwise_arguments(layerwise_decay, n_layers, set_param_lr_fun, name_dict)
-        # Set before Paddle's constructor, which adds the parameter groups.
-        self._weight_decay_schedule: WeightDecaySchedule | None = None
-        self._groups_following_schedule: list[dict[str, Any]] = []
-        if isinstance(weight_decay, WeightDecaySchedule):
-            self._weight_decay_schedule = weight_decay
-            weight_decay = weight_decay()
+        check_not_none(learning_rate=learning_rate, beta1=beta1, beta2=beta2, epsilon=epsilon)
+        check_non_negative(learning_rate, "`learning_rate`")
+        if not isinstance(weight_decay, WeightDecaySchedule):  # a schedule checks its values itself
+            check_non_negative(weight_decay, "`weight_decay`")
+        parameters = checked_parameters(parameters)
+        check_layerwise_arguments(layerwise_decay, n_layers, set_param_lr_fun, name_dict)
+        weight_decay = self._follow_schedule(weight_decay)
         super().__init__(
             learning_rate=learning_rate,
             beta1=beta1,
@@ -382,12 +266,11 @@ class AdamWDL(AdamW):
         )
         # A function pure in the parameter name (with a float decay) has its
         # ratios computed once; any other function runs every update.
-        self._cached_ratio_fun = (
-            self.set_param_lr_fun
-            if _is_pure_in_name(set_param_lr_fun) and isinstance(layerwise_decay, float)
+        self._ratio_cache = (
+            RatioCache(self.set_param_lr_fun)
+            if is_pure_in_name(set_param_lr_fun) and isinstance(layerwise_decay, float)
             else None
         )
-        self._layer_ratios: dict[str, float] = {}
         # The Adam step's lr factor of each parameter of the pass (or of every
         # group of a grouped step()) from a ratio function that is not cached,
         # asked before any parameter changes.
@@ -395,6 +278,12 @@ class AdamWDL(AdamW):
         self._step_update_scales: dict[str, LrScale] | None = None
         self._lr_to_coeff: dict[Any, Any] = {}
         self._scaled_lrs: dict[float, Any] = {}
+        self._pass_global_lr: Any = None
+        self._fused_coeffs: dict[Any, float | None] = {}  # per pass, see UpdatePlan.fused_coeff_for
+        self._pass_settings: AdamSettings | None = None
+        # Per parameter name, what its dygraph updates reuse across steps;
+        # emptied when the optimizer state is replaced (set_state_dict).
+        self._plans: dict[str, UpdatePlan] = {}
         # Tests (and debugging) set this to route every decay through the
         # separate op instead of the fused kernel.
         self._force_general_decay = False
@@ -402,55 +291,8 @@ class AdamWDL(AdamW):
         for param in self._listed_parameters():
             if self._decays(param):
                 self._params_name[param.name] = None
-            if not param.stop_gradient:
-                self._layer_ratio(param)
-
-    # ------------------------------------------------------------------ checks
-    @staticmethod
-    def _check_layerwise_arguments(
-        layerwise_decay: Any, n_layers: Any, set_param_lr_fun: Any, name_dict: Any
-    ) -> None:
-        if not isinstance(layerwise_decay, float) and not _is_tensor(layerwise_decay):
-            raise TypeError(
-                "AdamWDL: `layerwise_decay` must be a Python float or a Paddle Tensor, "
-                f"got {type(layerwise_decay).__name__} {layerwise_decay!r}"
-                + (" (write 1.0, not 1)" if isinstance(layerwise_decay, int) else "")
-                + "."
-            )
-        if isinstance(layerwise_decay, float) and not (
-            math.isfinite(layerwise_decay) and layerwise_decay >= 0.0
-        ):
-            raise ValueError(
-                "AdamWDL: `layerwise_decay` must be a finite float >= 0 (usually in "
-                f"(0, 1]), got {layerwise_decay!r}."
-            )
-        # A custom set_param_lr_fun receives n_layers as given and may read it its own way.
-        if set_param_lr_fun is layerwise_lr_decay:
-            if isinstance(n_layers, bool) or not isinstance(n_layers, numbers.Integral):
-                raise TypeError(
-                    f"AdamWDL: `n_layers` must be an int (the number of encoder layers), "
-                    f"got {type(n_layers).__name__} {n_layers!r}."
-                )
-            if n_layers < 0:
-                raise ValueError(f"AdamWDL: `n_layers` must be >= 0, got {n_layers}.")
-        if set_param_lr_fun is not None and not callable(set_param_lr_fun):
-            raise TypeError(
-                "AdamWDL: `set_param_lr_fun` must be callable "
-                "(fn(layerwise_decay, name_dict, n_layers, param) -> ratio or None) or None, "
-                f"got {type(set_param_lr_fun).__name__}."
-            )
-        if name_dict is not None and not isinstance(name_dict, Mapping):
-            raise TypeError(
-                f"AdamWDL: `name_dict` must be a dict or None, got {type(name_dict).__name__}; "
-                f"{NAME_DICT_ADVICE}."
-            )
-        needs_names = not (isinstance(layerwise_decay, float) and layerwise_decay == 1.0)
-        if set_param_lr_fun is layerwise_lr_decay and name_dict is None and needs_names:
-            raise ValueError(
-                f"AdamWDL: layerwise_decay={layerwise_decay!r} needs `name_dict` to find "
-                f"each parameter's layer; {NAME_DICT_ADVICE} and pass "
-                "name_dict=name_dict."
-            )
+            if not param.stop_gradient and self._ratio_cache is not None:
+                self._ratio_cache.ratio(param)
 
     def _listed_parameters(self) -> list[Any]:
         if not self._parameter_list:
@@ -460,21 +302,6 @@ class AdamWDL(AdamW):
         return list(self._parameter_list)
 
     # ------------------------------------------------------- public-ish state
-    @property
-    def _coeff(self) -> float:
-        """The weight decay :math:`\\lambda` (of the group being updated, in a pass)."""
-        return self._weight_decay
-
-    @_coeff.setter
-    def _coeff(self, value: float) -> None:
-        self._weight_decay = float(value)
-        self._default_dict["weight_decay"] = float(value)
-
-    @property
-    def weight_decay_schedule(self) -> WeightDecaySchedule | None:
-        """The :class:`~paddle_llrd.WeightDecaySchedule` given as ``weight_decay``, or None."""
-        return self._weight_decay_schedule
-
     def __str__(self) -> str:
         return "Weight Decay, params: " + ",".join(self._params_name)
 
@@ -485,14 +312,7 @@ class AdamWDL(AdamW):
 
     # ----------------------------------------------------------- param groups
     def _add_param_group(self, param_group: dict[str, Any]) -> None:
-        for key in ("weight_decay", "coeff"):
-            if isinstance(param_group.get(key), WeightDecaySchedule):
-                raise TypeError(
-                    f"AdamWDL: a parameter group's `{key}` must be a float; a WeightDecaySchedule "
-                    "goes in AdamWDL(weight_decay=...), and groups without their own "
-                    "`weight_decay` follow it."
-                )
-        follows_default = "weight_decay" not in param_group and "coeff" not in param_group
+        check_group(param_group, "a parameter group")  # the constructor's groups: again, cheap
         # PaddleNLP's groups call the weight decay `coeff`; AdamW's `weight_decay`.
         if "coeff" in param_group:
             coeff = param_group["coeff"]
@@ -504,37 +324,6 @@ class AdamWDL(AdamW):
                 )
             param_group["weight_decay"] = coeff
         super()._add_param_group(param_group)
-        if follows_default:
-            self._groups_following_schedule.append(param_group)
-
-    # ------------------------------------------------- weight-decay schedule
-    def _sync_weight_decay(self) -> None:
-        """Set the coefficient of the next step from the schedule, if there is one."""
-        schedule = self._weight_decay_schedule
-        if schedule is None:
-            return
-        coeff = float(schedule())
-        self._coeff = coeff
-        for group in self._groups_following_schedule:
-            group["weight_decay"] = coeff
-
-    def _finish_scheduled_step(self) -> None:
-        """Advance the schedule after a step, unless the step was an AMP overflow (a no-op)."""
-        found_inf = self._get_auxiliary_var("found_inf")
-        # The optimisation pass has turned a dygraph found_inf tensor into a bool.
-        if found_inf is not None and bool(found_inf.item() if _is_tensor(found_inf) else found_inf):
-            return
-        self._weight_decay_schedule.step()
-        self._sync_weight_decay()
-
-    def _refuse_schedule_outside_dygraph(self) -> None:
-        if self._weight_decay_schedule is not None and not framework.in_dygraph_mode():
-            raise NotImplementedError(
-                "AdamWDL: a WeightDecaySchedule as `weight_decay` needs dygraph execution "
-                "(eager, or paddle.jit.to_static, whose optimizer step runs eagerly): a static "
-                "program fixes the weight-decay coefficient when it is built. Give a float "
-                "`weight_decay` for static programs."
-            )
 
     def step(self) -> None:
         """Update the parameters once; with a weight-decay schedule, advance it.
@@ -549,66 +338,20 @@ class AdamWDL(AdamW):
             >>> opt.clear_grad()
         """
         grouped = bool(self._parameter_list) and isinstance(self._parameter_list[0], dict)
-        if not grouped:
-            # One _apply_optimize call, which resolves the ratios and reads and
-            # advances the schedule itself.
-            return super().step()
+        if not grouped or not framework.in_dygraph_mode():
+            return super().step()  # one pass, which asks set_param_lr_fun first (_begin_pass)
         # One pass per group: ask set_param_lr_fun about every group's
         # parameters before the first group changes anything.
-        if framework.in_dygraph_mode():
-            self._step_update_scales = self._resolve_update_scales(
-                param
-                for group in self._param_groups
-                for param in group["params"]
-                if not param.stop_gradient and param._grad_ivar() is not None
-            )
+        self._step_update_scales = self._resolve_update_scales(
+            param
+            for group in self._param_groups
+            for param in group["params"]
+            if not param.stop_gradient and param._grad_ivar() is not None
+        )
         try:
-            if self._weight_decay_schedule is None:
-                super().step()
-                return
-            self._sync_weight_decay()
-            super().step()
-            self._finish_scheduled_step()
+            return super().step()
         finally:
             self._step_update_scales = None
-
-    def minimize(
-        self,
-        loss: Tensor,
-        startup_program: Any = None,
-        parameters: Any = None,
-        no_grad_set: Any = None,
-    ) -> Any:
-        """As ``paddle.optimizer.AdamW.minimize``; refused in a static program with a
-        weight-decay schedule (``NotImplementedError``), before anything is added to it."""
-        self._refuse_schedule_outside_dygraph()
-        return super().minimize(
-            loss, startup_program=startup_program, parameters=parameters, no_grad_set=no_grad_set
-        )
-
-    def _apply_optimize(self, loss: Any, startup_program: Any, params_grads: Any, param_group_idx: int = 0) -> Any:
-        # One call per step without parameter groups, whoever makes it
-        # (step(), minimize(), fleet's sharding optimizer); groups call it once
-        # per group, and step() handles the schedule around them.
-        if self._weight_decay_schedule is None or isinstance(params_grads, dict):
-            return super()._apply_optimize(
-                loss, startup_program, params_grads, param_group_idx=param_group_idx
-            )
-        self._refuse_schedule_outside_dygraph()
-        self._sync_weight_decay()
-        result = super()._apply_optimize(loss, startup_program, params_grads, param_group_idx=param_group_idx)
-        self._finish_scheduled_step()
-        return result
-
-    # ------------------------------------------------------------ checkpoints
-    def state_dict(self) -> dict[str, Any]:
-        """``paddle.optimizer.AdamW``'s state dict, plus ``"weight_decay_schedule"``
-        (the schedule's :meth:`~paddle_llrd.WeightDecaySchedule.state_dict`) when
-        ``weight_decay`` is a schedule."""
-        state = super().state_dict()
-        if self._weight_decay_schedule is not None:
-            state[WEIGHT_DECAY_SCHEDULE_KEY] = self._weight_decay_schedule.state_dict()
-        return state
 
     def set_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Load a state dict of ``AdamWDL`` or ``paddle.optimizer.AdamW``.
@@ -616,125 +359,48 @@ class AdamWDL(AdamW):
         With a weight-decay schedule, its position is restored from
         ``"weight_decay_schedule"``; a checkpoint without that entry (from
         ``AdamW``, or an ``AdamWDL`` with a float ``weight_decay``) leaves the
-        schedule where it is, with a ``UserWarning``.
+        schedule where it is, with a ``UserWarning``. The update plans are
+        made afresh at the next step.
         """
-        schedule_state = state_dict.get(WEIGHT_DECAY_SCHEDULE_KEY)
-        if schedule_state is not None:
-            state_dict = {k: v for k, v in state_dict.items() if k != WEIGHT_DECAY_SCHEDULE_KEY}
-        schedule = self._weight_decay_schedule
-        if schedule is None:
-            super().set_state_dict(state_dict)
-            return
-        if schedule_state is None:
-            warnings.warn(
-                f"AdamWDL.set_state_dict: the checkpoint has no {WEIGHT_DECAY_SCHEDULE_KEY!r} "
-                f"entry; the weight-decay schedule stays at step {schedule.current_step}.",
-                UserWarning,
-                stacklevel=2,
-            )
-            super().set_state_dict(state_dict)
-            return
-        previous_step = schedule.current_step
-        schedule.set_state_dict(schedule_state)  # checks the entry before changing anything
-        try:
-            super().set_state_dict(state_dict)
-        except BaseException:
-            schedule.current_step = previous_step
-            raise
-        self._sync_weight_decay()
+        self._plans.clear()  # their accumulators and master weights may be replaced
+        return super().set_state_dict(state_dict)
 
     load_state_dict = set_state_dict
 
     # ----------------------------------------------------------- layer ratios
-    def _layer_ratio(self, param: Any) -> float | None:
-        """The cached ratio of a function pure in the name, or None for other functions."""
-        if self._cached_ratio_fun is None or self.set_param_lr_fun is not self._cached_ratio_fun:
+    def _active_ratio_cache(self) -> RatioCache | None:
+        """The cache of a ratio function pure in the name, unless ``set_param_lr_fun`` was replaced since."""
+        cache = self._ratio_cache
+        if cache is None or self.set_param_lr_fun is not cache.fun:
             return None
-        ratio = self._layer_ratios.get(param.name)
-        if ratio is None:
-            ratio = self._cached_ratio_fun(param)
-            if ratio is None:
-                raise TypeError(
-                    f"AdamWDL: `set_param_lr_fun` returned None for {param.name!r}, but its ratios "
-                    "are cached (it is pure in the parameter name); return the ratio instead."
-                )
-            ratio = float(_checked_lr_factor(ratio, param))
-            self._layer_ratios[param.name] = ratio
-        return ratio
+        return cache
 
     def _update_scale(self, param: Any, optimize_attr: dict[str, Any] | None, base_scale: LrScale) -> LrScale:
-        """:math:`s_p r_p`, the lr factor of the parameter's Adam step (``base_scale`` is :math:`s_p`).
-
-        Calls ``set_param_lr_fun`` (unless its ratio is cached) and leaves
-        ``optimize_attr`` as it was, also when the function raises.
-        """
-        fun = self.set_param_lr_fun
-        if fun is None:
-            return base_scale
-        ratio = self._layer_ratio(param)
-        if ratio is not None:
-            return base_scale * ratio
-        try:
-            ratio = fun(param)
-            edited_scale = None if optimize_attr is None else optimize_attr["learning_rate"]
-        finally:
-            if optimize_attr is not None:
-                optimize_attr["learning_rate"] = base_scale
-        if ratio is not None:
-            return base_scale * _checked_lr_factor(ratio, param)
-        if optimize_attr is None:
-            raise TypeError(
-                f"AdamWDL: `set_param_lr_fun` returned None for {param.name!r}, "
-                "which has no optimize_attr to have edited; return the ratio instead."
-            )
-        return _checked_lr_factor(edited_scale, param, edited=True)
+        """:math:`s_p r_p`, the lr factor of the parameter's Adam step (``base_scale`` is :math:`s_p`)."""
+        return update_scale(self.set_param_lr_fun, self._active_ratio_cache(), param, optimize_attr, base_scale)
 
     def _resolve_update_scales(self, params: Iterable[Any]) -> dict[str, LrScale]:
-        """Ask ``set_param_lr_fun`` about every parameter before any update.
-
-        Returns :meth:`_update_scale` by parameter name where the ratio is not
-        cached; a cached ratio is only made sure of (a parameter unfrozen
-        since construction may be missing from ``name_dict``), as updates
-        read the cache. Empty on a dygraph AMP overflow step, which updates
-        nothing, so that a function is called once per update.
-        """
+        """Ask ``set_param_lr_fun`` about every parameter before any update
+        (:func:`~paddle_llrd.lr_ratios.resolve_update_scales`). Empty on a
+        dygraph AMP overflow step, which updates nothing, so that a function
+        is called once per update."""
         if framework.in_dygraph_mode():
             found_inf = self._get_auxiliary_var("found_inf")
             if found_inf is not None and bool(found_inf):
                 return {}
-        scales = {}
-        for param in params:
-            if self._layer_ratio(param) is None:
-                optimize_attr = _lr_attributes(param)
-                base_scale = 1.0 if optimize_attr is None else optimize_attr["learning_rate"]
-                scales[param.name] = self._update_scale(param, optimize_attr, base_scale)
-        return scales
+        return resolve_update_scales(self.set_param_lr_fun, self._active_ratio_cache(), params)
 
     # ------------------------------------------------------------- inspection
     def param_lr_table(self) -> list[ParamLrRow]:
         r"""What each trainable parameter gets at the next step, one :class:`ParamLrRow` each.
 
-        For a parameter :math:`p` (in the optimizer's order, frozen ones
-        left out), with the notation of :class:`AdamWDL`:
-
-        * ``name``: ``name_dict[p.name]``, or ``p.name`` where there is no entry;
-        * ``layer_id``: from a :class:`~paddle_llrd.layer_maps.LayerMap` (or any
-          ratio function with a ``layer_id(structured_name, n_layers)``
-          method), or for the default :func:`~paddle_llrd.layerwise_lr_decay`
-          ``0`` for embeddings, ``i + 1`` for ``encoder.layers.i``,
-          ``n_layers + 1`` otherwise (its ratio is
-          ``layerwise_decay ** (n_layers + 1 - layer_id)``); ``None`` for other
-          functions and without ``set_param_lr_fun``;
-        * ``ratio``: :math:`r_p` (a ``set_param_lr_fun`` that returns None is
-          called, its edit read and undone; ``nan`` if :math:`s_p = 0` hides it);
-        * ``lr``: :math:`\eta\, s_p\, r_p`, the Adam step's learning rate, with
-          :math:`\eta` = ``get_lr()``;
-        * ``decayed``: ``apply_decay_param_fun(p.name)`` (True without one);
-        * ``weight_decay``: :math:`\lambda` of the step (its group's, or the
-          schedule's current value), ``0.0`` if not decayed. The decay factor
-          is :math:`1 - \eta\, s_p \lambda` (without :math:`r_p`).
-
-        Ratio functions are called as in a step; the cached ones are not.
+        In the optimizer's order, frozen parameters left out; the fields are
+        described at :class:`~paddle_llrd.adamwdl.ParamLrRow` (``layer_id``
+        from a :class:`~paddle_llrd.layer_maps.LayerMap`, the default
+        :func:`~paddle_llrd.layerwise_lr_decay`, or any ratio function with a
+        ``layer_id(structured_name, n_layers)`` method). Ratio functions are
+        called as in a step (one returning None has its edit read and
+        undone); the cached ones are not.
 
         Examples:
             >>> import paddle
@@ -755,59 +421,7 @@ class AdamWDL(AdamW):
             classifier.weight                        3 1.000 0.1000 True 0.01
             classifier.bias                          3 1.000 0.1000 False 0.0
         """
-        self._sync_weight_decay()
-        global_lr = float(self.get_lr())
-        group_decays = {}
-        if self._parameter_list and isinstance(self._parameter_list[0], dict):
-            for group in self._param_groups:
-                for param in group["params"]:
-                    group_decays[id(param)] = group.get("weight_decay", self._default_dict["weight_decay"])
-        default_decay = self._default_dict["weight_decay"]
-        rows = []
-        for param in self._listed_parameters():
-            if param.stop_gradient:
-                continue
-            optimize_attr = _lr_attributes(param)
-            base_scale = 1.0 if optimize_attr is None else optimize_attr["learning_rate"]
-            update_scale = float(self._update_scale(param, optimize_attr, base_scale))
-            base_scale = float(base_scale)
-            if base_scale != 0.0:
-                ratio = update_scale / base_scale
-            else:
-                ratio = self._layer_ratio(param)
-                ratio = math.nan if ratio is None else float(ratio)
-            decayed = self._decays(param)
-            structured = self._structured_name(param)
-            rows.append(
-                ParamLrRow(
-                    name=structured,
-                    param_name=param.name,
-                    layer_id=self._layer_id(structured),
-                    ratio=ratio,
-                    lr=global_lr * update_scale,
-                    decayed=decayed,
-                    weight_decay=float(group_decays.get(id(param), default_decay)) if decayed else 0.0,
-                )
-            )
-        return rows
-
-    def _structured_name(self, param: Any) -> str:
-        if self.name_dict is None:
-            return param.name
-        return self.name_dict.get(param.name, param.name)
-
-    def _layer_id(self, structured_name: str) -> int | None:
-        fun = getattr(self.set_param_lr_fun, "func", None)
-        if fun is None:
-            return None
-        if fun is layerwise_lr_decay:
-            if self.name_dict is None:
-                return None
-            return layer_id_of(structured_name, self.n_layers)
-        layer_id = getattr(fun, "layer_id", None)
-        if not callable(layer_id):
-            return None
-        return int(layer_id(structured_name, self.n_layers))
+        return param_lr_rows(self)
 
     # -------------------------------------------------------- optimisation pass
     def _begin_pass(self, parameters_and_grads: Any) -> None:
@@ -832,6 +446,9 @@ class AdamWDL(AdamW):
         self._update_scales = {}
         self._lr_to_coeff = {}
         self._scaled_lrs = {}
+        self._pass_global_lr = None
+        self._pass_settings = None
+        self._fused_coeffs = {}
 
     def _run_pass(self, create_pass: Callable[..., Any], parameters_and_grads: Any, param_group_idx: int) -> Any:
         self._begin_pass(parameters_and_grads)
@@ -850,16 +467,18 @@ class AdamWDL(AdamW):
     # -------------------------------------------------------------- lr tensors
     def _lr_for_scale(self, scale: LrScale) -> Any:
         """The global lr times ``scale``, one tensor per distinct float per pass."""
-        global_lr = self._global_learning_rate()
-        if _is_tensor(scale):
-            return self._scale_lr(global_lr, scale)
-        scale = float(scale)
+        global_lr = self._pass_global_lr
+        if global_lr is None:
+            global_lr = self._pass_global_lr = self._global_learning_rate()
+        if type(scale) is not float:
+            if is_tensor(scale):
+                return self._scale_lr(global_lr, scale)
+            scale = float(scale)
         if scale == 1.0:
             return global_lr
         scaled = self._scaled_lrs.get(scale)
         if scaled is None:
-            scaled = self._scale_lr(global_lr, scale)
-            self._scaled_lrs[scale] = scaled
+            scaled = self._scaled_lrs[scale] = self._scale_lr(global_lr, scale)
         return scaled
 
     @staticmethod
@@ -871,86 +490,73 @@ class AdamWDL(AdamW):
         ), framework.name_scope("scale_with_param_lr"):
             return global_lr * scale
 
-    def _fused_decay_coeff(self, decay_scale: Any, update_scale: Any) -> float | None:
-        """The kernel coefficient that makes its decay ``1 - lr*decay_scale*coeff``.
-
-        The kernel decays by ``1 - lr_k * coeff_k`` with its own learning rate
-        ``lr_k = lr * update_scale``; ``coeff_k = coeff * decay_scale / update_scale``
-        makes that product ``lr * decay_scale * coeff``. None when the kernel
-        cannot express it.
-        """
-        if self._force_general_decay:
-            return None
-        coeff = self._weight_decay
-        if not (_is_real_number(decay_scale) and _is_real_number(update_scale) and _is_real_number(coeff)):
-            return None
-        if not (math.isfinite(decay_scale) and math.isfinite(update_scale) and math.isfinite(coeff)):
-            return None
-        if decay_scale == update_scale:
-            return coeff
-        if decay_scale == 0.0:
-            return 0.0 if update_scale != 0.0 else None
-        low, high = _FUSED_RATIO_RANGE
-        if not low <= abs(update_scale / decay_scale) <= high:
-            return None
-        return coeff * decay_scale / update_scale
-
     # --------------------------------------------------------------- updates
+    def _update_param_group(self, parameters: dict[str, Any]) -> Any:
+        self._pass_settings = None  # the group's betas, epsilon and lazy mode
+        return super()._update_param_group(parameters)
+
+    def _settings(self) -> AdamSettings:
+        settings = self._pass_settings
+        if settings is None:
+            settings = self._pass_settings = AdamSettings.of(self)
+        return settings
+
+    def _plan(self, param: Any) -> UpdatePlan:
+        """``param``'s :class:`~paddle_llrd.update_plan.UpdatePlan`: kept across dygraph steps, per update in a program."""
+        plan = self._plans.get(param.name)
+        if plan is None:
+            plan = plan_update(self, param)
+            if plan.decays:
+                self._params_name[param.name] = None
+            if framework.in_dygraph_mode():
+                self._plans[param.name] = plan
+        return plan
+
     def _append_optimize_op(self, block: Any, param_and_grad: Any) -> Any:
         if isinstance(param_and_grad, dict):
             param_and_grad = self._update_param_group(param_and_grad)
         param, grad = param_and_grad
-        optimize_attr = getattr(param, "optimize_attr", None)  # _lr_attributes, inlined: per update
+        optimize_attr = getattr(param, "optimize_attr", None)  # lr_attributes, inlined: per update
         if optimize_attr is not None and "learning_rate" not in optimize_attr:
             optimize_attr = None
         base_scale = 1.0 if optimize_attr is None else optimize_attr["learning_rate"]
         update_scale = self._update_scales.get(param.name)
         if update_scale is None:  # a cached ratio (or an update outside a pass)
-            update_scale = self._update_scale(param, optimize_attr, base_scale)
+            cache = self._active_ratio_cache()
+            ratio = None if cache is None else cache.ratios.get(param.name)
+            if ratio is None:
+                update_scale = self._update_scale(param, optimize_attr, base_scale)
+            else:
+                update_scale = base_scale * ratio
         if optimize_attr is not None:
             optimize_attr["learning_rate"] = update_scale  # for this update only
         try:
-            with_decay = self._decays(param)
-            if with_decay:
-                self._params_name[param.name] = None
+            plan = self._plans.get(param.name) or self._plan(param)
+            settings = self._settings()
             # Paddle 3.3.1's adamw kernel for SelectedRows gradients reads its
             # attributes wrongly and crashes (as paddle.optimizer.AdamW does),
             # so sparse gradients take the adam kernel and the separate decay.
-            sparse = _is_sparse(grad)
-            if sparse and not self._lazy_mode and framework.in_dygraph_mode():
-                grad, sparse = self._densify(param, grad), False
-            fused_coeff = (
-                self._fused_decay_coeff(base_scale, update_scale) if with_decay and not sparse else None
+            sparse = grad.is_selected_rows() if settings.dygraph else _is_static_sparse(grad)
+            if sparse and not settings.lazy_mode and settings.dygraph:
+                grad, sparse = densify(param, grad), False
+            fused_coeff = None if sparse else plan.fused_coeff_for(
+                self._weight_decay, base_scale, update_scale,
+                force_general=self._force_general_decay, decided=self._fused_coeffs,
             )
-            if with_decay and fused_coeff is None:
+            if plan.decays and fused_coeff is None:
                 self._append_decoupled_weight_decay(block, param_and_grad, lr_scale=base_scale)
             return self._append_adamw(
-                block,
-                param,
-                grad,
-                lr=self._lr_for_scale(update_scale),
-                with_decay=fused_coeff is not None,
-                coeff=self._weight_decay if fused_coeff is None else fused_coeff,
-                adam_kernel=sparse,
+                block, param, grad, plan, lr=self._lr_for_scale(update_scale), coeff=fused_coeff, adam_kernel=sparse
             )
         finally:
             if optimize_attr is not None:
                 optimize_attr["learning_rate"] = base_scale
 
-    @staticmethod
-    def _densify(param: Any, grad: Any) -> Any:
-        """A SelectedRows gradient as a dense one (duplicate rows summed).
-
-        Without lazy mode every row takes an Adam step, which is the dense
-        update with zeros where rows are absent; Paddle 3.3.1's CPU ``adam``
-        kernel for SelectedRows corrupts the moments in that mode.
-        """
-        values = grad._get_tensor_from_selected_rows()
-        dense = paddle.zeros(param.shape, dtype=values.dtype)
-        rows = grad.rows()
-        if not rows:
-            return dense
-        return paddle.scatter(dense, paddle.to_tensor(rows, dtype="int64"), values, overwrite=False)
+    def _append_adamw(
+        self, block: Any, param: Any, grad: Any, plan: UpdatePlan, *, lr: Any, coeff: float | None, adam_kernel: bool
+    ) -> Any:
+        """The kernel update (:func:`~paddle_llrd.adamw_updates.adamw_update`) with this group's settings."""
+        return adamw_update(block, param, grad, lr, plan, self._settings(), coeff=coeff, adam_kernel=adam_kernel)
 
     def _append_decoupled_weight_decay(
         self, block: Any, param_and_grad: Any, lr_scale: LrScale | None = None
@@ -966,246 +572,38 @@ class AdamWDL(AdamW):
         if isinstance(param_and_grad, dict):
             param_and_grad = self._update_param_group(param_and_grad)
         param = param_and_grad[0]
-        if not self._decays(param):
+        plan = self._plans.get(param.name)
+        if plan is None:  # in a program, or called outside an update: no accumulators needed
+            if not self._decays(param):
+                return None
+            target = self._master_weights[param.name] if uses_master(self, param) else param
+        elif not plan.decays:
             return None
+        else:
+            target = param if plan.master_weight is None else plan.master_weight
         if lr_scale is None:
-            optimize_attr = _lr_attributes(param)
-            lr_scale = 1.0 if optimize_attr is None else optimize_attr["learning_rate"]
+            lr_scale = base_scale_of(lr_attributes(param))
         lr = self._lr_for_scale(lr_scale)
         factor = self._lr_to_coeff.get(lr)
         if factor is None:
-            factor = 1.0 - lr * self._weight_decay
-            found_inf = None if framework.in_dygraph_mode() else self._get_auxiliary_var("found_inf")
-            if _is_tensor(found_inf):
-                # Dygraph skips the whole pass on overflow; a program has to
-                # turn the decay into a no-op itself.
-                factor = paddle.where(
-                    paddle.reshape(found_inf, []), paddle.ones_like(factor), factor
-                )
-            self._lr_to_coeff[lr] = factor
-        target = self._master_weights[param.name] if self._uses_master(param) else param
-        if factor.dtype != target.dtype:
-            factor = paddle.cast(factor, target.dtype)
-        if in_dynamic_or_pir_mode():
-            _C_ops.multiply_(target, factor)
-            return None
-        return block.append_op(
-            type="elementwise_mul",
-            inputs={"X": [target], "Y": [factor]},
-            outputs={"Out": [target]},
-            attrs={"axis": -1},
-            stop_gradient=True,
-        )
+            factor = self._lr_to_coeff[lr] = decay_factor(lr, self._weight_decay, self._settings().found_inf)
+        return decoupled_decay(block, target, factor)
 
     # ------------------------------------------------------------ the kernel
-    def _uses_master(self, param: Any) -> bool:
-        return self._multi_precision and self._is_dtype_fp16_or_bf16(param.dtype)
+    def _add_moments_pows(self, p: Any) -> None:
+        """Paddle's accumulators, with beta powers that start at a Tensor beta's value.
 
-    def _needs_fp32_fallback(self, param: Any) -> bool:
-        """Paddle's CPU adamw kernel exists for float32/float64 only."""
-        if not self._uses_master(param):
-            return False
-        if framework.in_dygraph_mode():
-            return param.place.is_cpu_place()
-        return paddle.device.get_device() == "cpu"
-
-    def _advance_beta_pows(self, beta1_pow: Any, beta2_pow: Any) -> None:
-        """``beta_pow *= beta`` after a sparse ``adam`` update (not on an overflow step).
-
-        Paddle 3.3.1's CPU ``adam`` kernel for SelectedRows gradients advances
-        the in-place beta powers before it reads them, so its bias correction
-        is that of step ``t + 1``. Running it with ``use_global_beta_pow=True``
-        (powers left alone) and advancing them here gives step ``t``'s.
+        Paddle 3.3.1's AdamW starts them at 0.9/0.999 for Tensor betas. In
+        dygraph the value is read here; a program starts them at
+        ``UNSET_BETA_POW`` and its first update sets them
+        (:func:`~paddle_llrd.adamw_updates.start_beta_pows`).
         """
-        found_inf = None if framework.in_dygraph_mode() else self._get_auxiliary_var("found_inf")
-        for beta_pow, beta in ((beta1_pow, self._beta1), (beta2_pow, self._beta2)):
-            if framework.in_dygraph_mode():
-                if _is_tensor(beta):
-                    _C_ops.multiply_(beta_pow, paddle.cast(beta, beta_pow.dtype))
-                else:
-                    _C_ops.scale_(beta_pow, float(beta), 0.0, True)
-                continue
-            advanced = beta_pow * beta
-            if _is_tensor(found_inf):
-                advanced = paddle.where(paddle.reshape(found_inf, [1]), beta_pow, advanced)
-            paddle.assign(advanced, output=beta_pow)
+        beta1, beta2 = self._beta1, self._beta2
+        if not (is_tensor(beta1) or is_tensor(beta2)):
+            return super()._add_moments_pows(p)
 
-    def _beta_value(self, beta: Any) -> Any:
-        if type(beta) is float:
-            return beta
-        return beta.item(0) if isinstance(beta, Variable) else beta
-
-    def _append_adamw(
-        self,
-        block: Any,
-        param: Any,
-        grad: Any,
-        *,
-        lr: Any,
-        with_decay: bool,
-        coeff: float,
-        adam_kernel: bool = False,
-    ) -> Any:
-        """One ``adamw`` kernel: fused decay ``1 - lr*coeff`` if ``with_decay``, then Adam with ``lr``.
-
-        ``adam_kernel``: use the ``adam`` kernel instead (no decay, ``with_decay``
-        must be False), for SelectedRows gradients.
-        """
-        moment1 = self._get_accumulator_master(self._moment1_acc_str, param)
-        moment2 = self._get_accumulator_master(self._moment2_acc_str, param)
-        moment2_max = (
-            self._get_accumulator_master(self._moment2_acc_max_str, param) if self._amsgrad else None
-        )
-        beta1_pow = self._get_accumulator_master(self._beta1_pow_acc_str, param)
-        beta2_pow = self._get_accumulator_master(self._beta2_pow_acc_str, param)
-        use_master = self._uses_master(param)
-        master_weight = self._master_weights[param.name] if use_master else None
-        fp32_fallback = use_master and self._needs_fp32_fallback(param)
-
-        if in_dynamic_or_pir_mode():
-            found_inf = self._get_auxiliary_var("found_inf") if in_pir_mode() else None
-            if fp32_fallback:
-                # Update the master weight with the float32 kernel, then cast it
-                # into the parameter: what the GPU kernel does in one go.
-                kernel_param = master_weight
-                kernel_grad = _C_ops.cast(grad, paddle.float32)
-                kernel_master, kernel_multi_precision = None, False
-            else:
-                kernel_param, kernel_grad = param, grad
-                kernel_master, kernel_multi_precision = master_weight, use_master
-            common = (
-                kernel_param,
-                kernel_grad,
-                lr,
-                moment1,
-                moment2,
-                moment2_max,
-                beta1_pow,
-                beta2_pow,
-                kernel_master,
-                found_inf,
-                self._beta_value(self._beta1),
-                self._beta_value(self._beta2),
-                self._epsilon,
-            )
-            tail = (
-                self._lazy_mode,
-                _MIN_ROW_SIZE_TO_USE_MULTITHREAD,
-                kernel_multi_precision,
-                adam_kernel,  # use_global_beta_pow: see _advance_beta_pows
-                self._amsgrad,
-            )
-            if adam_kernel:
-                _C_ops.adam_(*common, *tail)
-                self._advance_beta_pows(beta1_pow, beta2_pow)
-            else:
-                _C_ops.adamw_(*common, 1.0, coeff, with_decay, *tail)
-            if fp32_fallback:
-                _C_ops.assign_out_(_C_ops.cast(master_weight, param.dtype), param)
-            return None
-        return self._append_legacy_adamw(
-            block,
-            param,
-            grad,
-            lr=lr,
-            with_decay=with_decay,
-            coeff=coeff,
-            moments=(moment1, moment2, moment2_max, beta1_pow, beta2_pow),
-            master_weight=master_weight,
-            fp32_fallback=fp32_fallback,
-            adam_kernel=adam_kernel,
-        )
-
-    def _append_legacy_adamw(
-        self,
-        block: Any,
-        param: Any,
-        grad: Any,
-        *,
-        lr: Any,
-        with_decay: bool,
-        coeff: float,
-        moments: tuple[Any, ...],
-        master_weight: Any,
-        fp32_fallback: bool,
-        adam_kernel: bool,
-    ) -> Any:
-        """The same update as an ``adamw`` (or ``adam``) op of a legacy (non-PIR) static program."""
-        moment1, moment2, moment2_max, beta1_pow, beta2_pow = moments
-        kernel_param, kernel_grad = param, grad
-        if fp32_fallback:
-            kernel_param = master_weight
-            kernel_grad = block.create_var(
-                name=unique_name.generate(grad.name + "_fp32"),
-                shape=grad.shape,
-                dtype=core.VarDesc.VarType.FP32,
-                persistable=False,
-            )
-            block.append_op(
-                type="cast",
-                inputs={"X": [grad]},
-                outputs={"Out": [kernel_grad]},
-                attrs={"in_dtype": grad.dtype, "out_dtype": core.VarDesc.VarType.FP32},
-            )
-        inputs = {
-            "Param": [kernel_param],
-            "Grad": [kernel_grad],
-            "LearningRate": [lr],
-            "Moment1": [moment1],
-            "Moment2": [moment2],
-            "Beta1Pow": [beta1_pow],
-            "Beta2Pow": [beta2_pow],
-        }
-        outputs = {
-            "ParamOut": [kernel_param],
-            "Moment1Out": [moment1],
-            "Moment2Out": [moment2],
-            "Beta1PowOut": [beta1_pow],
-            "Beta2PowOut": [beta2_pow],
-        }
-        found_inf = self._get_auxiliary_var("found_inf")
-        if found_inf:
-            inputs["SkipUpdate"] = found_inf
-        use_kernel_master = master_weight is not None and not fp32_fallback
-        attrs = {
-            "lazy_mode": self._lazy_mode,
-            "min_row_size_to_use_multithread": _MIN_ROW_SIZE_TO_USE_MULTITHREAD,
-            "multi_precision": use_kernel_master,
-            "amsgrad": self._amsgrad,
-        }
-        if adam_kernel:
-            attrs["use_global_beta_pow"] = True  # see _advance_beta_pows
-        else:
-            attrs.update(with_decay=with_decay, coeff=coeff, lr_ratio=1.0)
-        for key, tensor_key, value in (
-            ("beta1", "Beta1Tensor", self._beta1),
-            ("beta2", "Beta2Tensor", self._beta2),
-            ("epsilon", "EpsilonTensor", self._epsilon),
-        ):
-            if isinstance(value, Variable):
-                inputs[tensor_key] = value
-            else:
-                attrs[key] = value
-        if self._amsgrad:
-            inputs["Moment2Max"] = [moment2_max]
-            outputs["Moment2MaxOut"] = [moment2_max]
-        if use_kernel_master:
-            inputs["MasterParam"] = master_weight
-            outputs["MasterParamOut"] = master_weight
-        adamw_op = block.append_op(
-            type="adam" if adam_kernel else self.type,
-            inputs=inputs,
-            outputs=outputs,
-            attrs=attrs,
-            stop_gradient=True,
-        )
-        if fp32_fallback:
-            block.append_op(
-                type="cast",
-                inputs={"X": [master_weight]},
-                outputs={"Out": [param]},
-                attrs={"in_dtype": core.VarDesc.VarType.FP32, "out_dtype": param.dtype},
-            )
-        if adam_kernel:
-            self._advance_beta_pows(beta1_pow, beta2_pow)
-        return adamw_op
+        self._beta1, self._beta2 = initial_beta_pow(beta1), initial_beta_pow(beta2)
+        try:
+            return super()._add_moments_pows(p)
+        finally:
+            self._beta1, self._beta2 = beta1, beta2

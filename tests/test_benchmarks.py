@@ -32,3 +32,39 @@ def test_ema_benchmark_reports_its_ratio_and_ignores_other_flags(capsys):
 def test_benchmarks_refuse_empty_sizes():
     with pytest.raises(SystemExit):
         bench_ema.main(["--layers", "0"])
+
+
+def test_small_params_regime_reports_ratios_and_no_extra_state(capsys):
+    results = bench_adamwdl.main(["--regime", "small-params", "--small-params", "48", "--steps", "1"])
+    assert results["regime"] == "small-params" and results["tensors"] == 48
+    assert results["target_ratio"] == 1.0 and results["adamwdl_ratio"] > 0
+    assert results["adamwdl_extra_state_bytes"] == 0
+    assert "small-params: 48 tensors" in capsys.readouterr().out
+
+
+def test_ema_small_params_regime_has_no_target():
+    results = bench_ema.main(["--regime", "small-params", "--small-params", "48", "--steps", "1"])
+    assert results["target_ratio"] is None and results["update_vs_adamw_ratio"] > 0
+
+
+def test_run_all_tables_both_regimes_and_writes_the_figure(tmp_path, monkeypatch, capsys):
+    import json
+
+    import run_all
+
+    monkeypatch.setattr(run_all, "OUT_DIR", str(tmp_path))
+    assert run_all.main(TINY + ["--small-params", "48"]) == 0
+    results = json.loads((tmp_path / "benchmarks.json").read_text())
+    assert set(results) == {"machine", "bert-base", "small-params"}
+    assert results["small-params"]["adamwdl"]["tensors"] == 48
+    assert (tmp_path / "benchmarks.png").stat().st_size > 0
+    table = capsys.readouterr().out.split("Median per-round time ratio")[1]
+    for label in ("AdamWDL step, fast path", "EMA update"):
+        row = next(line for line in table.splitlines() if label in line)
+        assert row.count("x") >= 2  # a ratio for each regime
+
+
+def test_run_all_refuses_a_regime_flag():
+    import run_all
+
+    assert run_all.main(["--regime", "small-params"]) == 2

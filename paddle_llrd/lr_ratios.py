@@ -1,0 +1,222 @@
+"""Layer ratios: asking ``set_param_lr_fun``, checking its answers, caching the pure ones.
+
+AdamWDL scales a parameter's Adam step by :math:`s_p r_p`: its own lr factor
+``param.optimize_attr['learning_rate']`` (:math:`s_p`) times the ratio
+``set_param_lr_fun(param)`` (:math:`r_p`). This module turns a function's
+answer into that factor (the *update scale*) and refuses answers that would
+corrupt the weights, naming the parameter.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Union
+
+import paddle
+from paddle import pir
+from paddle.base import framework
+
+from .layerwise import layerwise_lr_decay
+
+if TYPE_CHECKING:
+    from paddle import Tensor
+
+LrScale = Union[float, "Tensor"]
+
+_TENSOR_TYPES = (paddle.Tensor, framework.Variable, pir.Value)
+
+
+def is_tensor(value: Any) -> bool:
+    """Whether ``value`` is a Paddle tensor of any IR (eager, legacy program, PIR)."""
+    return isinstance(value, _TENSOR_TYPES)
+
+
+def is_real_number(value: Any) -> bool:
+    """A Python/NumPy real number, not a bool."""
+    if type(value) is float:  # the common case, without an ABC check
+        return True
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def is_pure_in_name(set_param_lr_fun: Any) -> bool:
+    """Whether the ratio of ``set_param_lr_fun`` depends on the parameter's name only.
+
+    True for :func:`~paddle_llrd.layerwise_lr_decay` and a
+    :class:`~paddle_llrd.layer_maps.LayerMap`; any callable may declare it
+    with ``pure_in_name = True``.
+
+    Examples:
+        >>> from paddle_llrd import layerwise_lr_decay
+        >>> is_pure_in_name(layerwise_lr_decay), is_pure_in_name(lambda *a: 1.0)
+        (True, False)
+    """
+    if set_param_lr_fun is layerwise_lr_decay:
+        return True
+    return getattr(set_param_lr_fun, "pure_in_name", False) is True
+
+
+def lr_attributes(param: Any) -> dict[str, Any] | None:
+    """``param.optimize_attr`` if it holds a ``'learning_rate'`` (a Paddle parameter's does), else None."""
+    optimize_attr = getattr(param, "optimize_attr", None)
+    if optimize_attr is None or "learning_rate" not in optimize_attr:
+        return None
+    return optimize_attr
+
+
+def base_scale_of(optimize_attr: dict[str, Any] | None) -> LrScale:
+    """:math:`s_p`, the parameter's own lr factor (1 without an ``optimize_attr``)."""
+    return 1.0 if optimize_attr is None else optimize_attr["learning_rate"]
+
+
+def checked_lr_factor(value: Any, param: Any, *, edited: bool = False) -> LrScale:
+    """``value``, what ``set_param_lr_fun`` gave ``param``, if it is a finite number >= 0 or a Tensor.
+
+    ``edited``: the value is the ``optimize_attr['learning_rate']`` a function
+    returning None set, not a returned ratio.
+
+    Examples:
+        >>> import paddle
+        >>> p = paddle.create_parameter([1], "float32")
+        >>> checked_lr_factor(0.5, p)
+        0.5
+        >>> checked_lr_factor(-1.0, p)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: AdamWDL: `set_param_lr_fun` returned -1.0 for ...; a learning-rate ratio must be a finite number >= 0.
+    """
+    what = "set param.optimize_attr['learning_rate'] to" if edited else "returned"
+    if is_real_number(value):
+        if not (math.isfinite(value) and value >= 0.0):
+            raise ValueError(
+                f"AdamWDL: `set_param_lr_fun` {what} {value!r} for {param.name!r}; a learning-rate "
+                "ratio must be a finite number >= 0."
+            )
+        return value
+    if is_tensor(value):
+        return value
+    raise TypeError(
+        f"AdamWDL: `set_param_lr_fun` {what} {type(value).__name__} {value!r} for {param.name!r}; "
+        "it must return a number (the lr ratio), a Tensor, or None after setting "
+        "param.optimize_attr['learning_rate'] to a number itself."
+    )
+
+
+class RatioCache:
+    """The ratios of a function pure in the parameter name, each asked for once.
+
+    Examples:
+        >>> import paddle
+        >>> p = paddle.create_parameter([1], "float32")
+        >>> cache = RatioCache(lambda param: 0.25)
+        >>> cache.ratio(p), cache.ratio(p), len(cache.ratios)
+        (0.25, 0.25, 1)
+    """
+
+    def __init__(self, fun: Callable[[Any], Any]) -> None:
+        self.fun = fun
+        self.ratios: dict[str, float] = {}
+
+    def ratio(self, param: Any) -> float:
+        ratio = self.ratios.get(param.name)
+        if ratio is None:
+            ratio = self.fun(param)
+            if ratio is None:
+                raise TypeError(
+                    f"AdamWDL: `set_param_lr_fun` returned None for {param.name!r}, but its ratios "
+                    "are cached (it is pure in the parameter name); return the ratio instead."
+                )
+            ratio = float(checked_lr_factor(ratio, param))
+            self.ratios[param.name] = ratio
+        return ratio
+
+
+def update_scale(
+    fun: Callable[[Any], Any] | None,
+    cache: RatioCache | None,
+    param: Any,
+    optimize_attr: dict[str, Any] | None,
+    base_scale: LrScale,
+) -> LrScale:
+    """:math:`s_p r_p`, the lr factor of the parameter's Adam step (``base_scale`` is :math:`s_p`).
+
+    ``cache`` serves ``fun`` when it is pure in the name. Calls ``fun``
+    otherwise and leaves ``optimize_attr`` as it was, also when ``fun`` raises.
+    """
+    if fun is None:
+        return base_scale
+    if cache is not None:
+        return base_scale * cache.ratio(param)
+    try:
+        ratio = fun(param)
+        edited_scale = None if optimize_attr is None else optimize_attr["learning_rate"]
+    finally:
+        if optimize_attr is not None:
+            optimize_attr["learning_rate"] = base_scale
+    if ratio is not None:
+        return base_scale * checked_lr_factor(ratio, param)
+    if optimize_attr is None:
+        raise TypeError(
+            f"AdamWDL: `set_param_lr_fun` returned None for {param.name!r}, "
+            "which has no optimize_attr to have edited; return the ratio instead."
+        )
+    return checked_lr_factor(edited_scale, param, edited=True)
+
+
+def resolve_update_scales(
+    fun: Callable[[Any], Any] | None, cache: RatioCache | None, params: Iterable[Any]
+) -> dict[str, LrScale]:
+    """Ask ``fun`` about every parameter of a step before any update.
+
+    Returns :func:`update_scale` by parameter name where the ratio is not
+    cached; a cached ratio is only made sure of (a parameter unfrozen since
+    the optimizer was built may be missing from ``name_dict``), as updates
+    read the cache.
+    """
+    if fun is None:
+        return {}
+    if cache is not None:
+        for param in params:
+            if param.name not in cache.ratios:
+                cache.ratio(param)
+        return {}
+    scales = {}
+    for param in params:
+        optimize_attr = lr_attributes(param)
+        scales[param.name] = update_scale(fun, None, param, optimize_attr, base_scale_of(optimize_attr))
+    return scales
+
+
+# A fused update folds the ratio into the kernel's decay coefficient
+# (coeff * decay_scale / update_scale); beyond this range of
+# update_scale / decay_scale, float32 rounding of that coefficient and of the
+# scaled learning rate is no longer negligible, so the separate decay op is used.
+FUSED_RATIO_RANGE = (1e-12, 1e12)
+
+
+def fused_decay_coeff(coeff: Any, decay_scale: Any, update_scale: Any) -> float | None:
+    """The kernel coefficient that makes its decay ``1 - lr*decay_scale*coeff``.
+
+    The kernel decays by ``1 - lr_k * coeff_k`` with its own learning rate
+    ``lr_k = lr * update_scale``; ``coeff_k = coeff * decay_scale / update_scale``
+    makes that product ``lr * decay_scale * coeff``. None when the kernel
+    cannot express it.
+
+    Examples:
+        >>> fused_decay_coeff(0.01, 1.0, 0.5)
+        0.02
+        >>> fused_decay_coeff(0.01, 1.0, 0.0) is None  # a ratio of 0
+        True
+    """
+    if not (is_real_number(decay_scale) and is_real_number(update_scale) and is_real_number(coeff)):
+        return None
+    if not (math.isfinite(decay_scale) and math.isfinite(update_scale) and math.isfinite(coeff)):
+        return None
+    if decay_scale == update_scale:
+        return coeff
+    if decay_scale == 0.0:
+        return 0.0 if update_scale != 0.0 else None
+    low, high = FUSED_RATIO_RANGE
+    if not low <= abs(update_scale / decay_scale) <= high:
+        return None
+    return coeff * decay_scale / update_scale
