@@ -17,7 +17,6 @@ from paddle import nn
 from paddle_llrd import AdamWDL, WeightDecaySchedule
 from reference_adamw import ReferenceAdamW
 from test_adamwdl import (
-    N_LAYERS,
     batches,
     bert_like,
     decays_structured,
