@@ -55,6 +55,7 @@ from differential_cases import (
     weight_decay_at,
 )
 from reference_adamw import ReferenceAdamW, clip_by_global_norm
+from test_adamwdl import named_gradients
 
 RTOL, ATOL = 1e-5, 1e-6  # a float32 weight or master weight against float64
 # a float16/bfloat16 weight is its master weight rounded: within one unit in
@@ -190,19 +191,8 @@ class Run:
 
     def gradients(self) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
         """The float64 gradients the optimizer is given, by structured name, and the rows of sparse ones."""
-        grads, rows = {}, {}
-        for spec, (name, param) in zip(self.case.params, self.by_name.items()):
-            grad = param._grad_ivar()
-            if grad is None:
-                continue
-            assert grad.is_selected_rows() == spec.sparse, name
-            if spec.sparse:
-                row_ids = np.asarray(grad.rows(), dtype=np.int64)
-                dense = np.zeros(param.shape, dtype=np.float64)
-                np.add.at(dense, row_ids, grad.numpy().astype(np.float64))
-                grads[name], rows[name] = dense, row_ids
-            else:
-                grads[name] = grad.astype("float32").numpy().astype(np.float64)
+        grads, rows = named_gradients(self.by_name.items())
+        assert set(rows) == {n for n, spec in zip(self.names, self.case.params) if spec.sparse and n in grads}
         return grads, rows
 
     def master_weights(self) -> dict[str, np.ndarray]:
