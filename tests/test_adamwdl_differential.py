@@ -338,14 +338,14 @@ EXAMPLES = {
     "resume_with_warmup_and_schedule": Case(
         params=(*DENSE, EMBEDDING), lr="warmup", weight_decay_kind="linear", resume_at=2, steps=5, lazy_mode=True
     ),
-    # Fails on Paddle 3.3.1 and main: a checkpoint from before a parameter was
-    # unfrozen cannot be resumed when that parameter comes first (Paddle's
-    # "Optimizer set error, ..._moment1_0 should in state dict"); an
-    # uninterrupted run gives it fresh moments.
+    # Paddle 3.3.1's AdamW cannot go on from a checkpoint taken while a
+    # parameter was frozen once that parameter, listed first, is unfrozen (a
+    # bare "AssertionError: Optimizer set error, ..._moment1_0 should in state
+    # dict"); an uninterrupted run gives it fresh moments, so must a resumed one.
     "unfrozen_after_resume": Case(
         params=(ParamCase(shape=(3, 2), position="layer1", unfrozen_at=2), DENSE[0]), resume_at=2, steps=4
     ),
-    # Fails on main (Paddle 3.3.1's AdamW too): the beta powers start at 0.9/0.999.
+    # Paddle 3.3.1's AdamW starts the beta powers at 0.9/0.999 whatever the Tensors hold.
     "tensor_betas": Case(params=(*DENSE, EMBEDDING), tensor_betas=True, lazy_mode=True, resume_at=2, steps=5),
     "half_master_weights": Case(
         params=(
