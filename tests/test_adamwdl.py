@@ -8,7 +8,7 @@ look like BERT's and compares every parameter after every step. Shared helpers
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -135,8 +135,15 @@ def batches(steps: int, seed: int = 11, ids_high: int = VOCAB) -> list[tuple[pad
 
 def gradients_of(model: nn.Layer) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Dense float64 gradients by structured name, and the rows of sparse ones."""
+    return named_gradients(model.named_parameters())
+
+
+def named_gradients(
+    named_parameters: Iterable[tuple[str, paddle.Tensor]],
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Dense float64 gradients by the given names, and the rows of sparse (SelectedRows) ones."""
     grads, rows = {}, {}
-    for name, param in model.named_parameters():
+    for name, param in named_parameters:
         grad = param._grad_ivar()
         if grad is None:
             continue

@@ -381,6 +381,55 @@ def _linear_loss_step(model: nn.Layer, optimizer: AdamWDL, rng: np.random.Genera
     return grads
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_multi_precision_resume_matches_reference_and_uninterrupted_run(dtype, tmp_path):
+    """Saved after 2 steps, loaded into a fresh model and optimizer, 3 more: the
+    float32 master weights are the float64 reference's (not re-cast from the
+    float16/bfloat16 weights, which would lose their low bits) and every
+    weight and master weight equals the uninterrupted run's."""
+    steps, resume_at = 5, 2
+
+    def build(seed: int = 7) -> tuple[nn.Layer, AdamWDL]:
+        model = bert_like(seed)
+        model.to(dtype=dtype)
+        optimizer = make_adamwdl(
+            model, learning_rate=0.01, weight_decay=0.3, layerwise_decay=0.5, multi_precision=True
+        )
+        return model, optimizer
+
+    def masters(model: nn.Layer, optimizer: AdamWDL) -> dict[str, np.ndarray]:
+        saved = optimizer.state_dict()["master_weights"]
+        return {n: saved[p.name].numpy().astype(np.float64) for n, p in model.named_parameters()}
+
+    with fresh_names():
+        model, optimizer = build()
+        reference = ReferenceAdamW(weights_of(model), weight_decay=0.3)  # the masters start as the casts
+        rng = np.random.default_rng(0)
+        for _ in range(steps):
+            reference.step(_linear_loss_step(model, optimizer, rng), 0.01, ratio=ratio_fn(0.5))
+        uninterrupted, uninterrupted_masters = weights_of(model), masters(model, optimizer)
+
+    rng = np.random.default_rng(0)  # the same gradients again
+    with fresh_names():
+        model, optimizer = build()
+        for _ in range(resume_at):
+            _linear_loss_step(model, optimizer, rng)
+        paddle.save(model.state_dict(), str(tmp_path / "model.pdparams"))
+        paddle.save(optimizer.state_dict(), str(tmp_path / "opt.pdopt"))
+    with fresh_names():
+        model, optimizer = build(seed=99)  # a different initialisation, overwritten by the checkpoint
+        model.set_state_dict(paddle.load(str(tmp_path / "model.pdparams")))
+        optimizer.set_state_dict(paddle.load(str(tmp_path / "opt.pdopt")))
+        for _ in range(steps - resume_at):
+            _linear_loss_step(model, optimizer, rng)
+        resumed, resumed_masters = weights_of(model), masters(model, optimizer)
+
+    for name, master in resumed_masters.items():
+        np.testing.assert_allclose(master, reference.params[name], rtol=RTOL, atol=ATOL, err_msg=name)
+        np.testing.assert_array_equal(master, uninterrupted_masters[name], err_msg=name)
+        np.testing.assert_array_equal(resumed[name], uninterrupted[name], err_msg=name)
+
+
 @pytest.mark.parametrize("general", [False, True], ids=["fused", "general"])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_multi_precision_updates_master_weight(dtype, general):

@@ -17,7 +17,6 @@ from paddle import nn
 from paddle_llrd import AdamWDL, WeightDecaySchedule
 from reference_adamw import ReferenceAdamW
 from test_adamwdl import (
-    N_LAYERS,
     batches,
     bert_like,
     decays_structured,
@@ -396,25 +395,39 @@ def test_save_load_resume_equals_uninterrupted(tmp_path, general):
 
 
 def test_checkpoints_with_and_without_schedule_entry():
-    data = batches(2)
+    data = batches(4)
     with fresh_names():
         model = tiny_bert()
+        reference = ReferenceAdamW(weights_of(model))
         scheduled = make_adamwdl(model, learning_rate=0.01, weight_decay=WeightDecaySchedule(0.0, 0.1, 5), layerwise_decay=0.5)
-        _train(model, scheduled, data)
+        train_and_compare(
+            model,
+            scheduled,
+            reference,
+            lr_at=lambda step: 0.01,
+            data=data[:2],
+            reference_options=lambda step: {"ratio": ratio_fn(0.5), "weight_decay": megatron_wd(step, 0.0, 0.1, 5, "linear")},
+        )
+        model_state = {k: v.numpy().copy() for k, v in model.state_dict().items()}
         scheduled_state = scheduled.state_dict()
     with fresh_names():
         model = tiny_bert()
         plain = paddle.optimizer.AdamW(0.01, parameters=model.parameters())
-        _train(model, plain, data)
+        _train(model, plain, data[:2])
         plain_state = plain.state_dict()
     assert set(scheduled_state) - set(plain_state) == {"weight_decay_schedule"}
 
-    # AdamW loads AdamWDL's checkpoint and ignores the schedule entry
+    # AdamW loads AdamWDL's checkpoint, ignores the schedule entry and goes on
+    # from its moments and beta powers: the reference's run continued with
+    # AdamW's own settings (its default weight decay 0.01, no layer ratios)
     with fresh_names():
-        model = tiny_bert()
+        model = tiny_bert(seed=99)
+        model.set_state_dict(model_state)
         plain = paddle.optimizer.AdamW(0.01, parameters=model.parameters())
         plain.set_state_dict(scheduled_state)
-        _train(model, plain, data[:1])
+        train_and_compare(
+            model, plain, reference, lr_at=lambda step: 0.01, data=data[2:], reference_options={"weight_decay": 0.01}
+        )
 
     # AdamWDL with a schedule loads AdamW's checkpoint: warned, schedule left where it is
     with fresh_names():
