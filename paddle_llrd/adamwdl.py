@@ -598,6 +598,17 @@ class AdamWDL(ScheduledWeightDecay, AdamW):
         ``UNSET_BETA_POW`` and its first update sets them
         (:func:`~paddle_llrd.adamw_updates.start_beta_pows`).
         """
+        holder = self._accumulators_holder
+        if holder and not _has_saved_state(holder, p.name):
+            # A parameter that was frozen when the checkpoint was saved has no
+            # moments in it; Paddle asserts there, an uninterrupted run starts
+            # them at zero, and so does this one.
+            self._accumulators_holder = {}
+            try:
+                return self._add_moments_pows(p)
+            finally:
+                self._accumulators_holder = holder
+
         beta1, beta2 = self._beta1, self._beta2
         if not (is_tensor(beta1) or is_tensor(beta2)):
             return super()._add_moments_pows(p)
@@ -607,3 +618,10 @@ class AdamWDL(ScheduledWeightDecay, AdamW):
             return super()._add_moments_pows(p)
         finally:
             self._beta1, self._beta2 = beta1, beta2
+
+
+def _has_saved_state(holder: Mapping[str, Any], param_name: str) -> bool:
+    """Whether a loaded optimizer state holds accumulators of ``param_name``
+    (Paddle names them ``<param name>_<accumulator>_<n>``)."""
+    prefix = param_name + "_"
+    return any(key.startswith(prefix) for key in holder)
