@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install test demo schedules bench docs test-paddlenlp gpu-check clean
+.PHONY: install test demo schedules bench docs test-paddlenlp test-paddleformers gpu-check clean
 
 $(STAMP): setup.py requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -33,10 +33,13 @@ docs: install
 test-paddlenlp:
 	bash scripts/test_paddlenlp.sh
 
+test-paddleformers:
+	bash scripts/test_paddleformers.sh
+
 # On a CUDA machine only: installs paddlepaddle-gpu in .venv-gpu, runs the GPU tests.
 gpu-check:
 	bash scripts/gpu_check.sh
 
 clean:
-	rm -rf $(VENV) .venv-paddlenlp docs/_build build dist *.egg-info demo_output bench_output
+	rm -rf $(VENV) .venv-paddlenlp .venv-paddleformers docs/_build build dist *.egg-info demo_output bench_output
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
