@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import numbers
 import os
+import warnings
 from typing import Any, Callable, Dict, Optional
 
 import paddle
 
-from paddle_llrd.adamwdl import AdamWDL
+from paddle_llrd.adamwdl import WEIGHT_DECAY_SCHEDULE_KEY, AdamWDL
 from paddle_llrd.ema import ExponentialMovingAverage
 from paddle_llrd.integrations._arguments import (
     EMA_DIRECTORY,
@@ -32,7 +33,7 @@ from paddle_llrd.layer_maps import FAMILY_PATTERNS, LayerMap, build_name_dict, n
 from paddle_llrd.registry import get_scheduler
 from paddle_llrd.weight_decay import WeightDecaySchedule
 
-__all__ = ["STATE_FILE", "LLRDTrainerMixin", "TrainerHooks", "resolve_layer_map"]
+__all__ = ["STATE_FILE", "LLRDTrainerMixin", "TrainerAdamWDL", "TrainerHooks", "resolve_layer_map"]
 
 #: The file each checkpoint directory gets for the EMA and the weight-decay schedule.
 STATE_FILE = "paddle_llrd_state.pdparams"
@@ -89,6 +90,26 @@ def _step_changed_weights(args: Any, scaler: Any) -> bool:
     # An AMP step that found inf/nan skipped the update (Paddle 2.6 spelled the flag "founf").
     found_inf = getattr(scaler, "_cache_found_inf", getattr(scaler, "_cache_founf_inf", False))
     return not bool(found_inf)
+
+
+class TrainerAdamWDL(AdamWDL):
+    """The :class:`~paddle_llrd.AdamWDL` an ``LLRDTrainer`` builds: its
+    ``state_dict`` holds tensors only, because PaddleFormers' unified
+    checkpoint renames every entry as a parameter's state and fails on any
+    other; the trainer keeps the weight-decay schedule's position in
+    :data:`STATE_FILE` instead, so a state dict without it is expected here."""
+
+    def state_dict(self) -> Dict[str, Any]:
+        state = super().state_dict()
+        state.pop(WEIGHT_DECAY_SCHEDULE_KEY, None)
+        return state
+
+    def set_state_dict(self, state_dict: Dict[str, Any]) -> None:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=f".*no '{WEIGHT_DECAY_SCHEDULE_KEY}' entry", category=UserWarning)
+            super().set_state_dict(state_dict)
+
+    load_state_dict = set_state_dict
 
 
 class TrainerHooks:
@@ -261,7 +282,7 @@ class LLRDTrainerMixin:
         if learning_rate is None:
             learning_rate = args.learning_rate
         grad_clip = paddle.nn.ClipGradByGlobalNorm(args.max_grad_norm) if args.max_grad_norm > 0 else None
-        self.optimizer = AdamWDL(
+        self.optimizer = TrainerAdamWDL(
             learning_rate=learning_rate,
             beta1=args.adam_beta1,
             beta2=args.adam_beta2,
@@ -340,6 +361,7 @@ class LLRDTrainerMixin:
         schedule = getattr(self.optimizer, "weight_decay_schedule", None)
         if schedule is not None and saved.get("weight_decay_schedule") is not None:
             schedule.set_state_dict(saved["weight_decay_schedule"])
+            self.optimizer._sync_weight_decay()  # the coefficient of the next step
 
     def _run_state(self) -> Dict[str, Any]:
         state: Dict[str, Any] = {}

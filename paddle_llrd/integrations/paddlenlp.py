@@ -1,29 +1,43 @@
-"""PaddleNLP ``Trainer`` with layer-wise learning-rate decay.
+"""PaddleNLP ``Trainer`` with layer-wise learning-rate decay, registry
+schedules, weight-decay schedules and an EMA of the weights.
 
 :class:`LLRDTrainer` is a :class:`paddlenlp.trainer.Trainer` whose optimizer is
 :class:`paddle_llrd.AdamWDL` and whose learning-rate schedule comes from
-:func:`paddle_llrd.get_scheduler`. Everything is driven by the ordinary
-``TrainingArguments`` fields, plus the constructor keywords ``layerwise_decay``
-and ``n_layers`` (and ``set_param_lr_fun`` for models whose layers are not
-named ``encoder.layers.N``).
+:func:`paddle_llrd.get_scheduler`. Everything is driven by the
+``TrainingArguments`` fields; :class:`LLRDTrainingArguments` adds
+``layerwise_decay``, ``layer_map``, ``lr_scheduler_kwargs`` (and any registry
+name as ``lr_scheduler_type``), ``weight_decay_end``,
+``weight_decay_incr_style``, ``ema_decay`` and ``ema_eval``, which behave as in
+:mod:`paddle_llrd.integrations.paddleformers` (one implementation serves
+both). The constructor keywords ``layerwise_decay``, ``n_layers`` and
+``set_param_lr_fun`` keep working.
 
 With ``lr_t`` the schedule's learning rate at step ``t`` (``learning_rate``
 times the ``lr_scheduler_type`` factor, after ``warmup_steps`` or
-``floor(warmup_ratio * num_training_steps)`` warmup steps) and ``L =
-n_layers``, each parameter ``p`` (structured name ``n``) is updated with
+``floor(warmup_ratio * num_training_steps)`` warmup steps), ``wd_t`` the
+weight decay of step ``t`` (``weight_decay``, or the ramp to
+``weight_decay_end``) and ``L = n_layers``, each parameter ``p`` (structured
+name ``n``) is updated with
 
 .. code-block:: text
 
-    ratio(p) = layerwise_decay ** (L - i)   if n contains "encoder.layers.i."
-               layerwise_decay ** (L + 1)   elif n contains "embedding"
+    ratio(p) = layerwise_decay ** (L - i)   if n is in block i ("encoder.layers.i." for BERT)
+               layerwise_decay ** (L + 1)   elif n contains "embed"
                1                            otherwise (pooler, classifier)
-    p <- p * (1 - lr_t * weight_decay)      unless n contains "bias" or "norm"
+    p <- p * (1 - lr_t * wd_t)              unless n contains "bias" or "norm"
     p <- p - lr_t * ratio(p) * adam_direction(p)
 
 where ``adam_direction`` is Adam's bias-corrected ``m / (sqrt(v) + eps)`` with
 ``adam_beta1``, ``adam_beta2`` and ``adam_epsilon``. Gradients are clipped to a
 global norm of ``max_grad_norm`` first (when it is positive), and
 ``fp16_opt_level="O2"`` keeps float32 master weights (``multi_precision``).
+The blocks are found by ``layer_map`` (``"auto"``: BERT, GPT, LLaMA and ViT
+names) and ``L`` is ``config.num_hidden_layers`` (else counted from the
+names). With ``ema_decay > 0``, ``trainer.ema`` averages the weights after
+every step, each checkpoint keeps it (with the weight-decay schedule's
+position) in ``paddle_llrd_state.pdparams``, ``evaluate`` uses it while
+``ema_eval`` is on, and ``save_model(output_dir)`` also writes the averaged
+model to ``<output_dir>/ema``.
 
 PaddleNLP is optional: importing this module without a working
 ``paddlenlp==2.8.1`` raises :class:`ImportError` that says what to install.
@@ -31,6 +45,7 @@ PaddleNLP is optional: importing this module without a working
 Examples:
     >>> import tempfile
     >>> import paddle
+    >>> import paddle_llrd
     >>> from paddlenlp.trainer import TrainingArguments
     >>> from paddlenlp.transformers import BertConfig, BertForSequenceClassification
     >>> from paddle_llrd.integrations.paddlenlp import LLRDTrainer
@@ -48,8 +63,8 @@ Examples:
     >>> trainer = LLRDTrainer(model=model, args=args, train_dataset=data,
     ...                       layerwise_decay=0.5)
     >>> result = trainer.train()
-    >>> type(trainer.optimizer).__name__, trainer.n_layers
-    ('AdamWDL', 2)
+    >>> isinstance(trainer.optimizer, paddle_llrd.AdamWDL), trainer.n_layers
+    (True, 2)
     >>> [round(record["learning_rate"], 6) for record in trainer.state.log_history[:-1]]
     [0.0005, 0.001, 0.0005, 0.0]
 
