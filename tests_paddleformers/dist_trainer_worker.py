@@ -32,7 +32,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from support import TokenDataset, make_args, make_llama  # noqa: E402  (a sibling module)
+from support import TokenDataset, make_llama  # noqa: E402  (a sibling module)
 
 GLOBAL_BATCH = 8
 STEPS = 3
@@ -50,9 +50,8 @@ def train(out_dir: str, sharding: str = "", max_grad_norm: float = 1.0) -> None:
     out_name = f"rank{rank}.npz" if world_size > 1 else "single.npz"
     result = {}
     try:
-        args = make_args(
-            os.path.join(out_dir, "run"),
-            args_class=LLRDTrainingArguments,
+        args = LLRDTrainingArguments(
+            output_dir=os.path.join(out_dir, "run"),
             max_steps=STEPS,
             per_device_train_batch_size=GLOBAL_BATCH // world_size,
             learning_rate=1e-2,
@@ -66,6 +65,11 @@ def train(out_dir: str, sharding: str = "", max_grad_norm: float = 1.0) -> None:
             max_grad_norm=max_grad_norm,
             sharding=sharding,
             split_param=False,
+            seed=11,
+            logging_steps=1,
+            save_strategy="no",
+            report_to=[],
+            disable_tqdm=True,
         )
         model = make_llama()
         trainer = LLRDTrainer(model=model, args=args, train_dataset=TokenDataset(n_examples=GLOBAL_BATCH))

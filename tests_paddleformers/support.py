@@ -4,17 +4,12 @@ Everything here is real PaddleFormers 1.2.0: a tiny ``LlamaForCausalLM`` built
 from a ``LlamaConfig`` (no downloads) and generated token sequences, small
 enough that a Trainer run takes well under a second on a CPU.
 
-Two CPU facts shape the defaults: the fused RMSNorm kernel is GPU-only
-(``fuse_rms_norm=False``), and ``TrainingArguments`` refuses its default
-``amp_master_grad=True`` without fp16/bf16. Checkpoints use
-``"unified_checkpoint"``, the one format that resumes in a single CPU process
-(the default ``"flex_checkpoint"`` needs a hybrid-parallel group).
+The fused RMSNorm kernel is GPU-only, hence ``fuse_rms_norm=False``.
 """
 from __future__ import annotations
 
 import numpy as np
 import paddle
-from paddleformers.trainer import TrainerCallback, TrainingArguments
 from paddleformers.transformers import LlamaConfig, LlamaForCausalLM
 
 VOCAB_SIZE = 64
@@ -61,59 +56,6 @@ class TokenDataset(paddle.io.Dataset):
         return {"input_ids": ids, "labels": ids}
 
 
-def make_args(output_dir, **overrides) -> TrainingArguments:
-    """Quiet CPU arguments: log every step, save nothing, report nowhere.
-    ``args_class`` picks the dataclass (e.g. ``LLRDTrainingArguments``)."""
-    settings = dict(
-        output_dir=str(output_dir),
-        max_steps=6,
-        per_device_train_batch_size=8,
-        learning_rate=1e-3,
-        logging_steps=1,
-        save_strategy="no",
-        report_to=[],
-        disable_tqdm=True,
-        seed=11,
-        amp_master_grad=False,
-        save_checkpoint_format="unified_checkpoint",
-        load_checkpoint_format="unified_checkpoint",
-    )
-    settings.update(overrides)
-    args_class = settings.pop("args_class", TrainingArguments)
-    return args_class(**settings)
-
-
 def parameters_numpy(model) -> dict:
     """Structured name -> float64 copy of every parameter."""
     return {name: param.numpy().astype(np.float64) for name, param in model.named_parameters()}
-
-
-class LogRecorder(TrainerCallback):
-    """Keeps every ``logs`` dict: PaddleFormers' ``Trainer.log`` empties
-    ``state.log_history`` each time, so the history must be caught here."""
-
-    def __init__(self):
-        self.logs = []
-
-    def on_log(self, args, state, control, logs=None, **kwargs):
-        self.logs.append(dict(logs or {}))
-
-    def values(self, key: str) -> list:
-        """The logged values of ``key``, in order (records without it skipped)."""
-        return [record[key] for record in self.logs if key in record]
-
-
-class GradientRecorder(TrainerCallback):
-    """Records, just before every optimizer step, each parameter and its
-    gradient (float64 copies), keyed by structured name."""
-
-    def __init__(self):
-        self.steps = []
-
-    def on_optimizer_begin(self, args, state, control, model=None, **kwargs):
-        self.steps.append(
-            {
-                name: (param.numpy().astype(np.float64), param.grad.numpy().astype(np.float64))
-                for name, param in model.named_parameters()
-            }
-        )
