@@ -65,7 +65,7 @@ def test_a_yaml_config_sets_every_new_field(tmp_path, monkeypatch):
     config.write_text(yaml.safe_dump(settings))
     monkeypatch.setattr(sys, "argv", ["finetune.py", str(config)])
     (args,) = PdArgumentParser(LLRDTrainingArguments).parse_yaml_file_and_cmd_lines()
-    assert_every_field_reaches_the_trainer(KIT, args, tmp_path)
+    assert_every_field_reaches_the_trainer(KIT, args)
 
 
 def test_defaults_let_one_cpu_process_train_and_resume(tmp_path):

@@ -150,13 +150,13 @@ def test_a_config_file_sets_every_new_field(kit, tmp_path):
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"output_dir": str(tmp_path / "out"), **QUIET_FILE_SETTINGS, **every_field(kit)}))
     (args,) = kit.parser_class(kit.arguments_class).parse_json_file(str(config))
-    assert_every_field_reaches_the_trainer(kit, args, tmp_path)
+    assert_every_field_reaches_the_trainer(kit, args)
 
 
 def test_a_command_line_sets_every_new_field(kit, tmp_path):
     words = ["--output_dir", str(tmp_path / "out")] + command_line({**QUIET_FILE_SETTINGS, **every_field(kit)})
     (args,) = kit.parser_class(kit.arguments_class).parse_args_into_dataclasses(words)
-    assert_every_field_reaches_the_trainer(kit, args, tmp_path)
+    assert_every_field_reaches_the_trainer(kit, args)
 
 
 @pytest.mark.parametrize("fields, error, text", BAD_FIELDS, ids=[str(i) for i in range(len(BAD_FIELDS))])
