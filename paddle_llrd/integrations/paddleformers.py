@@ -83,7 +83,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-PADDLEFORMERS_REQUIREMENT = "pip install paddleformers==1.2.0 'pyarrow<21' 'datasets<4' 'numpy<=1.26.4'"
+PADDLEFORMERS_REQUIREMENT = "pip install paddleformers==1.2.0 'numpy<=1.26.4' 'pyarrow<26'"
 
 try:
     import paddleformers  # noqa: F401
