@@ -45,9 +45,12 @@ one device works and resumes without further flags:
 ``"unified_checkpoint"`` (PaddleFormers' ``"flex_checkpoint"`` resumes only in
 a process that has initialised ``fleet``, e.g. under
 ``paddle.distributed.launch``), and ``amp_master_grad`` follows AMP (on with
-``bf16``/``fp16``, off without, where PaddleFormers refuses ``True``). Each
-checkpoint directory also gets ``paddle_llrd_state.pdparams`` (the EMA and the
-weight-decay schedule's position).
+``bf16``/``fp16``, off without, where PaddleFormers refuses ``True``). An
+``LLRDTrainer`` given PaddleFormers' own ``TrainingArguments`` keeps
+PaddleFormers' defaults: set both formats to ``"unified_checkpoint"`` there
+to resume in one process. Each checkpoint directory also gets
+``paddle_llrd_state.pdparams`` (the EMA and the weight-decay schedule's
+position); a resumed run keeps the ``ema_decay`` of its own arguments.
 
 PaddleFormers is optional: importing this module without a working
 ``paddleformers==1.2.0`` raises :class:`ImportError` that says what to install.
