@@ -26,9 +26,11 @@ from trainer_checks import (
     checkpointed_run,
     command_line,
     every_field,
+    make_recorder,
     snapshot,
 )
 
+import paddle_llrd
 from paddle_llrd import layerwise_lr_decay
 from paddle_llrd.integrations._trainer import STATE_FILE
 
@@ -90,6 +92,22 @@ SCHEDULES = {
 @pytest.mark.parametrize("name", sorted(SCHEDULES))
 def test_each_step_uses_the_learning_rate_of_the_named_schedule(kit, tmp_path, name):
     check_step_learning_rates(kit, tmp_path, name, **SCHEDULES[name])
+
+
+def test_a_schedule_added_with_register_scheduler_drives_the_trainer(kit, tmp_path):
+    from paddle.optimizer.lr import LambdaDecay
+
+    def get_halving_schedule(learning_rate, num_warmup_steps, last_epoch=-1):
+        return LambdaDecay(learning_rate, lambda s: 0.5 ** (s // max(1, num_warmup_steps)), last_epoch)
+
+    paddle_llrd.register_scheduler("test-halving", get_halving_schedule)
+    try:
+        recorder = make_recorder(kit)
+        args = kit.args(tmp_path, max_steps=6, learning_rate=1e-3, warmup_steps=2, lr_scheduler_type="test-halving")
+        kit.trainer(args, callbacks=[recorder]).train()
+    finally:
+        del paddle_llrd.TYPE_TO_SCHEDULER_FUNCTION["test-halving"]
+    assert recorder.lrs == pytest.approx([1e-3 * 0.5 ** (s // 2) for s in range(6)], rel=1e-12)
 
 
 # --- EMA -----------------------------------------------------------------------------------------------
