@@ -59,7 +59,6 @@ EXAMPLE_DEFAULTS: Dict[str, Any] = {
     "warmup_ratio": 0.1,
     "lr_scheduler_type": "warmup_stable_decay",
     "layerwise_decay": 0.8,
-    "layer_map": "auto",
     "weight_decay": 0.01,
     "weight_decay_end": 0.1,
     "weight_decay_incr_style": "cosine",
