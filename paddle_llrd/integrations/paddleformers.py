@@ -2,7 +2,9 @@
 schedules, weight-decay schedules and an EMA of the weights.
 
 PaddleFormers, PaddleNLP's successor, dropped ``AdamWDL``,
-``layerwise_lr_decay``, ``ExponentialMovingAverage`` and the warmup schedules.
+``layerwise_lr_decay``, ``ExponentialMovingAverage``,
+``InverseSquareRootSchedule`` and the warmup schedule classes
+(``LinearDecayWithWarmup``, ...).
 :class:`LLRDTrainer` is a :class:`paddleformers.trainer.Trainer` that trains
 with :class:`paddle_llrd.AdamWDL` and :func:`paddle_llrd.get_scheduler`, and
 :class:`LLRDTrainingArguments` is PaddleFormers' ``TrainingArguments`` with
@@ -39,13 +41,16 @@ the fields that switch everything on from a config file or command line:
     writes the averaged model to ``<output_dir>/ema`` (load it with
     ``from_pretrained``).
 
-Two defaults differ from PaddleFormers' ``TrainingArguments`` so that a run on
-one device works and resumes without further flags:
+Some defaults differ from PaddleFormers' ``TrainingArguments`` so that a run
+on CPUs works and resumes without further flags:
 ``save_checkpoint_format`` and ``load_checkpoint_format`` are
 ``"unified_checkpoint"`` (PaddleFormers' ``"flex_checkpoint"`` resumes only in
 a process that has initialised ``fleet``, e.g. under
 ``paddle.distributed.launch``), and ``amp_master_grad`` follows AMP (on with
-``bf16``/``fp16``, off without, where PaddleFormers refuses ``True``). An
+``bf16``/``fp16``, off without, where PaddleFormers refuses ``True``), and
+so does ``sharding`` (PaddleFormers' ``"stage1"`` with AMP, ``""``, plain data
+parallel, without: PaddleFormers' ``stage1`` refuses to start on several
+ranks without AMP). An
 ``LLRDTrainer`` given PaddleFormers' own ``TrainingArguments`` keeps
 PaddleFormers' defaults: set both formats to ``"unified_checkpoint"`` there
 to resume in one process. Each checkpoint directory also gets
@@ -107,6 +112,9 @@ from paddle_llrd.layer_maps import no_decay_parameter_names
 __all__ = ["STATE_FILE", "LLRDTrainer", "LLRDTrainingArguments", "SchedulerKwargs", "no_decay_parameter_names"]
 
 _RESUMABLE_FORMAT = "unified_checkpoint"
+# PaddleFormers' default; without AMP its stage1 refuses to start on more than one rank
+# (the parameter split needs amp_master_grad, and without the split it fails on grad clipping).
+_SHARDING_WITH_AMP = TrainingArguments.__dataclass_fields__["sharding"].default
 
 
 @dataclass
@@ -118,7 +126,8 @@ class LLRDTrainingArguments(LLRDArgumentsMixin, TrainingArguments):
     ``ema_eval``, each a field of a JSON/YAML config or a ``PdArgumentParser``
     command line; a bad value raises ``ValueError``/``TypeError`` naming it
     when the arguments are built. The checkpoint formats default to
-    ``"unified_checkpoint"`` and ``amp_master_grad`` to ``bf16 or fp16``.
+    ``"unified_checkpoint"``, ``amp_master_grad`` to ``bf16 or fp16``, and
+    ``sharding`` to PaddleFormers' ``"stage1"`` with AMP, ``""`` without.
 
     Examples:
         >>> import tempfile
@@ -141,10 +150,19 @@ class LLRDTrainingArguments(LLRDArgumentsMixin, TrainingArguments):
         default=None,
         metadata={"help": "float32 gradients for AMP O2; by default on when bf16 or fp16 is."},
     )
+    sharding: Optional[str] = field(
+        default=None,
+        metadata={"help": "Sharded data parallel: stage1, stage2 or stage3 (with offload), or '' for plain data "
+                          "parallel; by default PaddleFormers' stage1 with bf16/fp16 and '' without, where "
+                          "stage1 cannot run."},
+    )
 
     def __post_init__(self) -> None:
+        amp = bool(self.bf16 or self.fp16)
         if self.amp_master_grad is None:
-            self.amp_master_grad = bool(self.bf16 or self.fp16)
+            self.amp_master_grad = amp
+        if self.sharding is None:
+            self.sharding = _SHARDING_WITH_AMP if amp else ""
         super().__post_init__()
 
 
