@@ -192,15 +192,6 @@ def test_max_grad_norm_and_fp16_o2_reach_the_optimizer(tmp_path):
     assert pure_fp16.optimizer._multi_precision is True
 
 
-def test_an_optimizer_passed_in_is_kept(tmp_path):
-    model = make_bert()
-    scheduler = paddle.optimizer.lr.LambdaDecay(1e-3, lambda s: 1.0)
-    optimizer = paddle.optimizer.AdamW(learning_rate=scheduler, parameters=model.parameters())
-    trainer = LLRDTrainer(model=model, args=make_args(tmp_path), optimizers=(optimizer, scheduler))
-    trainer.create_optimizer_and_scheduler(num_training_steps=4)
-    assert trainer.optimizer is optimizer and trainer.lr_scheduler is scheduler
-
-
 def checkpointed_run(trainer_class, output_dir, resume=None, layerwise_decay=1.0, **overrides):
     """Six steps saving a checkpoint every three; the parameters at the end.
 

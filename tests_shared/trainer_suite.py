@@ -12,6 +12,7 @@ import re
 import shutil
 
 import numpy as np
+import paddle
 import pytest
 from trainer_checks import (
     BAD_FIELDS,
@@ -63,6 +64,22 @@ def test_constructor_keywords_still_work_and_must_agree_with_the_fields(kit, tmp
         kit.trainer(kit.args(tmp_path, layerwise_decay=0.8), layerwise_decay=0.5)
     with pytest.raises(ValueError, match="set_param_lr_fun.*layer_map"):
         kit.trainer(kit.args(tmp_path, layer_map=kit.family), set_param_lr_fun=layerwise_lr_decay)
+
+
+def test_an_optimizer_passed_in_refuses_the_settings_it_would_ignore(kit, tmp_path):
+    model = kit.make_model()
+    scheduler = paddle.optimizer.lr.LambdaDecay(1e-3, lambda s: 1.0)
+    optimizer = paddle.optimizer.AdamW(learning_rate=scheduler, parameters=model.parameters())
+    for fields, keywords, named in [({"layerwise_decay": 0.8}, {}, "layerwise_decay"),
+                                    ({"weight_decay_end": 0.1, "weight_decay_incr_style": "linear"}, {},
+                                     "weight_decay_end"),
+                                    ({"layer_map": kit.family}, {}, "layer_map"),
+                                    ({}, {"set_param_lr_fun": layerwise_lr_decay}, "set_param_lr_fun")]:
+        with pytest.raises(ValueError, match=f"{named} configure the optimizer LLRDTrainer builds"):
+            kit.trainer(kit.args(tmp_path, **fields), model=model, optimizers=(optimizer, scheduler), **keywords)
+    trainer = kit.trainer(kit.args(tmp_path, ema_decay=0.5), model=model, optimizers=(optimizer, scheduler))
+    trainer.create_optimizer_and_scheduler(num_training_steps=4)
+    assert trainer.optimizer is optimizer and trainer.lr_scheduler is scheduler and trainer.ema is not None
 
 
 # --- schedules -----------------------------------------------------------------------------------------

@@ -175,6 +175,7 @@ class LLRDTrainerMixin:
                 f"must be 'adamw', got {optim!r}"
             )
         self.layerwise_decay = self._keyword_or_argument("layerwise_decay", layerwise_decay, 1.0)
+        self._refuse_settings_for_a_given_optimizer(set_param_lr_fun)
         self._set_layer_ratios(n_layers, set_param_lr_fun)
         ema_decay = check_ema_decay(getattr(self.args, "ema_decay", 0.0))
         #: The :class:`~paddle_llrd.ExponentialMovingAverage` of the weights when
@@ -198,6 +199,25 @@ class LLRDTrainerMixin:
                 "set it in one place"
             )
         return keyword
+
+    def _refuse_settings_for_a_given_optimizer(self, set_param_lr_fun: Optional[Callable[..., Any]]) -> None:
+        """An optimizer passed in is used as it is: settings of the one LLRDTrainer
+        would build cannot reach it, so they are refused rather than ignored."""
+        if self.optimizer is None:
+            return
+        settings = {
+            "layerwise_decay": self.layerwise_decay != 1.0,
+            "layer_map": getattr(self.args, "layer_map", "auto") != "auto",
+            "set_param_lr_fun": set_param_lr_fun is not None,
+            "weight_decay_end": getattr(self.args, "weight_decay_end", None) is not None,
+        }
+        given = [name for name, is_set in settings.items() if is_set]
+        if given:
+            raise ValueError(
+                f"{', '.join(given)} configure the optimizer LLRDTrainer builds, but an optimizer was passed "
+                "in through optimizers=(optimizer, scheduler) and is used as it is: set them on that optimizer, "
+                "or let LLRDTrainer build it"
+            )
 
     def _set_layer_ratios(self, n_layers: Optional[int], set_param_lr_fun: Optional[Callable[..., Any]]) -> None:
         layer_map = getattr(self.args, "layer_map", "auto")
