@@ -197,7 +197,9 @@ class LLRDTrainer(LLRDTrainerMixin, Trainer):
         TypeError: ``layerwise_decay`` is not a real number, ``n_layers``
             not an int, or ``set_param_lr_fun`` not callable.
         ValueError: ``layerwise_decay <= 0``, ``n_layers < 1``, a keyword
-            that contradicts its field, ``layerwise_decay != 1`` for a model
+            that contradicts its field, layer-decay or weight-decay-ramp
+            settings with an optimizer passed in through ``optimizers=``
+            (which is used as it is), ``layerwise_decay != 1`` for a model
             whose names ``layer_map`` finds no block in, or
             ``TrainingArguments.optim`` other than ``"adamw"``.
     """
