@@ -16,8 +16,8 @@ import numpy as np
 import paddle
 import pytest
 from paddlenlp.trainer import PdArgumentParser, Trainer, TrainingArguments
-from support import N_LAYERS, expected_ratio, make_args, make_bert, make_dataset
-from trainer_checks import parameters_numpy
+from support import KIT, N_LAYERS, expected_ratio, make_args, make_bert, make_dataset
+from trainer_checks import make_recorder, parameters_numpy
 
 import paddle_llrd
 from paddle_llrd.integrations.paddlenlp import LLRDTrainer, LLRDTrainingArguments, no_decay_parameter_names
@@ -227,6 +227,18 @@ def test_checkpoints_move_between_paddlenlp_trainer_and_llrd_trainer(tmp_path, f
     resumed = checkpointed_run(second, tmp_path / "second", resume=str(tmp_path / "first" / "checkpoint-3"))
     for name, value in reference.items():
         np.testing.assert_allclose(resumed[name], value, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_the_average_and_the_weight_decay_ramp_count_optimizer_steps_not_micro_batches(tmp_path):
+    """(PaddleFormers 1.2.0 cannot accumulate gradients on a CPU: its Trainer
+    calls paddle.device.synchronize(), which raises there, so this runs here only.)"""
+    recorder = make_recorder(KIT)
+    args = KIT.args(tmp_path, max_steps=3, gradient_accumulation_steps=2, per_device_train_batch_size=4,
+                    ema_decay=0.5, weight_decay=0.0, weight_decay_end=0.3, weight_decay_incr_style="linear")
+    trainer = KIT.trainer(args, callbacks=[recorder])
+    trainer.train()
+    assert len(recorder.after) == trainer.ema.num_updates == trainer.optimizer.weight_decay_schedule.current_step == 3
+    assert trainer.optimizer._coeff == pytest.approx(0.3)  # the end of the ramp, reached at step 3
 
 
 # --- bad input -----------------------------------------------------------------------------------
