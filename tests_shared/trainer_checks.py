@@ -334,12 +334,13 @@ def snapshot(trainer) -> Dict[str, Any]:
 
 
 def assert_same_snapshots(resumed: Dict[str, Any], uninterrupted: Dict[str, Any]) -> None:
+    """Equal bit for bit: the same operations on the same numbers in the same order."""
     for key in ("lr_step", "lr", "weight_decay_step", "weight_decay", "ema_updates"):
         assert resumed[key] == uninterrupted[key], key
     for group in ("weights", "optimizer", "ema"):
         assert resumed[group].keys() == uninterrupted[group].keys(), group
         for name, value in uninterrupted[group].items():
-            np.testing.assert_allclose(resumed[group][name], value, rtol=1e-6, atol=1e-8, err_msg=f"{group} {name}")
+            np.testing.assert_array_equal(resumed[group][name], value, err_msg=f"{group} {name}")
 
 
 def checkpointed_run(kit: Kit, output_dir, resume=None, seed=7, **fields):
