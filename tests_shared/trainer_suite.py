@@ -168,11 +168,15 @@ def test_a_resumed_run_ends_as_the_uninterrupted_run(kit, tmp_path):
     latest = checkpointed_run(kit, tmp_path / "latest", resume=True, seed=99, **RESUMED_RUN)
     assert_same_snapshots(snapshot(latest), whole)
 
-    # The EMA really comes from the state file: without it the average restarts at step 3.
+    # The EMA really comes from the state file: without it the average restarts
+    # at step 3, and the weight-decay schedule resumes at the global step.
     shutil.copytree(checkpoint, tmp_path / "stateless" / "checkpoint-3")
     (tmp_path / "stateless" / "checkpoint-3" / STATE_FILE).unlink()
-    stateless = snapshot(checkpointed_run(kit, tmp_path / "stateless", resume=True, seed=99, **RESUMED_RUN))
-    assert stateless["ema_updates"] == 3
+    with pytest.warns(UserWarning) as warned:
+        stateless = snapshot(checkpointed_run(kit, tmp_path / "stateless", resume=True, seed=99, **RESUMED_RUN))
+    messages = " ".join(str(warning.message) for warning in warned)
+    assert "has no EMA" in messages and "resumes at the trainer's global step 3" in messages
+    assert stateless["ema_updates"] == 3 and stateless["weight_decay_step"] == 6
     name = next(iter(whole["ema"]))
     assert not np.allclose(stateless["ema"][name], whole["ema"][name], rtol=0, atol=1e-7)
 

@@ -373,15 +373,33 @@ class LLRDTrainerMixin:
             path = os.path.join(self._resume_checkpoint, STATE_FILE)
             if os.path.isfile(path):
                 saved = paddle.load(path)
+        resumed = self._resume_checkpoint is not None and self.state.global_step > 0
         if self.ema is not None:
             self.ema.register()
             if saved.get("ema") is not None:
                 self.ema.set_state_dict(saved["ema"])
                 self.ema.decay = check_ema_decay(self.args.ema_decay)  # this run's setting, as for the lr schedule
+            elif resumed:
+                warnings.warn(
+                    f"{self._resume_checkpoint} has no EMA in {STATE_FILE}: the average starts again at the "
+                    f"resumed weights (step {self.state.global_step})",
+                    UserWarning,
+                    stacklevel=2,
+                )
         schedule = getattr(self.optimizer, "weight_decay_schedule", None)
-        if schedule is not None and saved.get("weight_decay_schedule") is not None:
+        if schedule is None:
+            return
+        if saved.get("weight_decay_schedule") is not None:
             schedule.set_state_dict(saved["weight_decay_schedule"])
-            self.optimizer._sync_weight_decay()  # the coefficient of the next step
+        elif resumed and schedule.current_step == 0:  # not restored by an optimizer of the caller's either
+            warnings.warn(
+                f"{self._resume_checkpoint} has no weight-decay schedule position in {STATE_FILE}: the schedule "
+                f"resumes at the trainer's global step {self.state.global_step}",
+                UserWarning,
+                stacklevel=2,
+            )
+            schedule.current_step = self.state.global_step
+        self.optimizer._sync_weight_decay()  # the coefficient of the next step
 
     def _run_state(self) -> Dict[str, Any]:
         state: Dict[str, Any] = {}
