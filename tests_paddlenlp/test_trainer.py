@@ -279,6 +279,23 @@ def test_a_model_without_blocks_needs_a_layer_map_only_for_layer_decay(tmp_path)
     assert LLRDTrainer(model=Plain(), args=make_args(tmp_path), n_layers=3).n_layers == 3
 
 
+def test_without_a_config_n_layers_is_counted_from_the_names_the_layer_map_finds(tmp_path):
+    class Stack(paddle.nn.Layer):
+        def __init__(self):
+            super().__init__()
+            self.stem = paddle.nn.Linear(4, 4)
+            self.stages = paddle.nn.LayerList([paddle.nn.Linear(4, 4) for _ in range(3)])
+            self.head = paddle.nn.Linear(4, 2)
+
+    args = make_args(tmp_path, args_class=LLRDTrainingArguments, layerwise_decay=0.5, layer_map=r"stages\.(\d+)\.")
+    trainer = LLRDTrainer(model=Stack(), args=args)
+    assert trainer.n_layers == 3
+    ratios = {name: trainer.layer_map.ratio(name, 0.5) for name in ("stages.0.weight", "stages.2.bias", "head.weight")}
+    assert ratios == {"stages.0.weight": 0.5**3, "stages.2.bias": 0.5, "head.weight": 1.0}
+    with pytest.raises(ValueError, match="block 2 .* n_layers=2"):
+        LLRDTrainer(model=Stack(), args=args, n_layers=2)
+
+
 def test_another_optim_is_refused(tmp_path):
     with pytest.raises(ValueError, match="optim.*adafactor"):
         LLRDTrainer(model=make_bert(), args=make_args(tmp_path, optim="adafactor"))
