@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install test demo schedules bench docs docs-check chromium test-paddlenlp gpu-check clean
+.PHONY: install test demo schedules bench docs docs-check chromium test-paddlenlp test-paddleformers gpu-check clean
 
 $(STAMP): setup.py requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -43,6 +43,9 @@ chromium:
 test-paddlenlp:
 	bash scripts/test_paddlenlp.sh
 
+test-paddleformers:
+	bash scripts/test_paddleformers.sh
+
 # On a CUDA machine only: installs paddlepaddle-gpu in .venv-gpu from Paddle's
 # package index (PADDLE_CUDA_TAG, default cu126) or a wheel file
 # (PADDLE_GPU_WHEEL), then runs the GPU tests.
@@ -50,5 +53,5 @@ gpu-check:
 	bash scripts/gpu_check.sh
 
 clean:
-	rm -rf $(VENV) .venv-paddlenlp docs/_build build dist *.egg-info demo_output bench_output
+	rm -rf $(VENV) .venv-paddlenlp .venv-paddleformers docs/_build build dist *.egg-info demo_output bench_output
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

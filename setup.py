@@ -52,6 +52,13 @@ setup(
             "datasets<3",
             "pyarrow<17",
         ],
+        # paddle_llrd.integrations.paddleformers: PaddleFormers 1.2.0 needs
+        # numpy<=1.26.4, which pyarrow 26 refuses (see requirements-paddleformers.txt).
+        "paddleformers": [
+            "paddleformers==1.2.0",
+            "numpy<=1.26.4",
+            "pyarrow<26",
+        ],
     },
     entry_points={"console_scripts": ["paddle-llrd=paddle_llrd.__main__:main"]},
     classifiers=[

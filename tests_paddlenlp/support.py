@@ -6,10 +6,15 @@ set small enough that a Trainer run takes well under a second on a CPU.
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import paddle
-from paddlenlp.trainer import TrainerCallback, TrainingArguments
+from paddlenlp.trainer import PdArgumentParser, TrainerCallback, TrainingArguments
 from paddlenlp.transformers import BertConfig, BertForSequenceClassification
+from trainer_checks import Kit
+
+from paddle_llrd.integrations.paddlenlp import LLRDTrainer, LLRDTrainingArguments
 
 VOCAB_SIZE = 100
 SEQ_LEN = 8
@@ -63,22 +68,39 @@ def make_args(output_dir, **overrides) -> TrainingArguments:
     return args_class(**settings)
 
 
-def parameters_numpy(model) -> dict:
-    """Structured name -> float64 copy of every parameter."""
-    return {name: param.numpy().astype(np.float64) for name, param in model.named_parameters()}
+def expected_ratio(structured_name: str, decay: float, n_layers: int) -> float:
+    """Layer-wise lr ratio of a PaddleNLP BERT parameter."""
+    layer = re.search(r"encoder\.layers\.(\d+)\.", structured_name)
+    if layer:
+        return decay ** (n_layers - int(layer.group(1)))
+    if "embeddings" in structured_name:
+        return decay ** (n_layers + 1)
+    return 1.0
 
 
-class GradientRecorder(TrainerCallback):
-    """Records, just before every optimizer step, each parameter and its
-    gradient (float64 copies), keyed by structured name."""
+def classification_loss(model, examples) -> float:
+    """The model's own cross-entropy over all ``examples`` as one batch."""
+    input_ids = paddle.to_tensor([example["input_ids"] for example in examples])
+    labels = paddle.to_tensor([example["labels"] for example in examples])
+    with paddle.no_grad():
+        loss, _ = model(input_ids=input_ids, labels=labels)
+    return float(loss)
 
-    def __init__(self):
-        self.steps = []
 
-    def on_optimizer_begin(self, args, state, control, model=None, **kwargs):
-        self.steps.append(
-            {
-                name: (param.numpy().astype(np.float64), param.grad.numpy().astype(np.float64))
-                for name, param in model.named_parameters()
-            }
-        )
+KIT = Kit(
+    trainer_class=LLRDTrainer,
+    arguments_class=LLRDTrainingArguments,
+    parser_class=PdArgumentParser,
+    callback_class=TrainerCallback,
+    make_model=lambda seed=7: make_bert(seed=seed),
+    make_dataset=make_dataset,
+    family="bert",
+    block_regex=r"encoder\.layers\.(\d+)\.",
+    expected_ratio=expected_ratio,
+    n_layers=N_LAYERS,
+    loss=classification_loss,
+    load_model=BertForSequenceClassification.from_pretrained,
+    quiet_settings=dict(per_device_train_batch_size=8, logging_steps=1, save_strategy="no", report_to=[],
+                        disable_tqdm=True, seed=11),
+    zero_gradient_suffixes=("k_proj.bias",),
+)

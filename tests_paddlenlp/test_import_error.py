@@ -1,36 +1,12 @@
-"""Without a working PaddleNLP, importing the integration says what to install.
-
-Each case runs a fresh interpreter of this virtualenv with an import blocker
-first on ``sys.meta_path``, so that the named package looks absent."""
+"""Without a working PaddleNLP, importing the integration says what to install
+(each case a fresh interpreter with the named package blocked,
+tests_shared/import_error.py)."""
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
-
 import pytest
+from import_error import import_output
 
-BLOCKED_IMPORT = textwrap.dedent(
-    """
-    import sys
-
-    class Blocker:
-        def find_spec(self, name, path=None, target=None):
-            if name == BLOCKED or name.startswith(BLOCKED + "."):
-                raise ModuleNotFoundError(f"No module named {name!r} (blocked by the test)", name=name)
-            return None
-
-    sys.meta_path.insert(0, Blocker())
-    import paddle_llrd  # the package itself never needs paddlenlp
-    try:
-        import paddle_llrd.integrations.paddlenlp
-    except ImportError as error:
-        print("MESSAGE:", error)
-        print("CAUSE:", type(error.__cause__).__name__)
-    else:
-        print("IMPORTED")
-    """
-)
+MODULE = "paddle_llrd.integrations.paddlenlp"
 
 
 @pytest.mark.parametrize(
@@ -41,14 +17,7 @@ BLOCKED_IMPORT = textwrap.dedent(
     ],
 )
 def test_import_without_a_working_paddlenlp_says_what_to_install(blocked):
-    result = subprocess.run(
-        [sys.executable, "-c", f"BLOCKED = {blocked!r}\n" + BLOCKED_IMPORT],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stderr
-    out = result.stdout
+    out = import_output(MODULE, blocked)
     assert "IMPORTED" not in out
     assert "MESSAGE:" in out
     assert "pip install paddlenlp==2.8.1" in out
@@ -60,11 +29,4 @@ def test_import_without_a_working_paddlenlp_says_what_to_install(blocked):
 
 
 def test_import_with_paddlenlp_works_in_this_environment():
-    result = subprocess.run(
-        [sys.executable, "-c", "BLOCKED = 'no-such-package'\n" + BLOCKED_IMPORT],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stderr
-    assert "IMPORTED" in result.stdout
+    assert "IMPORTED" in import_output(MODULE, "no-such-package")

@@ -1,0 +1,245 @@
+r"""The ``LLRDTrainingArguments`` fields shared by the Trainer integrations,
+and their checks.
+
+Framework-free: :class:`LLRDArgumentsMixin` is a dataclass mixed in before a
+framework's ``TrainingArguments`` (PaddleNLP's or PaddleFormers'), so that one
+definition gives both integrations the same fields, defaults, help texts and
+checks. Every check runs in ``__post_init__``, before the framework's own, and
+raises ``ValueError``/``TypeError`` naming the field, so a bad config file or
+command line fails when the arguments are built, before any training.
+
+Examples:
+    >>> check_layer_map("llama"), check_layer_map(r"(?:^|\.)blocks\.(\d+)\.") == r"(?:^|\.)blocks\.(\d+)\."
+    ('llama', True)
+    >>> check_layer_map("lama")
+    Traceback (most recent call last):
+    ...
+    ValueError: layer_map must be 'auto', a family ('bert', 'gpt', 'llama', 'vit') or a regular expression whose first group is the block index, got 'lama' (a regular expression without a group)
+    >>> check_ema_decay(0.999)
+    0.999
+    >>> check_ema_decay(1.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: ema_decay must lie in [0, 1) (0 turns the average off), got 1.0
+"""
+from __future__ import annotations
+
+import ast
+import json
+import math
+import numbers
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from paddle_llrd import registry
+from paddle_llrd.layer_maps import FAMILY_PATTERNS
+from paddle_llrd.weight_decay import WEIGHT_DECAY_STYLES
+
+__all__ = [
+    "EMA_DIRECTORY",
+    "LLRDArgumentsMixin",
+    "SchedulerKwargs",
+    "check_ema_decay",
+    "check_layer_map",
+    "check_layerwise_decay",
+    "plain_name",
+]
+
+#: Where :meth:`LLRDTrainer.save_model` writes the averaged model, under its output directory.
+EMA_DIRECTORY = "ema"
+
+# Keys of lr_scheduler_kwargs that give a schedule's floor another way than PaddleFormers' min_lr.
+_FLOOR_OPTIONS = ("min_lr", "min_lr_rate", "min_lr_ratio")
+
+
+def plain_name(value: Any) -> str:
+    """An argument such as ``lr_scheduler_type`` or ``optim`` as a plain string (the frameworks store enums)."""
+    return str(getattr(value, "value", value))
+
+
+def _real(value: Any, field_name: str, expected: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{field_name} must be {expected}, got {type(value).__name__} {value!r}")
+    return float(value)
+
+
+def check_layerwise_decay(value: Any) -> float:
+    """``layerwise_decay`` as a float: finite and ``> 0`` (``1.0`` is no decay)."""
+    decay = _real(value, "layerwise_decay", "a real number such as 0.8")
+    if not (math.isfinite(decay) and decay > 0.0):
+        raise ValueError(f"layerwise_decay must be a finite number > 0, got {value!r}")
+    return decay
+
+
+def check_layer_map(value: Any) -> str:
+    """``layer_map``: ``"auto"``, a family of ``FAMILY_PATTERNS`` or a regex with a group."""
+    if not isinstance(value, str):
+        raise TypeError(f"layer_map must be a str ('auto', a family or a regular expression), got {type(value).__name__} {value!r}")
+    if value == "auto" or value in FAMILY_PATTERNS:
+        return value
+    families = ", ".join(repr(name) for name in sorted(FAMILY_PATTERNS))
+    expected = f"'auto', a family ({families}) or a regular expression whose first group is the block index"
+    try:
+        compiled = re.compile(value)
+    except re.error as exc:
+        raise ValueError(f"layer_map must be {expected}, got {value!r} (not a regular expression: {exc})") from None
+    if compiled.groups < 1:
+        raise ValueError(f"layer_map must be {expected}, got {value!r} (a regular expression without a group)")
+    return value
+
+
+def check_ema_decay(value: Any) -> float:
+    """``ema_decay`` as a float in ``[0, 1)``; ``0`` turns the average off."""
+    decay = _real(value, "ema_decay", "a real number in [0, 1)")
+    if not 0.0 <= decay < 1.0:  # NaN fails both
+        raise ValueError(f"ema_decay must lie in [0, 1) (0 turns the average off), got {value!r}")
+    return decay
+
+
+def _check_bool(value: Any, field_name: str) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{field_name} must be a bool (true/false), got {type(value).__name__} {value!r}")
+    return value
+
+
+def _check_weight_decay_schedule(weight_decay: Any, end: Any, style: Any) -> Optional[float]:
+    """``weight_decay_end`` as a float (or ``None``: no schedule) after checking it against the style."""
+    if not isinstance(style, str) or style not in WEIGHT_DECAY_STYLES:
+        raise ValueError(f"weight_decay_incr_style must be one of {list(WEIGHT_DECAY_STYLES)}, got {style!r}")
+    if end is None:
+        if style != "constant":
+            raise ValueError(
+                f"weight_decay_incr_style={style!r} ramps the weight decay from weight_decay to "
+                "weight_decay_end: set weight_decay_end too"
+            )
+        return None
+    end = _real(end, "weight_decay_end", "a real number >= 0 or None")
+    if not (math.isfinite(end) and end >= 0.0):
+        raise ValueError(f"weight_decay_end must be a finite number >= 0, got {end!r}")
+    start = _real(weight_decay, "weight_decay", "a real number >= 0")
+    if not (math.isfinite(start) and start >= 0.0):
+        raise ValueError(f"weight_decay must be a finite number >= 0 for a weight-decay schedule, got {weight_decay!r}")
+    if style == "constant" and end != start:
+        raise ValueError(
+            f"weight_decay_end={end!r} differs from weight_decay={start!r} but weight_decay_incr_style is "
+            "'constant': set weight_decay_incr_style to 'linear' or 'cosine' for a ramp"
+        )
+    return end
+
+
+class SchedulerKwargs(dict):
+    """``lr_scheduler_kwargs``: a dict of keyword arguments, or (on the command
+    line) a JSON object such as ``'{"min_lr_rate": 0.1}'``. A Python dict
+    literal is read too: PaddleNLP's ``PdArgumentParser.parse_json_file``
+    hands a config file's object over as ``str(dict)``.
+
+    Raises:
+        ValueError: a string that is neither JSON nor a Python literal.
+        TypeError: not a mapping with string keys.
+
+    Examples:
+        >>> SchedulerKwargs('{"min_lr_rate": 0.1}'), SchedulerKwargs("{'decay_style': 'cosine'}")
+        ({'min_lr_rate': 0.1}, {'decay_style': 'cosine'})
+    """
+
+    def __init__(self, options: Any = None) -> None:
+        if options is None:
+            options = {}
+        elif isinstance(options, str):
+            try:
+                options = json.loads(options)
+            except json.JSONDecodeError as exc:
+                try:
+                    options = ast.literal_eval(options)
+                except (ValueError, SyntaxError, MemoryError, RecursionError):
+                    raise ValueError(f"lr_scheduler_kwargs must be a JSON object, got {options!r}: {exc}") from None
+        if not isinstance(options, Mapping) or not all(isinstance(key, str) for key in options):
+            raise TypeError(
+                "lr_scheduler_kwargs must be a dict from argument names to values, "
+                f"got {type(options).__name__} {options!r}"
+            )
+        super().__init__(options)
+
+
+def _check_registered(name: str) -> None:
+    # read at call time: register_scheduler may have added names since import
+    valid = sorted(plain_name(key) for key in registry.TYPE_TO_SCHEDULER_FUNCTION)
+    if name not in valid:
+        raise ValueError(
+            f"lr_scheduler_type must be one of paddle_llrd's registered schedules "
+            f"{valid} (add others with paddle_llrd.register_scheduler), got {name!r}"
+        )
+
+
+@dataclass
+class LLRDArgumentsMixin:
+    """The fields ``LLRDTrainingArguments`` adds to a framework's ``TrainingArguments``.
+
+    Mixed in first (``class LLRDTrainingArguments(LLRDArgumentsMixin,
+    TrainingArguments)``); see the integration modules for what each field does.
+    """
+
+    lr_scheduler_type: str = field(
+        default="linear",
+        metadata={"help": "The scheduler type: any name in paddle_llrd's scheduler registry."},
+    )
+    lr_scheduler_kwargs: SchedulerKwargs = field(
+        default_factory=SchedulerKwargs,
+        metadata={"help": "Extra keyword arguments of the schedule, passed to paddle_llrd.get_scheduler "
+                          "(a JSON object on the command line)."},
+    )
+    layerwise_decay: float = field(
+        default=1.0,
+        metadata={"help": "Layer-wise lr decay d > 0: block i of L gets d**(L-i) of the lr, the embeddings "
+                          "d**(L+1), the head and final norm 1. 1.0 turns it off."},
+    )
+    layer_map: str = field(
+        default="auto",
+        metadata={"help": "How parameter names give block indices: 'auto', a family (bert, gpt, llama, vit) or "
+                          "a regular expression whose first group is the block index."},
+    )
+    weight_decay_end: Optional[float] = field(
+        default=None,
+        metadata={"help": "Weight decay at the end of the run; weight_decay is the start (Megatron-LM's "
+                          "--end-weight-decay). None keeps weight_decay constant."},
+    )
+    weight_decay_incr_style: str = field(
+        default="constant",
+        metadata={"help": "How the weight decay moves from weight_decay to weight_decay_end over the run: "
+                          "constant, linear or cosine (Megatron-LM's --weight-decay-incr-style)."},
+    )
+    ema_decay: float = field(
+        default=0.0,
+        metadata={"help": "Decay of an exponential moving average of the weights, in [0, 1); 0 turns it off."},
+    )
+    ema_eval: bool = field(
+        default=True,
+        metadata={"help": "Evaluate with the averaged weights when ema_decay > 0."},
+    )
+
+    def __post_init__(self) -> None:
+        name = plain_name(self.lr_scheduler_type)
+        _check_registered(name)
+        self.lr_scheduler_kwargs = SchedulerKwargs(self.lr_scheduler_kwargs)
+        self.layerwise_decay = check_layerwise_decay(self.layerwise_decay)
+        self.layer_map = check_layer_map(self.layer_map)
+        self.weight_decay_end = _check_weight_decay_schedule(
+            self.weight_decay, self.weight_decay_end, self.weight_decay_incr_style
+        )
+        self.ema_decay = check_ema_decay(self.ema_decay)
+        self.ema_eval = _check_bool(self.ema_eval, "ema_eval")
+        min_lr = getattr(self, "min_lr", 0.0)  # PaddleFormers' field; PaddleNLP has none
+        clashing = [key for key in _FLOOR_OPTIONS if key in self.lr_scheduler_kwargs]
+        if min_lr and clashing:
+            raise ValueError(
+                f"min_lr={min_lr!r} and lr_scheduler_kwargs {clashing} both set the schedule's floor: keep one"
+            )
+        # The framework's own check only knows its five names: give it one of
+        # them and put the requested name back afterwards, whatever happens.
+        self.lr_scheduler_type = "linear"
+        try:
+            super().__post_init__()
+        finally:
+            self.lr_scheduler_type = name

@@ -1,0 +1,446 @@
+"""One implementation of ``LLRDTrainer`` for PaddleNLP's and PaddleFormers' ``Trainer``.
+
+The two frameworks share the ``Trainer`` API this needs (``create_optimizer``,
+``create_scheduler``, ``train``, ``_save_checkpoint``, ``save_model``,
+``evaluate`` and the callbacks ``on_train_begin``/``on_optimizer_end``), so
+:class:`LLRDTrainerMixin` holds everything and each integration module only
+mixes it into its framework's classes. Nothing here imports a framework.
+
+What a run keeps beyond the framework's own checkpoint files goes into one
+more file per checkpoint, ``paddle_llrd_state.pdparams`` (:data:`STATE_FILE`):
+the EMA's state and the weight-decay schedule's position (the frameworks'
+unified-checkpoint format keeps only the optimizer's tensors).
+"""
+from __future__ import annotations
+
+import numbers
+import os
+import warnings
+from typing import Any, Callable, Dict, Optional
+
+import paddle
+
+from paddle_llrd.adamwdl import WEIGHT_DECAY_SCHEDULE_KEY, AdamWDL
+from paddle_llrd.ema import ExponentialMovingAverage
+from paddle_llrd.integrations._arguments import (
+    EMA_DIRECTORY,
+    check_ema_decay,
+    check_layer_map,
+    check_layerwise_decay,
+    plain_name,
+)
+from paddle_llrd.layer_maps import FAMILY_PATTERNS, LayerMap, build_name_dict, no_decay_parameter_names
+from paddle_llrd.registry import get_scheduler
+from paddle_llrd.weight_decay import WeightDecaySchedule
+
+__all__ = ["STATE_FILE", "LLRDTrainerMixin", "TrainerAdamWDL", "TrainerHooks", "resolve_layer_map"]
+
+#: The file each checkpoint directory gets for the EMA and the weight-decay schedule.
+STATE_FILE = "paddle_llrd_state.pdparams"
+# Both frameworks name checkpoint directories f"{PREFIX_CHECKPOINT_DIR}-{global_step}".
+_CHECKPOINT_PREFIX = "checkpoint"
+
+
+def _check_n_layers(n_layers: Any, source: str) -> int:
+    if isinstance(n_layers, bool) or not isinstance(n_layers, numbers.Integral):
+        raise TypeError(f"n_layers must be an int ({source}), got {type(n_layers).__name__} {n_layers!r}")
+    if n_layers < 1:
+        raise ValueError(f"n_layers must be >= 1 ({source}), got {n_layers}")
+    return int(n_layers)
+
+
+def resolve_layer_map(layer_map: str, model: paddle.nn.Layer, n_layers: Optional[int] = None) -> LayerMap:
+    """The :class:`~paddle_llrd.LayerMap` that the ``layer_map`` field names, for ``model``.
+
+    ``layer_map`` is ``"auto"``, a family of ``FAMILY_PATTERNS`` or a regular
+    expression whose first group is the block index. ``n_layers`` defaults to
+    the largest block index in the model's names + 1.
+
+    Raises:
+        ValueError: ``layer_map`` is none of those, or a block index of the
+            model is ``>= n_layers``.
+
+    Examples:
+        >>> import paddle
+        >>> model = paddle.nn.LayerDict({"embed": paddle.nn.Embedding(4, 2),
+        ...                              "layers": paddle.nn.LayerList([paddle.nn.Linear(2, 2) for _ in range(3)])})
+        >>> layer_map = resolve_layer_map("llama", model)
+        >>> layer_map.n_layers, layer_map.ratio("layers.0.weight", 0.5), layer_map.ratio("embed.weight", 0.5)
+        (3, 0.125, 0.0625)
+    """
+    layer_map = check_layer_map(layer_map)
+    family, pattern = (layer_map, None) if layer_map == "auto" or layer_map in FAMILY_PATTERNS else ("auto", layer_map)
+    names = [name for name, _ in model.named_parameters()]
+    resolved = LayerMap.from_names(names, n_layers=n_layers, family=family, pattern=pattern)
+    deepest = max((index for index in map(resolved.block_index, names) if index is not None), default=-1)
+    if deepest >= resolved.n_layers:
+        raise ValueError(
+            f"the model has block {deepest} (layer_map={layer_map!r}) but n_layers={resolved.n_layers}: "
+            "pass the number of blocks as n_layers, or a layer_map that finds them"
+        )
+    return resolved
+
+
+def _step_changed_weights(args: Any, scaler: Any) -> bool:
+    """Whether the optimizer step the Trainer just took changed the weights."""
+    if getattr(args, "freeze_training", False):  # PaddleFormers' debugging switch skips the step
+        return False
+    if scaler is None:
+        return True
+    # An AMP step that found inf/nan skipped the update (Paddle 2.6 spelled the flag "founf").
+    found_inf = getattr(scaler, "_cache_found_inf", getattr(scaler, "_cache_founf_inf", False))
+    return not bool(found_inf)
+
+
+class TrainerAdamWDL(AdamWDL):
+    """The :class:`~paddle_llrd.AdamWDL` an ``LLRDTrainer`` builds: its
+    ``state_dict`` holds tensors only, because PaddleFormers' unified
+    checkpoint renames every entry as a parameter's state and fails on any
+    other; the trainer keeps the weight-decay schedule's position in
+    :data:`STATE_FILE` instead, so a state dict without it is expected here."""
+
+    def state_dict(self) -> Dict[str, Any]:
+        state = super().state_dict()
+        state.pop(WEIGHT_DECAY_SCHEDULE_KEY, None)
+        return state
+
+    def set_state_dict(self, state_dict: Dict[str, Any]) -> None:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=f".*no '{WEIGHT_DECAY_SCHEDULE_KEY}' entry", category=UserWarning)
+            super().set_state_dict(state_dict)
+
+    load_state_dict = set_state_dict
+
+
+class TrainerHooks:
+    """Callback events of the ``LLRDTrainer`` itself; mixed with the framework's ``TrainerCallback``."""
+
+    def __init__(self, trainer: "LLRDTrainerMixin") -> None:
+        self.trainer = trainer
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        # Both frameworks call this after the model, optimizer and schedule are loaded.
+        self.trainer._begin_run()
+
+    def on_optimizer_end(self, args: Any, state: Any, control: Any, scaler: Any = None, **kwargs: Any) -> None:
+        ema = self.trainer.ema
+        if ema is not None and ema.registered and _step_changed_weights(args, scaler):
+            ema.update()
+
+
+class LLRDTrainerMixin:
+    """A framework ``Trainer`` that trains with :class:`paddle_llrd.AdamWDL`,
+    schedules from paddle_llrd's registry, an optional weight-decay schedule
+    and an optional EMA of the weights; mixed in first
+    (``class LLRDTrainer(LLRDTrainerMixin, Trainer)``).
+
+    The settings come from ``LLRDTrainingArguments`` (``layerwise_decay``,
+    ``layer_map``, ``lr_scheduler_type``/``lr_scheduler_kwargs``,
+    ``weight_decay_end``/``weight_decay_incr_style``, ``ema_decay``/
+    ``ema_eval``); with the framework's plain ``TrainingArguments`` they take
+    their defaults (all off). The constructor keywords ``layerwise_decay``,
+    ``n_layers`` and ``set_param_lr_fun`` also set them and win over the
+    arguments.
+
+    Subclasses set :attr:`hooks_class` (``TrainerHooks`` mixed with the
+    framework's ``TrainerCallback``) and :attr:`find_last_checkpoint` (the
+    framework's ``get_last_checkpoint``).
+    """
+
+    hooks_class: type
+    find_last_checkpoint: Callable[[str], Optional[str]]
+
+    def __init__(
+        self,
+        *args: Any,
+        layerwise_decay: Optional[float] = None,
+        n_layers: Optional[int] = None,
+        set_param_lr_fun: Optional[Callable[..., Optional[float]]] = None,
+        **kwargs: Any,
+    ):
+        if layerwise_decay is not None:
+            layerwise_decay = check_layerwise_decay(layerwise_decay)
+        if set_param_lr_fun is not None and not callable(set_param_lr_fun):
+            raise TypeError(
+                "set_param_lr_fun must be callable as fn(layerwise_decay, name_dict, n_layers, param), "
+                f"got {type(set_param_lr_fun).__name__} {set_param_lr_fun!r}"
+            )
+        if n_layers is not None:
+            n_layers = _check_n_layers(n_layers, "the n_layers keyword")
+        super().__init__(*args, **kwargs)
+        optim = plain_name(self.args.optim)
+        if optim != "adamw":
+            raise ValueError(
+                f"LLRDTrainer always trains with paddle_llrd.AdamWDL, so TrainingArguments.optim "
+                f"must be 'adamw', got {optim!r}"
+            )
+        self.layerwise_decay = self._keyword_or_argument("layerwise_decay", layerwise_decay, 1.0)
+        self._refuse_settings_for_a_given_optimizer(set_param_lr_fun)
+        self._set_layer_ratios(n_layers, set_param_lr_fun)
+        ema_decay = check_ema_decay(getattr(self.args, "ema_decay", 0.0))
+        #: The :class:`~paddle_llrd.ExponentialMovingAverage` of the weights when
+        #: ``ema_decay > 0`` (registered when training begins), else ``None``.
+        self.ema: Optional[ExponentialMovingAverage] = (
+            ExponentialMovingAverage(self.model, decay=ema_decay) if ema_decay > 0 else None
+        )
+        self._resume_checkpoint: Optional[str] = None
+        self._num_training_steps: Optional[int] = None
+        self._saving_checkpoint = False
+        self.add_callback(self.hooks_class(self))
+
+    # ------------------------------------------------------------------ settings
+    def _keyword_or_argument(self, name: str, keyword: Any, default: Any) -> Any:
+        argument = getattr(self.args, name, default)
+        if keyword is None:
+            return argument
+        if argument != default and argument != keyword:
+            raise ValueError(
+                f"{name} is {keyword!r} as an LLRDTrainer keyword but {argument!r} in the TrainingArguments: "
+                "set it in one place"
+            )
+        return keyword
+
+    def _refuse_settings_for_a_given_optimizer(self, set_param_lr_fun: Optional[Callable[..., Any]]) -> None:
+        """An optimizer passed in is used as it is: settings of the one LLRDTrainer
+        would build cannot reach it, so they are refused rather than ignored."""
+        if self.optimizer is None:
+            return
+        settings = {
+            "layerwise_decay": self.layerwise_decay != 1.0,
+            "layer_map": getattr(self.args, "layer_map", "auto") != "auto",
+            "set_param_lr_fun": set_param_lr_fun is not None,
+            "weight_decay_end": getattr(self.args, "weight_decay_end", None) is not None,
+        }
+        given = [name for name, is_set in settings.items() if is_set]
+        if given:
+            raise ValueError(
+                f"{', '.join(given)} configure the optimizer LLRDTrainer builds, but an optimizer was passed "
+                "in through optimizers=(optimizer, scheduler) and is used as it is: set them on that optimizer, "
+                "or let LLRDTrainer build it"
+            )
+
+    def _set_layer_ratios(self, n_layers: Optional[int], set_param_lr_fun: Optional[Callable[..., Any]]) -> None:
+        layer_map = getattr(self.args, "layer_map", "auto")
+        if set_param_lr_fun is not None and layer_map != "auto":
+            raise ValueError(
+                f"set_param_lr_fun was passed and layer_map={layer_map!r} is set: both give the layer ratios, "
+                "use one of them"
+            )
+        if n_layers is None:
+            config_layers = getattr(getattr(self.model, "config", None), "num_hidden_layers", None)
+            if config_layers is not None:
+                n_layers = _check_n_layers(config_layers, "from model.config.num_hidden_layers")
+        #: The :class:`~paddle_llrd.LayerMap` of the ``layer_map`` field (and ``n_layers``).
+        self.layer_map = resolve_layer_map(layer_map, self.model, n_layers)
+        self.n_layers = self.layer_map.n_layers
+        if set_param_lr_fun is None and self.layerwise_decay != 1.0:
+            blocks = [name for name, _ in self.model.named_parameters() if self.layer_map.block_index(name) is not None]
+            if not blocks:
+                first = [name for name, _ in self.model.named_parameters()][:4]
+                raise ValueError(
+                    f"layerwise_decay={self.layerwise_decay} but layer_map={layer_map!r} finds no block in the "
+                    f"model's parameter names (they begin {first}): set layer_map to the model's family or to "
+                    "a regular expression whose first group is the block index"
+                )
+        self.set_param_lr_fun = set_param_lr_fun if set_param_lr_fun is not None else self.layer_map
+
+    # ------------------------------------------------------------------ optimizer and schedules
+    def _apply_decay_param_fun(self) -> Callable[[str], bool]:
+        excluded = no_decay_parameter_names(self.model)
+        decayed = {param.name for param in self.model.parameters() if param.name not in excluded}
+
+        def apply_decay_param_fun(param_name: str) -> bool:
+            return param_name in decayed
+
+        return apply_decay_param_fun
+
+    def _weight_decay(self) -> Any:
+        """``weight_decay``, or a :class:`~paddle_llrd.WeightDecaySchedule` over the run's steps."""
+        args = self.args
+        end = getattr(args, "weight_decay_end", None)
+        if end is None:
+            return args.weight_decay
+        steps = self._num_training_steps if self._num_training_steps is not None else args.max_steps
+        if steps is None or steps < 0:
+            raise ValueError(
+                "weight_decay_end needs the number of training steps: build the optimizer through "
+                "create_optimizer_and_scheduler(num_training_steps) or set max_steps"
+            )
+        return WeightDecaySchedule(args.weight_decay, end, total_steps=steps, style=args.weight_decay_incr_style)
+
+    def create_optimizer_and_scheduler(self, num_training_steps: int):
+        """The framework's method, remembering ``num_training_steps`` for the weight-decay schedule."""
+        self._num_training_steps = num_training_steps
+        return super().create_optimizer_and_scheduler(num_training_steps)
+
+    def create_optimizer(self, lr_scheduler: Optional[paddle.optimizer.lr.LRScheduler] = None):
+        """Build :class:`paddle_llrd.AdamWDL` from the ``TrainingArguments``.
+
+        ``learning_rate`` is ``lr_scheduler`` (else the trainer's scheduler,
+        else ``args.learning_rate``); ``adam_beta1``, ``adam_beta2``,
+        ``adam_epsilon`` pass through; ``weight_decay`` is the coefficient, or
+        with ``weight_decay_end`` the start of a
+        :class:`~paddle_llrd.WeightDecaySchedule` (style
+        ``weight_decay_incr_style``) that reaches ``weight_decay_end`` at the
+        run's last step; bias and norm parameters are kept out of weight decay
+        unless parameter groups were set with
+        ``set_optimizer_grouped_parameters`` (then each group's own
+        ``weight_decay`` rules, as in the frameworks); ``max_grad_norm > 0``
+        clips by global norm; ``fp16_opt_level == "O2"`` sets
+        ``multi_precision``. Frozen parameters (``stop_gradient``) are left out.
+        """
+        if self.optimizer is not None:
+            return self.optimizer
+        args = self.args
+        if self.optimizer_grouped_parameters is not None:
+            parameters = self.optimizer_grouped_parameters
+            apply_decay_param_fun = None
+        else:
+            parameters = [param for param in self.model.parameters() if not param.stop_gradient]
+            apply_decay_param_fun = self._apply_decay_param_fun()
+        learning_rate = lr_scheduler if lr_scheduler is not None else self.lr_scheduler
+        if learning_rate is None:
+            learning_rate = args.learning_rate
+        grad_clip = paddle.nn.ClipGradByGlobalNorm(args.max_grad_norm) if args.max_grad_norm > 0 else None
+        self.optimizer = TrainerAdamWDL(
+            learning_rate=learning_rate,
+            beta1=args.adam_beta1,
+            beta2=args.adam_beta2,
+            epsilon=args.adam_epsilon,
+            parameters=parameters,
+            weight_decay=self._weight_decay(),
+            apply_decay_param_fun=apply_decay_param_fun,
+            grad_clip=grad_clip,
+            multi_precision=args.fp16_opt_level == "O2",
+            layerwise_decay=self.layerwise_decay,
+            n_layers=self.n_layers,
+            set_param_lr_fun=self.set_param_lr_fun,
+            name_dict=build_name_dict(self.model),
+        )
+        return self.optimizer
+
+    def create_scheduler(self, num_training_steps: int):
+        """Build the schedule with :func:`paddle_llrd.get_scheduler`.
+
+        ``lr_scheduler_type`` names it; warmup is ``warmup_steps`` when
+        positive, else ``floor(warmup_ratio * num_training_steps)``; the
+        schedule spans ``decay_steps`` when the arguments have a positive one,
+        else ``num_training_steps``; ``num_cycles``, ``lr_end``, ``power`` and
+        (PaddleFormers) a non-zero ``min_lr`` pass through, as in the
+        frameworks' ``Trainer.create_scheduler``, and so does
+        ``lr_scheduler_kwargs``, whose entries win over those fields.
+        """
+        if self.lr_scheduler is None:
+            args = self.args
+            if args.warmup_steps > 0:
+                warmup = args.warmup_steps
+            else:
+                warmup = int(args.warmup_ratio * num_training_steps)
+            decay_steps = getattr(args, "decay_steps", 0) or 0
+            options: Dict[str, Any] = {"num_cycles": args.num_cycles, "lr_end": args.lr_end, "power": args.power}
+            # 0 is PaddleFormers' "no floor"; passed on, it would clash with a min_lr_rate in lr_scheduler_kwargs
+            if getattr(args, "min_lr", 0.0):
+                options["min_lr"] = args.min_lr
+            options.update(getattr(args, "lr_scheduler_kwargs", None) or {})
+            self.lr_scheduler = get_scheduler(
+                plain_name(args.lr_scheduler_type),
+                learning_rate=args.learning_rate,
+                num_warmup_steps=warmup,
+                num_training_steps=decay_steps if decay_steps > 0 else num_training_steps,
+                **options,
+            )
+        return self.lr_scheduler
+
+    # ------------------------------------------------------------------ runs and checkpoints
+    def train(self, resume_from_checkpoint: Any = None, *args: Any, **kwargs: Any):
+        """The framework's ``train``; ``resume_from_checkpoint=True`` means the
+        last checkpoint in ``output_dir``, whose :data:`STATE_FILE` restores
+        the EMA and the weight-decay schedule."""
+        if isinstance(resume_from_checkpoint, bool):
+            if resume_from_checkpoint:
+                resume_from_checkpoint = type(self).find_last_checkpoint(self.args.output_dir)
+                if resume_from_checkpoint is None:
+                    raise ValueError(f"resume_from_checkpoint=True but {self.args.output_dir} has no checkpoint")
+            else:
+                resume_from_checkpoint = None
+        self._resume_checkpoint = resume_from_checkpoint
+        return super().train(resume_from_checkpoint, *args, **kwargs)
+
+    def _begin_run(self) -> None:
+        """Start the EMA at the weights training starts from, and restore a resumed run's state."""
+        saved: Dict[str, Any] = {}
+        if self._resume_checkpoint is not None:
+            path = os.path.join(self._resume_checkpoint, STATE_FILE)
+            if os.path.isfile(path):
+                saved = paddle.load(path)
+        resumed = self._resume_checkpoint is not None and self.state.global_step > 0
+        if self.ema is not None:
+            self.ema.register()
+            if saved.get("ema") is not None:
+                self.ema.set_state_dict(saved["ema"])
+                self.ema.decay = check_ema_decay(self.args.ema_decay)  # this run's setting, as for the lr schedule
+            elif resumed:
+                warnings.warn(
+                    f"{self._resume_checkpoint} has no EMA in {STATE_FILE}: the average starts again at the "
+                    f"resumed weights (step {self.state.global_step})",
+                    UserWarning,
+                    stacklevel=2,
+                )
+        schedule = getattr(self.optimizer, "weight_decay_schedule", None)
+        if schedule is None:
+            return
+        if saved.get("weight_decay_schedule") is not None:
+            schedule.set_state_dict(saved["weight_decay_schedule"])
+        elif resumed and schedule.current_step == 0:  # not restored by an optimizer of the caller's either
+            warnings.warn(
+                f"{self._resume_checkpoint} has no weight-decay schedule position in {STATE_FILE}: the schedule "
+                f"resumes at the trainer's global step {self.state.global_step}",
+                UserWarning,
+                stacklevel=2,
+            )
+            schedule.current_step = self.state.global_step
+        self.optimizer._sync_weight_decay()  # the coefficient of the next step
+
+    def _run_state(self) -> Dict[str, Any]:
+        state: Dict[str, Any] = {}
+        if self.ema is not None and self.ema.registered:
+            state["ema"] = self.ema.state_dict()
+        schedule = getattr(self.optimizer, "weight_decay_schedule", None)
+        if schedule is not None:
+            state["weight_decay_schedule"] = schedule.state_dict()
+        return state
+
+    def _save_checkpoint(self, model: Any, metrics: Optional[Dict[str, float]] = None):
+        """The framework's checkpoint, plus :data:`STATE_FILE` when there is an EMA or a weight-decay schedule."""
+        self._saving_checkpoint = True
+        try:
+            result = super()._save_checkpoint(model, metrics=metrics)
+        finally:
+            self._saving_checkpoint = False
+        state = self._run_state()
+        directory = os.path.join(self.args.output_dir, f"{_CHECKPOINT_PREFIX}-{self.state.global_step}")
+        if state and self.args.should_save and os.path.isdir(directory):
+            paddle.save(state, os.path.join(directory, STATE_FILE))
+        return result
+
+    def save_model(self, output_dir: Optional[str] = None, *args: Any, **kwargs: Any):
+        """The framework's ``save_model``; with an EMA, the averaged model is
+        saved too, in the same format, under ``<output_dir>/ema`` (loadable
+        with ``from_pretrained``). Checkpoints keep the average in
+        :data:`STATE_FILE` instead."""
+        result = super().save_model(output_dir, *args, **kwargs)
+        if not self._saving_checkpoint and self.ema is not None and self.ema.registered:
+            target = os.path.join(output_dir if output_dir is not None else self.args.output_dir, EMA_DIRECTORY)
+            with self.ema.average_parameters():
+                super().save_model(target, *args, **kwargs)
+        return result
+
+    def evaluate(self, *args: Any, **kwargs: Any) -> Dict[str, float]:
+        """The framework's ``evaluate``, with the averaged weights in the
+        model when there is an EMA and ``ema_eval`` is on (the trained weights
+        are back afterwards)."""
+        ema = self.ema
+        if ema is not None and ema.registered and not ema.applied and getattr(self.args, "ema_eval", True):
+            with ema.average_parameters():
+                return super().evaluate(*args, **kwargs)
+        return super().evaluate(*args, **kwargs)

@@ -1,0 +1,38 @@
+"""Without a working PaddleFormers, importing the integration says what to
+install (each case a fresh interpreter with the named package blocked,
+tests_shared/import_error.py); the shared implementation imports no framework."""
+from __future__ import annotations
+
+import llrd_kit  # noqa: F401  (puts tests_shared on the path)
+import pytest
+from import_error import import_output
+
+MODULE = "paddle_llrd.integrations.paddleformers"
+
+
+@pytest.mark.parametrize(
+    "blocked",
+    [
+        "paddleformers",  # not installed
+        "pyarrow",  # installed, but a dependency is missing or of the wrong version
+    ],
+)
+def test_import_without_a_working_paddleformers_says_what_to_install(blocked):
+    out = import_output(MODULE, blocked)
+    assert "IMPORTED" not in out
+    assert "pip install paddleformers==1.2.0" in out
+    for pin in ("numpy<=1.26.4", "pyarrow<26"):
+        assert pin in out
+    assert "requirements-paddleformers.txt" in out
+    assert blocked in out  # the original failure is shown too
+    assert "CAUSE: ModuleNotFoundError" in out
+
+
+def test_import_with_paddleformers_works_in_this_environment():
+    assert "IMPORTED" in import_output(MODULE, "no-such-package")
+
+
+@pytest.mark.parametrize("module", ["paddle_llrd.integrations._arguments", "paddle_llrd.integrations._trainer"])
+@pytest.mark.parametrize("framework", ["paddleformers", "paddlenlp"])
+def test_the_shared_implementation_imports_no_framework(module, framework):
+    assert "IMPORTED" in import_output(module, framework)

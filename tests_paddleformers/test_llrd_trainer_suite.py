@@ -1,0 +1,12 @@
+"""The Trainer-level tests both integrations share (tests_shared/trainer_suite.py),
+on PaddleFormers 1.2.0's Trainer with a tiny LLaMA."""
+from __future__ import annotations
+
+import pytest
+from llrd_kit import KIT
+from trainer_suite import *  # noqa: F401,F403  (the shared tests, collected here)
+
+
+@pytest.fixture
+def kit():
+    return KIT

@@ -1,0 +1,42 @@
+"""Importing an integration in a fresh interpreter with one package made to
+look absent: the check both integrations' import-error tests share."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+_BLOCKED_IMPORT = textwrap.dedent(
+    """
+    import sys
+
+    class Blocker:
+        def find_spec(self, name, path=None, target=None):
+            if name == BLOCKED or name.startswith(BLOCKED + "."):
+                raise ModuleNotFoundError(f"No module named {name!r} (blocked by the test)", name=name)
+            return None
+
+    sys.meta_path.insert(0, Blocker())
+    import paddle_llrd  # the package itself never needs a Trainer framework
+    try:
+        __import__(MODULE)
+    except ImportError as error:
+        print("MESSAGE:", error)
+        print("CAUSE:", type(error.__cause__).__name__)
+    else:
+        print("IMPORTED")
+    """
+)
+
+
+def import_output(module: str, blocked: str) -> str:
+    """What importing ``module`` prints (``IMPORTED``, or the ImportError's
+    ``MESSAGE:`` and ``CAUSE:``) when ``blocked`` cannot be imported."""
+    result = subprocess.run(
+        [sys.executable, "-c", f"BLOCKED = {blocked!r}\nMODULE = {module!r}\n" + _BLOCKED_IMPORT],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
