@@ -51,7 +51,7 @@ def test_layer_map_field_finds_the_blocks(kit, tmp_path, by):
 
 
 def test_a_layer_map_that_finds_no_block_is_refused_before_training(kit, tmp_path):
-    with pytest.raises(ValueError, match="layer_map='vit' finds no block"):
+    with pytest.raises(ValueError, match="layer_map='vit': no parameter name has a block index"):
         kit.trainer(kit.args(tmp_path, layerwise_decay=0.5, layer_map="vit"))
     assert kit.trainer(kit.args(tmp_path, layer_map="vit")).layerwise_decay == 1.0  # no decay: no map needed
 

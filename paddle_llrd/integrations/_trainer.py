@@ -25,15 +25,14 @@ from paddle_llrd.ema import ExponentialMovingAverage
 from paddle_llrd.integrations._arguments import (
     EMA_DIRECTORY,
     check_ema_decay,
-    check_layer_map,
     check_layerwise_decay,
     plain_name,
 )
-from paddle_llrd.layer_maps import FAMILY_PATTERNS, LayerMap, build_name_dict, no_decay_parameter_names
+from paddle_llrd.layer_maps import LayerMap, build_name_dict, no_decay_parameter_names, resolve_layer_map
 from paddle_llrd.registry import get_scheduler
 from paddle_llrd.weight_decay import WeightDecaySchedule
 
-__all__ = ["STATE_FILE", "LLRDTrainerMixin", "TrainerAdamWDL", "TrainerHooks", "resolve_layer_map"]
+__all__ = ["STATE_FILE", "LLRDTrainerMixin", "TrainerAdamWDL", "TrainerHooks"]
 
 #: The file each checkpoint directory gets for the EMA and the weight-decay schedule.
 STATE_FILE = "paddle_llrd_state.pdparams"
@@ -47,38 +46,6 @@ def _check_n_layers(n_layers: Any, source: str) -> int:
     if n_layers < 1:
         raise ValueError(f"n_layers must be >= 1 ({source}), got {n_layers}")
     return int(n_layers)
-
-
-def resolve_layer_map(layer_map: str, model: paddle.nn.Layer, n_layers: Optional[int] = None) -> LayerMap:
-    """The :class:`~paddle_llrd.LayerMap` that the ``layer_map`` field names, for ``model``.
-
-    ``layer_map`` is ``"auto"``, a family of ``FAMILY_PATTERNS`` or a regular
-    expression whose first group is the block index. ``n_layers`` defaults to
-    the largest block index in the model's names + 1.
-
-    Raises:
-        ValueError: ``layer_map`` is none of those, or a block index of the
-            model is ``>= n_layers``.
-
-    Examples:
-        >>> import paddle
-        >>> model = paddle.nn.LayerDict({"embed": paddle.nn.Embedding(4, 2),
-        ...                              "layers": paddle.nn.LayerList([paddle.nn.Linear(2, 2) for _ in range(3)])})
-        >>> layer_map = resolve_layer_map("llama", model)
-        >>> layer_map.n_layers, layer_map.ratio("layers.0.weight", 0.5), layer_map.ratio("embed.weight", 0.5)
-        (3, 0.125, 0.0625)
-    """
-    layer_map = check_layer_map(layer_map)
-    family, pattern = (layer_map, None) if layer_map == "auto" or layer_map in FAMILY_PATTERNS else ("auto", layer_map)
-    names = [name for name, _ in model.named_parameters()]
-    resolved = LayerMap.from_names(names, n_layers=n_layers, family=family, pattern=pattern)
-    deepest = max((index for index in map(resolved.block_index, names) if index is not None), default=-1)
-    if deepest >= resolved.n_layers:
-        raise ValueError(
-            f"the model has block {deepest} (layer_map={layer_map!r}) but n_layers={resolved.n_layers}: "
-            "pass the number of blocks as n_layers, or a layer_map that finds them"
-        )
-    return resolved
 
 
 def _step_changed_weights(args: Any, scaler: Any) -> bool:
@@ -231,18 +198,21 @@ class LLRDTrainerMixin:
             if config_layers is not None:
                 n_layers = _check_n_layers(config_layers, "from model.config.num_hidden_layers")
         #: The :class:`~paddle_llrd.LayerMap` of the ``layer_map`` field (and ``n_layers``).
-        self.layer_map = resolve_layer_map(layer_map, self.model, n_layers)
+        self.layer_map = self._resolve_layer_map(layer_map, n_layers, decays=set_param_lr_fun is None)
         self.n_layers = self.layer_map.n_layers
-        if set_param_lr_fun is None and self.layerwise_decay != 1.0:
-            blocks = [name for name, _ in self.model.named_parameters() if self.layer_map.block_index(name) is not None]
-            if not blocks:
-                first = [name for name, _ in self.model.named_parameters()][:4]
-                raise ValueError(
-                    f"layerwise_decay={self.layerwise_decay} but layer_map={layer_map!r} finds no block in the "
-                    f"model's parameter names (they begin {first}): set layer_map to the model's family or to "
-                    "a regular expression whose first group is the block index"
-                )
         self.set_param_lr_fun = set_param_lr_fun if set_param_lr_fun is not None else self.layer_map
+
+    def _resolve_layer_map(self, layer_map: str, n_layers: Optional[int], decays: bool) -> LayerMap:
+        """The shared :func:`~paddle_llrd.resolve_layer_map`; a model without blocks is
+        refused only when layer decay is on (with it off every ratio is 1)."""
+        try:
+            return resolve_layer_map(layer_map, self.model, n_layers)
+        except ValueError as error:
+            decay_is_off = not decays or self.layerwise_decay == 1.0
+            if not (decay_is_off and "no parameter name has a block index" in str(error)):
+                raise
+        names = [name for name, _ in self.model.named_parameters()]
+        return LayerMap.from_names(names, n_layers=n_layers)
 
     # ------------------------------------------------------------------ optimizer and schedules
     def _apply_decay_param_fun(self) -> Callable[[str], bool]:
