@@ -5,7 +5,8 @@
   float32 fallback for float16/bfloat16 parameters on CPU (no half-precision
   kernel there): the master weight is updated and cast into the parameter;
 * :func:`decoupled_decay`: the separate decay op, ``target *= factor``;
-* :func:`densify`: a sparse gradient as a dense one (non-lazy mode);
+* :func:`densify`: a sparse gradient as a dense one (non-lazy mode), and
+  :func:`is_static_sparse`, whether a program's gradient is sparse;
 * :func:`advance_beta_pows`: the beta powers after a sparse ``adam`` update.
 
 Dygraph and PIR programs call ``_C_ops``; a legacy (non-PIR) program gets the
@@ -18,7 +19,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 import paddle
-from paddle import _C_ops
+from paddle import _C_ops, pir
 from paddle.base import core, framework, unique_name
 from paddle.base.framework import Variable, in_dynamic_or_pir_mode
 
@@ -287,3 +288,10 @@ def densify(param: Any, grad: Any) -> Any:
     if not rows:
         return dense
     return paddle.scatter(dense, paddle.to_tensor(rows, dtype="int64"), values, overwrite=False)
+
+
+def is_static_sparse(grad: Any) -> bool:
+    """Whether ``grad`` of a program is a SelectedRows gradient (e.g. of ``Embedding(sparse=True)``)."""
+    if isinstance(grad, pir.Value):
+        return grad.is_selected_row_type()
+    return grad.type == core.VarDesc.VarType.SELECTED_ROWS

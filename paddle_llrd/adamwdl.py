@@ -9,22 +9,25 @@ costs; beyond it, a :class:`~paddle_llrd.WeightDecaySchedule` as
 
 The class owns the parameters, the optimizer state and the public API;
 :mod:`paddle_llrd.lr_ratios` resolves and checks the layer ratios,
+:mod:`paddle_llrd.optimization_pass` asks for them before a pass changes
+anything and keeps what the pass shares between parameters,
 :mod:`paddle_llrd.update_plan` holds what a parameter's update reuses across
-steps, :mod:`paddle_llrd.adamw_updates` runs the update paths and
+steps, :mod:`paddle_llrd.adamw_updates` runs the update paths,
+:mod:`paddle_llrd.adam_accumulators` starts the moments and beta powers,
+:mod:`paddle_llrd.scheduled_weight_decay` follows a weight-decay schedule and
 :mod:`paddle_llrd.adamwdl_arguments` checks the constructor's arguments.
 """
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-import paddle
-from paddle import pir
-from paddle.base import core, framework
+from paddle.base import framework
 from paddle.optimizer import AdamW
 
-from .adamw_updates import AdamSettings, adamw_update, decay_factor, decoupled_decay, densify, initial_beta_pow
+from .adam_accumulators import AdamAccumulators
+from .adamw_updates import adamw_update, decay_factor, decoupled_decay, densify, is_static_sparse
 from .adamwdl_arguments import (
     check_group,
     check_layerwise_arguments,
@@ -33,16 +36,8 @@ from .adamwdl_arguments import (
     checked_parameters,
 )
 from .layerwise import layerwise_lr_decay
-from .lr_ratios import (
-    LrScale,
-    RatioCache,
-    base_scale_of,
-    is_pure_in_name,
-    is_tensor,
-    lr_attributes,
-    resolve_update_scales,
-    update_scale,
-)
+from .lr_ratios import LrScale, RatioCache, base_scale_of, is_pure_in_name, lr_attributes
+from .optimization_pass import OptimizationPass
 from .param_lr_rows import ParamLrRow, param_lr_rows
 from .scheduled_weight_decay import WEIGHT_DECAY_SCHEDULE_KEY, ScheduledWeightDecay
 from .sot_skip import run_eagerly_under_sot
@@ -60,14 +55,7 @@ __all__ = ["AdamWDL", "ParamLrRow", "WEIGHT_DECAY_SCHEDULE_KEY"]
 run_eagerly_under_sot()
 
 
-def _is_static_sparse(grad: Any) -> bool:
-    """Whether ``grad`` of a program is a SelectedRows gradient (e.g. of ``Embedding(sparse=True)``)."""
-    if isinstance(grad, pir.Value):
-        return grad.is_selected_row_type()
-    return grad.type == core.VarDesc.VarType.SELECTED_ROWS
-
-
-class AdamWDL(ScheduledWeightDecay, AdamW):
+class AdamWDL(ScheduledWeightDecay, OptimizationPass, AdamAccumulators, AdamW):
     r"""AdamW with layer-wise learning-rate decay and exact decoupled weight decay.
 
     For a parameter :math:`p` with gradient :math:`g` at step :math:`t`, let
@@ -81,17 +69,19 @@ class AdamWDL(ScheduledWeightDecay, AdamW):
     .. math::
 
         p &\leftarrow p\,(1 - \eta_p \lambda)
-            \qquad\text{(only if apply\_decay\_param\_fun(p.name) holds)}\\
+            \qquad\text{(decayed parameters only)}\\
         m &\leftarrow \beta_1 m + (1-\beta_1)\, g, \qquad
         v \leftarrow \beta_2 v + (1-\beta_2)\, g^2\\
         p &\leftarrow p - \eta_p r_p\,\frac{\sqrt{1-\beta_2^t}}{1-\beta_1^t}\,
             \frac{m}{\sqrt{v} + \epsilon\sqrt{1-\beta_2^t}}
 
-    The decay uses the lr *before* the layer ratio and happens once; the ratio
-    scales only the Adam step. With ``multi_precision=True`` and a float16 or
-    bfloat16 ``p``, both act on the float32 master weight and ``p`` becomes its
-    cast. With the default :func:`~paddle_llrd.layerwise_lr_decay`, :math:`r_p`
-    is ``layerwise_decay ** (n_layers - i)`` for encoder layer ``i``,
+    A parameter is decayed when ``apply_decay_param_fun(p.name)`` holds (every
+    parameter if that function is None). The decay uses the lr *before* the
+    layer ratio and happens once; the ratio scales only the Adam step. With
+    ``multi_precision=True`` and a float16 or bfloat16 ``p``, both act on the
+    float32 master weight and ``p`` becomes its cast. With the default
+    :func:`~paddle_llrd.layerwise_lr_decay`, :math:`r_p` is
+    ``layerwise_decay ** (n_layers - i)`` for encoder layer ``i``,
     ``layerwise_decay ** (n_layers + 1)`` for embeddings and 1 for the rest.
 
     ``set_param_lr_fun`` is called once per parameter and update with the
@@ -199,8 +189,10 @@ class AdamWDL(ScheduledWeightDecay, AdamW):
     Examples:
         >>> import paddle
         >>> from paddle_llrd import AdamWDL
-        >>> from paddle_llrd.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
-        >>> model = TinyBertForSequenceClassification(TinyBertConfig(num_hidden_layers=2))
+        >>> from paddle_llrd.tiny_bert import (
+        ...     TinyBertConfig, TinyBertForSequenceClassification)
+        >>> config = TinyBertConfig(num_hidden_layers=2)
+        >>> model = TinyBertForSequenceClassification(config)
         >>> name_dict = {p.name: n for n, p in model.named_parameters()}
         >>> opt = AdamWDL(learning_rate=1e-3, parameters=model.parameters(),
         ...               weight_decay=0.01, layerwise_decay=0.8, n_layers=2,
@@ -271,16 +263,7 @@ class AdamWDL(ScheduledWeightDecay, AdamW):
             if is_pure_in_name(set_param_lr_fun) and isinstance(layerwise_decay, float)
             else None
         )
-        # The Adam step's lr factor of each parameter of the pass (or of every
-        # group of a grouped step()) from a ratio function that is not cached,
-        # asked before any parameter changes.
-        self._update_scales: dict[str, LrScale] = {}
-        self._step_update_scales: dict[str, LrScale] | None = None
-        self._lr_to_coeff: dict[Any, Any] = {}
-        self._scaled_lrs: dict[float, Any] = {}
-        self._pass_global_lr: Any = None
-        self._fused_coeffs: dict[Any, float | None] = {}  # per pass, see UpdatePlan.fused_coeff_for
-        self._pass_settings: AdamSettings | None = None
+        self._start_without_pass()
         # Per parameter name, what its dygraph updates reuse across steps;
         # emptied when the optimizer state is replaced (set_state_dict).
         self._plans: dict[str, UpdatePlan] = {}
@@ -367,29 +350,6 @@ class AdamWDL(ScheduledWeightDecay, AdamW):
 
     load_state_dict = set_state_dict
 
-    # ----------------------------------------------------------- layer ratios
-    def _active_ratio_cache(self) -> RatioCache | None:
-        """The cache of a ratio function pure in the name, unless ``set_param_lr_fun`` was replaced since."""
-        cache = self._ratio_cache
-        if cache is None or self.set_param_lr_fun is not cache.fun:
-            return None
-        return cache
-
-    def _update_scale(self, param: Any, optimize_attr: dict[str, Any] | None, base_scale: LrScale) -> LrScale:
-        """:math:`s_p r_p`, the lr factor of the parameter's Adam step (``base_scale`` is :math:`s_p`)."""
-        return update_scale(self.set_param_lr_fun, self._active_ratio_cache(), param, optimize_attr, base_scale)
-
-    def _resolve_update_scales(self, params: Iterable[Any]) -> dict[str, LrScale]:
-        """Ask ``set_param_lr_fun`` about every parameter before any update
-        (:func:`~paddle_llrd.lr_ratios.resolve_update_scales`). Empty on a
-        dygraph AMP overflow step, which updates nothing, so that a function
-        is called once per update."""
-        if framework.in_dygraph_mode():
-            found_inf = self._get_auxiliary_var("found_inf")
-            if found_inf is not None and bool(found_inf):
-                return {}
-        return resolve_update_scales(self.set_param_lr_fun, self._active_ratio_cache(), params)
-
     # ------------------------------------------------------------- inspection
     def param_lr_table(self) -> list[ParamLrRow]:
         r"""What each trainable parameter gets at the next step, one :class:`ParamLrRow` each.
@@ -405,16 +365,22 @@ class AdamWDL(ScheduledWeightDecay, AdamW):
         Examples:
             >>> import paddle
             >>> from paddle_llrd import AdamWDL
-            >>> from paddle_llrd.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
-            >>> model = TinyBertForSequenceClassification(TinyBertConfig(num_hidden_layers=2))
-            >>> name_dict = {p.name: n for n, p in model.named_parameters()}
-            >>> no_decay = {p.name for n, p in model.named_parameters() if n.endswith("bias")}
-            >>> opt = AdamWDL(learning_rate=0.1, parameters=model.parameters(), weight_decay=0.01,
-            ...               layerwise_decay=0.5, n_layers=2, name_dict=name_dict,
+            >>> from paddle_llrd.tiny_bert import (
+            ...     TinyBertConfig, TinyBertForSequenceClassification)
+            >>> config = TinyBertConfig(num_hidden_layers=2)
+            >>> model = TinyBertForSequenceClassification(config)
+            >>> named = dict(model.named_parameters())
+            >>> name_dict = {p.name: n for n, p in named.items()}
+            >>> no_decay = {p.name for n, p in named.items() if n.endswith("bias")}
+            >>> opt = AdamWDL(learning_rate=0.1, parameters=model.parameters(),
+            ...               weight_decay=0.01, layerwise_decay=0.5, n_layers=2,
+            ...               name_dict=name_dict,
             ...               apply_decay_param_fun=lambda n: n not in no_decay)
+            >>> shown = ("linear1.bias", "word_embeddings", "classifier")
             >>> for row in opt.param_lr_table():
-            ...     if row.name.endswith("linear1.bias") or "word_emb" in row.name or row.name.startswith("classifier"):
-            ...         print(f"{row.name:40s} {row.layer_id} {row.ratio:.3f} {row.lr:.4f} {row.decayed} {row.weight_decay}")
+            ...     if any(part in row.name for part in shown):
+            ...         print(f"{row.name:40s} {row.layer_id} {row.ratio:.3f} "
+            ...               f"{row.lr:.4f} {row.decayed} {row.weight_decay}")
             bert.embeddings.word_embeddings.weight   0 0.125 0.0125 True 0.01
             bert.encoder.layers.0.linear1.bias       1 0.250 0.0250 False 0.0
             bert.encoder.layers.1.linear1.bias       2 0.500 0.0500 False 0.0
@@ -423,84 +389,7 @@ class AdamWDL(ScheduledWeightDecay, AdamW):
         """
         return param_lr_rows(self)
 
-    # -------------------------------------------------------- optimisation pass
-    def _begin_pass(self, parameters_and_grads: Any) -> None:
-        """What may fail on user input happens here, before any parameter changes:
-        the schedule check and ``set_param_lr_fun`` for every parameter of the pass."""
-        # Static programs built without minimize() (apply_gradients, a
-        # to_static full graph) reach the schedule check here.
-        self._refuse_schedule_outside_dygraph()
-        if self._step_update_scales is not None:
-            self._update_scales = self._step_update_scales
-            return
-        pairs = (
-            parameters_and_grads["params"]
-            if isinstance(parameters_and_grads, dict)
-            else parameters_and_grads
-        )
-        self._update_scales = self._resolve_update_scales(
-            param for param, grad in pairs if grad is not None and not param.stop_gradient
-        )
-
-    def _end_pass(self) -> None:
-        self._update_scales = {}
-        self._lr_to_coeff = {}
-        self._scaled_lrs = {}
-        self._pass_global_lr = None
-        self._pass_settings = None
-        self._fused_coeffs = {}
-
-    def _run_pass(self, create_pass: Callable[..., Any], parameters_and_grads: Any, param_group_idx: int) -> Any:
-        self._begin_pass(parameters_and_grads)
-        try:
-            return create_pass(parameters_and_grads, param_group_idx=param_group_idx)
-        finally:
-            self._end_pass()
-
-    # Paddle builds a pass with one of these two, by IR (dygraph uses the first).
-    def _create_optimization_pass(self, parameters_and_grads: Any, param_group_idx: int = 0) -> Any:
-        return self._run_pass(super()._create_optimization_pass, parameters_and_grads, param_group_idx)
-
-    def _pir_create_optimization_pass(self, parameters_and_grads: Any, param_group_idx: int = 0) -> Any:
-        return self._run_pass(super()._pir_create_optimization_pass, parameters_and_grads, param_group_idx)
-
-    # -------------------------------------------------------------- lr tensors
-    def _lr_for_scale(self, scale: LrScale) -> Any:
-        """The global lr times ``scale``, one tensor per distinct float per pass."""
-        global_lr = self._pass_global_lr
-        if global_lr is None:
-            global_lr = self._pass_global_lr = self._global_learning_rate()
-        if type(scale) is not float:
-            if is_tensor(scale):
-                return self._scale_lr(global_lr, scale)
-            scale = float(scale)
-        if scale == 1.0:
-            return global_lr
-        scaled = self._scaled_lrs.get(scale)
-        if scaled is None:
-            scaled = self._scaled_lrs[scale] = self._scale_lr(global_lr, scale)
-        return scaled
-
-    @staticmethod
-    def _scale_lr(global_lr: Any, scale: Any) -> Any:
-        if framework.in_dygraph_mode():
-            return global_lr * scale
-        with paddle.static.default_main_program()._lr_schedule_guard(
-            is_with_opt=True
-        ), framework.name_scope("scale_with_param_lr"):
-            return global_lr * scale
-
     # --------------------------------------------------------------- updates
-    def _update_param_group(self, parameters: dict[str, Any]) -> Any:
-        self._pass_settings = None  # the group's betas, epsilon and lazy mode
-        return super()._update_param_group(parameters)
-
-    def _settings(self) -> AdamSettings:
-        settings = self._pass_settings
-        if settings is None:
-            settings = self._pass_settings = AdamSettings.of(self)
-        return settings
-
     def _plan(self, param: Any) -> UpdatePlan:
         """``param``'s :class:`~paddle_llrd.update_plan.UpdatePlan`: kept across dygraph steps, per update in a program."""
         plan = self._plans.get(param.name)
@@ -536,7 +425,7 @@ class AdamWDL(ScheduledWeightDecay, AdamW):
             # Paddle 3.3.1's adamw kernel for SelectedRows gradients reads its
             # attributes wrongly and crashes (as paddle.optimizer.AdamW does),
             # so sparse gradients take the adam kernel and the separate decay.
-            sparse = grad.is_selected_rows() if settings.dygraph else _is_static_sparse(grad)
+            sparse = grad.is_selected_rows() if settings.dygraph else is_static_sparse(grad)
             if sparse and not settings.lazy_mode and settings.dygraph:
                 grad, sparse = densify(param, grad), False
             fused_coeff = None if sparse else plan.fused_coeff_for(
@@ -588,40 +477,3 @@ class AdamWDL(ScheduledWeightDecay, AdamW):
         if factor is None:
             factor = self._lr_to_coeff[lr] = decay_factor(lr, self._weight_decay, self._settings().found_inf)
         return decoupled_decay(block, target, factor)
-
-    # ------------------------------------------------------------ the kernel
-    def _add_moments_pows(self, p: Any) -> None:
-        """Paddle's accumulators, with beta powers that start at a Tensor beta's value.
-
-        Paddle 3.3.1's AdamW starts them at 0.9/0.999 for Tensor betas. In
-        dygraph the value is read here; a program starts them at
-        ``UNSET_BETA_POW`` and its first update sets them
-        (:func:`~paddle_llrd.adamw_updates.start_beta_pows`).
-        """
-        holder = self._accumulators_holder
-        if holder and not _has_saved_state(holder, p.name):
-            # A parameter that was frozen when the checkpoint was saved has no
-            # moments in it; Paddle asserts there, an uninterrupted run starts
-            # them at zero, and so does this one.
-            self._accumulators_holder = {}
-            try:
-                return self._add_moments_pows(p)
-            finally:
-                self._accumulators_holder = holder
-
-        beta1, beta2 = self._beta1, self._beta2
-        if not (is_tensor(beta1) or is_tensor(beta2)):
-            return super()._add_moments_pows(p)
-
-        self._beta1, self._beta2 = initial_beta_pow(beta1), initial_beta_pow(beta2)
-        try:
-            return super()._add_moments_pows(p)
-        finally:
-            self._beta1, self._beta2 = beta1, beta2
-
-
-def _has_saved_state(holder: Mapping[str, Any], param_name: str) -> bool:
-    """Whether a loaded optimizer state holds accumulators of ``param_name``
-    (Paddle names them ``<param name>_<accumulator>_<n>``)."""
-    prefix = param_name + "_"
-    return any(key.startswith(prefix) for key in holder)

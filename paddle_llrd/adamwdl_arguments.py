@@ -6,12 +6,12 @@ under ``python -O``) and takes others as given.
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Mapping
 from typing import Any
 
 from paddle.base import framework
 
+from .argument_checks import checked_count
 from .layerwise import NAME_DICT_ADVICE, layerwise_lr_decay
 from .lr_ratios import is_real_number, is_tensor
 from .weight_decay import WeightDecaySchedule
@@ -47,13 +47,7 @@ def check_layerwise_arguments(layerwise_decay: Any, n_layers: Any, set_param_lr_
         )
     # A custom set_param_lr_fun receives n_layers as given and may read it its own way.
     if set_param_lr_fun is layerwise_lr_decay:
-        if isinstance(n_layers, bool) or not isinstance(n_layers, numbers.Integral):
-            raise TypeError(
-                f"AdamWDL: `n_layers` must be an int (the number of encoder layers), "
-                f"got {type(n_layers).__name__} {n_layers!r}."
-            )
-        if n_layers < 0:
-            raise ValueError(f"AdamWDL: `n_layers` must be >= 0, got {n_layers}.")
+        checked_count(n_layers, "n_layers", owner="AdamWDL", meaning="the number of encoder layers")
     if set_param_lr_fun is not None and not callable(set_param_lr_fun):
         raise TypeError(
             "AdamWDL: `set_param_lr_fun` must be callable "

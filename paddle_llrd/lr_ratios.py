@@ -83,7 +83,7 @@ def checked_lr_factor(value: Any, param: Any, *, edited: bool = False) -> LrScal
         >>> checked_lr_factor(-1.0, p)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ValueError: AdamWDL: `set_param_lr_fun` returned -1.0 for ...; a learning-rate ratio must be a finite number >= 0.
+        ValueError: AdamWDL: `set_param_lr_fun` returned -1.0 for ...; ... >= 0.
     """
     what = "set param.optimize_attr['learning_rate'] to" if edited else "returned"
     if is_real_number(value):

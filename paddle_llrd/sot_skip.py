@@ -21,6 +21,8 @@ import re
 # Every module of this package that an optimizer step runs.
 STEP_MODULES = (
     "adamwdl.py",
+    "optimization_pass.py",
+    "adam_accumulators.py",
     "adamw_updates.py",
     "lr_ratios.py",
     "update_plan.py",

@@ -16,6 +16,8 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
+from .argument_checks import checked_count
+
 __all__ = ["WEIGHT_DECAY_STYLES", "WeightDecaySchedule"]
 
 WEIGHT_DECAY_STYLES = ("constant", "linear", "cosine")
@@ -35,14 +37,7 @@ def _checked_coefficient(value: Any, argument: str) -> float:
 
 
 def _checked_step_count(value: Any, argument: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(
-            f"WeightDecaySchedule: `{argument}` must be an int >= 0 (a number of optimizer steps), "
-            f"got {type(value).__name__} {value!r}."
-        )
-    if value < 0:
-        raise ValueError(f"WeightDecaySchedule: `{argument}` must be >= 0, got {value!r}.")
-    return int(value)
+    return checked_count(value, argument, owner="WeightDecaySchedule", meaning="a number of optimizer steps")
 
 
 class WeightDecaySchedule:

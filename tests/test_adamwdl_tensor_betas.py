@@ -14,13 +14,14 @@ from paddle import nn
 
 from reference_adamw import ReferenceAdamW
 from test_adamwdl import (
-    batches,
     decays_structured,
     make_adamwdl,
     name_dict_of,
     no_bias_or_norm,
     ratio_fn,
+    split_parameters,
     tiny_bert,
+    to_static_train_and_compare,
     train_and_compare,
     weights_of,
 )
@@ -56,8 +57,7 @@ def test_dygraph_tensor_betas_match_the_reference(general):
 def test_group_tensor_betas_match_the_reference():
     """A group's own Tensor betas start its parameters' powers; the other group keeps the float defaults."""
     model = tiny_bert()
-    encoder = [p for n, p in model.named_parameters() if ".encoder." in n]
-    rest = [p for n, p in model.named_parameters() if ".encoder." not in n]
+    encoder, rest = split_parameters(model, ".encoder.")
     optimizer = make_adamwdl(
         model,
         learning_rate=0.02,
@@ -81,35 +81,15 @@ def test_group_tensor_betas_match_the_reference():
 
 
 def test_to_static_tensor_betas_match_the_reference():
-    # As in test_weight_decay_schedule: one eager step first, so that Paddle's
-    # lazy imports do not run inside the traced step.
-    warm_up = nn.Linear(2, 2)
-    warm_up(paddle.ones([1, 2])).sum().backward()
-    paddle.optimizer.AdamW(parameters=warm_up.parameters()).step()
-
     model = tiny_bert()
     optimizer = make_adamwdl(
         model, learning_rate=0.02, beta1=paddle.to_tensor(BETA1), beta2=paddle.to_tensor(BETA2),
         weight_decay=0.1, layerwise_decay=0.5,
     )
     reference = ReferenceAdamW(weights_of(model), weight_decay=0.1, beta1=BETA1_F32, beta2=BETA2_F32)
-    recorded = {}
-
-    @paddle.jit.to_static
-    def train_step(ids, labels):
-        loss = nn.functional.cross_entropy(model(ids), labels)
-        loss.backward()
-        for name, param in model.named_parameters():
-            recorded[name] = param.grad.numpy().astype(np.float64)
-        optimizer.step()
-        optimizer.clear_grad()
-        return loss
-
-    for step, (ids, labels) in enumerate(batches(4)):
-        train_step(ids, labels)
-        reference.step(dict(recorded), 0.02, ratio=ratio_fn(0.5))
-        for name, value in weights_of(model).items():
-            np.testing.assert_allclose(value, reference.params[name], rtol=1e-5, atol=1e-6, err_msg=f"{name} {step}")
+    to_static_train_and_compare(
+        model, optimizer, reference, steps=4, lr_at=lambda step: 0.02, reference_options={"ratio": ratio_fn(0.5)}
+    )
 
 
 def _linear_gradients(x: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -3,8 +3,6 @@ for LayerMap (and any function declaring ``pure_in_name``) checked by call
 counts and by multi-step float64 reference runs."""
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 import paddle
 import pytest
@@ -13,7 +11,16 @@ from paddle_llrd import AdamWDL, WeightDecaySchedule
 from paddle_llrd.layer_maps import LayerMap, build_name_dict
 from paddle_llrd.skeletons import build_skeleton
 from reference_adamw import ReferenceAdamW
-from test_adamwdl import ATOL, RTOL, bert_like, make_adamwdl, name_dict_of, tiny_bert, weights_of
+from test_adamwdl import (
+    ATOL,
+    RTOL,
+    bert_like,
+    make_adamwdl,
+    name_dict_of,
+    split_parameters,
+    tiny_bert,
+    weights_of,
+)
 
 DECAY = 0.5
 
@@ -106,8 +113,7 @@ def test_layer_map_rows_and_schedule_column_over_a_run():
 
 def test_groups_paramattr_and_their_weight_decay():
     model = tiny_bert()
-    layer0 = [p for n, p in model.named_parameters() if ".layers.0." in n]
-    others = [p for n, p in model.named_parameters() if ".layers.0." not in n]
+    layer0, others = split_parameters(model, ".layers.0.")
     optimizer = make_adamwdl(
         model,
         parameters=[{"params": layer0, "weight_decay": 0.4, "learning_rate": 0.5}, {"params": others}],

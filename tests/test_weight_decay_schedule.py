@@ -26,6 +26,7 @@ from test_adamwdl import (
     no_bias_or_norm,
     ratio_fn,
     tiny_bert,
+    to_static_train_and_compare,
     train_and_compare,
     weights_of,
 )
@@ -296,36 +297,16 @@ def test_overflow_step_does_not_advance_the_schedule(general):
 
 def test_to_static_train_step_follows_schedule():
     """Under paddle.jit.to_static (SOT) the optimizer step runs eagerly, so the schedule applies."""
-    # Paddle imports modules lazily in the first optimizer step of a process. Under
-    # pytest that import runs pytest's import hook, whose frames SOT translates (and
-    # fails on) inside the traced step; so this test would pass only after another
-    # test had stepped an optimizer. One eager step of a throwaway optimizer first.
-    warm_up = nn.Linear(2, 2)
-    warm_up(paddle.ones([1, 2])).sum().backward()
-    paddle.optimizer.AdamW(parameters=warm_up.parameters()).step()
-
     model = bert_like()
     optimizer = make_adamwdl(
         model, learning_rate=0.01, weight_decay=WeightDecaySchedule(0.0, 0.5, 3, "cosine"), layerwise_decay=0.5
     )
-    reference = ReferenceAdamW(weights_of(model))
-    recorded = {}
-
-    @paddle.jit.to_static
-    def train_step(ids, labels):
-        loss = nn.functional.cross_entropy(model(ids), labels)
-        loss.backward()
-        for name, param in model.named_parameters():
-            recorded[name] = param.grad.numpy().astype(np.float64)
-        optimizer.step()
-        optimizer.clear_grad()
-        return loss
-
-    for step, (ids, labels) in enumerate(batches(4)):
-        train_step(ids, labels)
-        reference.step(dict(recorded), 0.01, ratio=ratio_fn(0.5), weight_decay=megatron_wd(step, 0.0, 0.5, 3, "cosine"))
-        for name, value in weights_of(model).items():
-            np.testing.assert_allclose(value, reference.params[name], rtol=1e-5, atol=1e-6, err_msg=f"{name} {step}")
+    to_static_train_and_compare(
+        model, optimizer, ReferenceAdamW(weights_of(model)), steps=4, lr_at=lambda step: 0.01,
+        reference_options=lambda step: {
+            "ratio": ratio_fn(0.5), "weight_decay": megatron_wd(step, 0.0, 0.5, 3, "cosine"),
+        },
+    )
 
 
 def test_static_program_minimize_raises_before_changing_the_program():
