@@ -30,9 +30,9 @@ bench: install
 docs: install
 	$(PY) -m sphinx -W --keep-going -b html -q docs docs/_build/html
 
-# The index, quick starts, AdamWDL and schedules pages in headless Chromium,
-# offline: fails on a code block, formula or table that does not fit, or math
-# left as raw LaTeX. Without Chromium it says so and skips (fails under CI).
+# Every page of the built docs in headless Chromium, offline: fails on a code
+# block, formula or table that does not fit, or math left as raw LaTeX.
+# Without Chromium it says so and skips (fails under CI).
 docs-check: docs
 	$(PY) scripts/docs_check.py docs/_build/html --screenshots docs/_build/screenshots
 

@@ -202,7 +202,8 @@ class ExponentialMovingAverage:
         Examples:
             >>> import paddle
             >>> from paddle_llrd import ExponentialMovingAverage
-            >>> ema = ExponentialMovingAverage(paddle.nn.Linear(2, 2), decay=0.99, warmup=True)
+            >>> model = paddle.nn.Linear(2, 2)
+            >>> ema = ExponentialMovingAverage(model, decay=0.99, warmup=True)
             >>> ema.current_decay()        # (1 + 0) / (10 + 0)
             0.1
             >>> ema.num_updates = 990

@@ -56,8 +56,10 @@ Examples:
     ...         self.norm = paddle.nn.LayerNorm(4)
     >>> model = TinyLlama()
     >>> layer_map = LayerMap.from_model(model)
-    >>> layer_map.n_layers, layer_map.layer_id("layers.2.mlp.weight"), layer_map.layer_id("norm.weight")
-    (3, 3, 4)
+    >>> layer_map.n_layers
+    3
+    >>> layer_map.layer_id("layers.2.mlp.weight"), layer_map.layer_id("norm.weight")
+    (3, 4)
     >>> layer_map.ratio("embed_tokens.weight", 0.5)
     0.0625
     >>> opt = AdamWDL(parameters=model.parameters(), layerwise_decay=0.5,
@@ -130,7 +132,8 @@ def no_decay_parameter_names(model: nn.Layer) -> set[str]:
         ...                              "norm": paddle.nn.LayerNorm(2)})
         >>> excluded = no_decay_parameter_names(model)
         >>> [(n, p.name in excluded) for n, p in model.named_parameters()]
-        [('linear.weight', False), ('linear.bias', True), ('norm.weight', True), ('norm.bias', True)]
+        [('linear.weight', False), ('linear.bias', True),
+         ('norm.weight', True), ('norm.bias', True)]
     """
     return {
         param.name
@@ -251,11 +254,12 @@ def make_layerwise_fn(model: nn.Layer, n_layers: int | None = None, family: str 
 
     >>> import paddle
     >>> from paddle_llrd import AdamWDL
-    >>> from paddle_llrd.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
-    >>> model = TinyBertForSequenceClassification(TinyBertConfig(num_hidden_layers=3))
+    >>> from paddle_llrd import tiny_bert
+    >>> config = tiny_bert.TinyBertConfig(num_hidden_layers=3)
+    >>> model = tiny_bert.TinyBertForSequenceClassification(config)
     >>> fn, name_dict = make_layerwise_fn(model)
-    >>> opt = AdamWDL(parameters=model.parameters(), layerwise_decay=0.9, n_layers=fn.n_layers,
-    ...               name_dict=name_dict, set_param_lr_fun=fn)
+    >>> opt = AdamWDL(parameters=model.parameters(), layerwise_decay=0.9,
+    ...               n_layers=fn.n_layers, name_dict=name_dict, set_param_lr_fun=fn)
     """
     layer_map = LayerMap.from_model(model, n_layers=n_layers, family=family, pattern=pattern)
     return layer_map, build_name_dict(model)
@@ -301,19 +305,24 @@ def resolve_layer_map(
 
     Examples:
         >>> from paddle_llrd.layer_maps import resolve_layer_map
-        >>> names = ["embed_tokens.weight", "layers.0.mlp.weight", "layers.1.mlp.weight", "norm.weight"]
+        >>> names = ["embed_tokens.weight", "layers.0.mlp.weight",
+        ...          "layers.1.mlp.weight", "norm.weight"]
         >>> resolve_layer_map("auto", names).n_layers
         2
-        >>> resolve_layer_map(r"^layers\.(\d+)\.", names, n_layers=4).layer_id("layers.1.mlp.weight")
+        >>> by_regex = resolve_layer_map(r"^layers\.(\d+)\.", names, n_layers=4)
+        >>> by_regex.layer_id("layers.1.mlp.weight")
         2
         >>> resolve_layer_map("vit", names)
         Traceback (most recent call last):
         ...
-        ValueError: layer_map='vit': no parameter name has a block index this map recognises ...
+        ValueError: layer_map='vit': no parameter name has a block index this map
+        recognises ...
         >>> resolve_layer_map("resnet", names)
         Traceback (most recent call last):
         ...
-        ValueError: `layer_map` must be 'auto', a family (bert, gpt, llama, vit) or a regular expression with exactly one group capturing the block index; 'resnet' is no family and has 0 groups
+        ValueError: `layer_map` must be 'auto', a family (bert, gpt, llama, vit) or a
+        regular expression with exactly one group capturing the block index; 'resnet'
+        is no family and has 0 groups
     """
     names = _structured_names(model_or_names)
     if n_layers is not None and (isinstance(n_layers, bool) or not isinstance(n_layers, int) or n_layers < 1):

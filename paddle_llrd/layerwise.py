@@ -107,15 +107,18 @@ def layerwise_lr_decay(
     Examples:
         >>> import paddle
         >>> from paddle_llrd import layerwise_lr_decay
-        >>> from paddle_llrd.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
-        >>> model = TinyBertForSequenceClassification(TinyBertConfig(num_hidden_layers=2))
+        >>> from paddle_llrd import tiny_bert
+        >>> config = tiny_bert.TinyBertConfig(num_hidden_layers=2)
+        >>> model = tiny_bert.TinyBertForSequenceClassification(config)
         >>> name_dict = {p.name: n for n, p in model.named_parameters()}
         >>> params = dict(model.named_parameters())
-        >>> layerwise_lr_decay(0.5, name_dict, 2, params["bert.encoder.layers.1.linear1.weight"])
+        >>> def ratio(name):
+        ...     return layerwise_lr_decay(0.5, name_dict, 2, params[name])
+        >>> ratio("bert.encoder.layers.1.linear1.weight")
         0.5
-        >>> layerwise_lr_decay(0.5, name_dict, 2, params["bert.encoder.layers.0.linear1.weight"])
+        >>> ratio("bert.encoder.layers.0.linear1.weight")
         0.25
-        >>> layerwise_lr_decay(0.5, name_dict, 2, params["bert.embeddings.word_embeddings.weight"])
+        >>> ratio("bert.embeddings.word_embeddings.weight")
         0.125
         >>> layerwise_lr_decay(0.5, name_dict, 2, params["classifier.weight"])
         1.0

@@ -33,14 +33,19 @@ Example:
     classifier.bias 3 1 1 no 0
     (41 parameters, n_layers=2, decay=0.5, learning rate=1.0)
     0
-    >>> main(["--arch", "vit", "--layers", "1", "--decay", "0.5", "--learning-rate", "1.0", "--style", "groups"])
+    >>> main(["--arch", "vit", "--layers", "1", "--decay", "0.5",
+    ...       "--learning-rate", "1.0", "--style", "groups"])
     layer  lr factor  effective lr  weight decay  tensors  elements  parameters
         0       0.25          0.25          0.01        1        48  patch_embed.proj.weight
-        0       0.25          0.25             0        3        28  cls_token .. patch_embed.proj.bias
-        1        0.5           0.5          0.01        2        32  blocks.0.self_attn.weight .. blocks.0.mlp.weight
-        1        0.5           0.5             0        4        16  blocks.0.self_attn.bias .. blocks.0.norm.bias
+        0       0.25          0.25             0        3        28  cls_token
+                                                                     .. patch_embed.proj.bias
+        1        0.5           0.5          0.01        2        32  blocks.0.self_attn.weight
+                                                                     .. blocks.0.mlp.weight
+        1        0.5           0.5             0        4        16  blocks.0.self_attn.bias
+                                                                     .. blocks.0.norm.bias
         2          1             1          0.01        1        12  head.weight
-        2          1             1             0        3        11  norm.weight .. head.bias
+        2          1             1             0        3        11  norm.weight
+                                                                     .. head.bias
     (6 groups, 14 parameters, n_layers=1, decay=0.5, learning rate=1.0)
     0
 """

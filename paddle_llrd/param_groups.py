@@ -38,10 +38,12 @@ Example:
     >>> import paddle
     >>> from paddle_llrd import layer_decay_param_groups
     >>> from paddle_llrd.skeletons import build_skeleton
-    >>> model = build_skeleton("vit", 2)   # cls_token, pos_embed, patch_embed, blocks.0-1, norm, head
+    >>> # cls_token, pos_embed, patch_embed, blocks.0-1, norm, head
+    >>> model = build_skeleton("vit", 2)
     >>> groups = layer_decay_param_groups(model, layer_decay=0.5, weight_decay=0.05)
     >>> [(g["learning_rate"], g["weight_decay"], len(g["params"])) for g in groups]
-    [(0.125, 0.05, 1), (0.125, 0.0, 3), (0.25, 0.05, 2), (0.25, 0.0, 4), (0.5, 0.05, 2), (0.5, 0.0, 4), (1.0, 0.05, 1), (1.0, 0.0, 3)]
+    [(0.125, 0.05, 1), (0.125, 0.0, 3), (0.25, 0.05, 2), (0.25, 0.0, 4),
+     (0.5, 0.05, 2), (0.5, 0.0, 4), (1.0, 0.05, 1), (1.0, 0.0, 3)]
     >>> opt = paddle.optimizer.AdamW(learning_rate=1e-3, parameters=groups)
 """
 from __future__ import annotations
@@ -65,6 +67,9 @@ __all__ = [
 
 #: Last name parts that never decay: the tokens MAE's, BEiT's and timm's ViTs list in ``no_weight_decay()``.
 VIT_NO_DECAY_NAMES = ("cls_token", "pos_embed", "dist_token")
+# A terminal's width, which also fits the docs' code blocks: a group's
+# parameter span wraps rather than run past it.
+TABLE_WIDTH = 80
 
 
 def layer_decay_param_groups(
@@ -126,7 +131,8 @@ def layer_decay_param_groups(
         >>> groups = layer_decay_param_groups(model, 0.5, weight_decay=0.1)
         >>> sorted({g["learning_rate"] for g in groups})
         [0.0625, 0.125, 0.25, 0.5, 1.0]
-        >>> opt = paddle.optimizer.Momentum(learning_rate=0.1, momentum=0.9, parameters=groups)
+        >>> opt = paddle.optimizer.Momentum(
+        ...     learning_rate=0.1, momentum=0.9, parameters=groups)
         >>> layer_decay_param_groups(model, 0)
         Traceback (most recent call last):
         ...
@@ -232,8 +238,10 @@ def param_groups_table(
         >>> from paddle_llrd.skeletons import build_skeleton
         >>> model = build_skeleton("gpt2", 1)
         >>> rows = param_groups_table(layer_decay_param_groups(model, 0.5, 0.1), model)
-        >>> [(row.layer_ids, row.learning_rate, row.weight_decay, row.tensors) for row in rows]
-        [((0,), 0.25, 0.1, 2), ((1,), 0.5, 0.1, 2), ((1,), 0.5, 0.0, 4), ((2,), 1.0, 0.1, 1), ((2,), 1.0, 0.0, 3)]
+        >>> [(row.layer_ids, row.learning_rate, row.weight_decay, row.tensors)
+        ...  for row in rows]
+        [((0,), 0.25, 0.1, 2), ((1,), 0.5, 0.1, 2), ((1,), 0.5, 0.0, 4),
+         ((2,), 1.0, 0.1, 1), ((2,), 1.0, 0.0, 3)]
     """
     if isinstance(groups, Mapping) or not isinstance(groups, Sequence):
         raise TypeError(f"`groups` must be a list of parameter-group dicts, got {type(groups).__name__}")
@@ -268,20 +276,26 @@ def format_param_groups_table(rows: Sequence[ParamGroupRow], learning_rate: floa
 
     With ``learning_rate`` an ``effective lr`` column (``learning_rate`` times
     the group's factor) is added. The last column names the group's first and
-    last parameter.
+    last parameter; where both would run past 80 characters (``TABLE_WIDTH``),
+    the last one goes on a line of its own below the first.
 
     Examples:
         >>> from paddle_llrd import layer_decay_param_groups, param_groups_table
         >>> from paddle_llrd.param_groups import format_param_groups_table
         >>> from paddle_llrd.skeletons import build_skeleton
         >>> model = build_skeleton("gpt2", 1)
-        >>> print(format_param_groups_table(param_groups_table(layer_decay_param_groups(model, 0.5, 0.1), model)))
-        layer   lr factor  weight decay  tensors  elements  parameters
-            0        0.25           0.1        2        96  transformer.wte.weight .. transformer.wpe.weight
-            1         0.5           0.1        2        32  transformer.h.0.self_attn.weight .. transformer.h.0.mlp.weight
-            1         0.5             0        4        16  transformer.h.0.self_attn.bias .. transformer.h.0.norm.bias
-            2           1           0.1        1        64  lm_head.weight
-            2           1             0        3        24  transformer.ln_f.weight .. lm_head.bias
+        >>> rows = param_groups_table(layer_decay_param_groups(model, 0.5, 0.1), model)
+        >>> print(format_param_groups_table(rows))
+        layer  lr factor  weight decay  tensors  elements  parameters
+            0       0.25           0.1        2        96  transformer.wte.weight
+                                                           .. transformer.wpe.weight
+            1        0.5           0.1        2        32  transformer.h.0.self_attn.weight
+                                                           .. transformer.h.0.mlp.weight
+            1        0.5             0        4        16  transformer.h.0.self_attn.bias
+                                                           .. transformer.h.0.norm.bias
+            2          1           0.1        1        64  lm_head.weight
+            2          1             0        3        24  transformer.ln_f.weight
+                                                           .. lm_head.bias
     """
     header = ["layer", "lr factor"] + (["effective lr"] if learning_rate is not None else [])
     header += ["weight decay", "tensors", "elements"]
@@ -295,5 +309,11 @@ def format_param_groups_table(rows: Sequence[ParamGroupRow], learning_rate: floa
         lines.append((cells, span))
     widths = [max([len(title)] + [len(cells[i]) for cells, _ in lines]) for i, title in enumerate(header)]
     text = ["  ".join(title.rjust(width) for title, width in zip(header, widths)) + "  parameters"]
-    text += ["  ".join(cell.rjust(width) for cell, width in zip(cells, widths)) + "  " + span for cells, span in lines]
+    for cells, span in lines:
+        row = "  ".join(cell.rjust(width) for cell, width in zip(cells, widths)) + "  "
+        first, _, last = span.partition(" .. ")
+        if last and len(row) + len(span) > TABLE_WIDTH:
+            text += [row + first, " " * len(row) + ".. " + last]
+        else:
+            text.append(row + span)
     return "\n".join(text)

@@ -117,7 +117,8 @@ def get_linear_schedule_with_warmup(
 
     Examples:
         >>> from paddle_llrd import get_linear_schedule_with_warmup
-        >>> scheduler = get_linear_schedule_with_warmup(0.1, num_warmup_steps=2, num_training_steps=10)
+        >>> scheduler = get_linear_schedule_with_warmup(
+        ...     0.1, num_warmup_steps=2, num_training_steps=10)
         >>> lrs = []
         >>> for _ in range(5):
         ...     lrs.append(round(scheduler(), 6))
@@ -220,8 +221,11 @@ def get_polynomial_decay_schedule_with_warmup(
 
     .. math::
 
-        f(s) = \frac{(\eta - \eta_{end}) \left(1 - \frac{s - W}{\max(1, T - W)}\right)^{power} + \eta_{end}}{\eta}
-        \ (W \le s \le T), \qquad f(s) = \frac{\eta_{end}}{\eta}\ (s > T)
+        f(s) = \begin{cases}
+            \dfrac{(\eta - \eta_{end}) \left(1 - \frac{s - W}{\max(1, T - W)}\right)^{power}
+                   + \eta_{end}}{\eta} & W \le s \le T \\
+            \eta_{end} / \eta & s > T
+        \end{cases}
 
     ``lr_end >= learning_rate`` raises ``ValueError``. Returns a
     :class:`~paddle_llrd.PolyDecayWithWarmup`.
@@ -281,8 +285,9 @@ def get_cosine_with_hard_restarts_schedule_with_warmup(
         last_epoch (int, optional): The last step already taken. Default: ``-1``.
 
     Examples:
-        >>> from paddle_llrd.registry import get_cosine_with_hard_restarts_schedule_with_warmup
-        >>> scheduler = get_cosine_with_hard_restarts_schedule_with_warmup(1.0, 2, 10, num_cycles=2)
+        >>> from paddle_llrd import registry
+        >>> scheduler = registry.get_cosine_with_hard_restarts_schedule_with_warmup(
+        ...     1.0, 2, 10, num_cycles=2)
         >>> lrs = []
         >>> for _ in range(12):
         ...     lrs.append(round(scheduler(), 6))
@@ -344,7 +349,9 @@ def get_inverse_sqrt_schedule(
         ...     scheduler.step()
         >>> lrs[:5], lrs[16]
         ([0.0, 0.125, 0.25, 0.375, 0.5], 0.25)
-        >>> get_inverse_sqrt_schedule(1.0, num_warmup_steps=0, timescale=100, last_epoch=299)()
+        >>> late = get_inverse_sqrt_schedule(
+        ...     1.0, num_warmup_steps=0, timescale=100, last_epoch=299)
+        >>> late()
         0.5
     """
     learning_rate = _learning_rate(learning_rate)
@@ -434,8 +441,9 @@ def get_cosine_with_min_lr_schedule_with_warmup(
         ValueError: neither or both of ``min_lr`` and ``min_lr_rate``, or one out of range.
 
     Examples:
-        >>> from paddle_llrd.registry import get_cosine_with_min_lr_schedule_with_warmup
-        >>> scheduler = get_cosine_with_min_lr_schedule_with_warmup(1.0, 2, 6, min_lr_rate=0.2)
+        >>> from paddle_llrd import registry
+        >>> scheduler = registry.get_cosine_with_min_lr_schedule_with_warmup(
+        ...     1.0, 2, 6, min_lr_rate=0.2)
         >>> lrs = []
         >>> for _ in range(8):
         ...     lrs.append(round(scheduler(), 6))
@@ -554,16 +562,19 @@ def get_wsd_schedule(
 
     Examples:
         >>> from paddle_llrd.registry import get_wsd_schedule
-        >>> scheduler = get_wsd_schedule(1.0, num_warmup_steps=2, num_training_steps=10, num_decay_steps=4,
-        ...                              decay_style="linear", min_lr_ratio=0.2)
+        >>> scheduler = get_wsd_schedule(
+        ...     1.0, num_warmup_steps=2, num_training_steps=10, num_decay_steps=4,
+        ...     decay_style="linear", min_lr_ratio=0.2)
         >>> lrs = []
         >>> for _ in range(12):
         ...     lrs.append(round(scheduler(), 6))
         ...     scheduler.step()
         >>> lrs
         [0.0, 0.5, 1.0, 1.0, 1.0, 1.0, 1.0, 0.8, 0.6, 0.4, 0.2, 0.2]
-        >>> half_way = {style: round(get_wsd_schedule(1.0, 0, 4, num_decay_steps=4, decay_style=style,
-        ...                                           last_epoch=1)(), 6)
+        >>> def lr_half_way(style):
+        ...     return round(get_wsd_schedule(1.0, 0, 4, num_decay_steps=4,
+        ...                                   decay_style=style, last_epoch=1)(), 6)
+        >>> half_way = {style: lr_half_way(style)
         ...             for style in ["linear", "cosine", "exponential", "1-sqrt"]}
         >>> half_way
         {'linear': 0.5, 'cosine': 0.5, 'exponential': 0.414214, '1-sqrt': 0.292893}
@@ -759,11 +770,15 @@ def register_scheduler(
 
     Examples:
         >>> from paddle.optimizer.lr import LambdaDecay
-        >>> from paddle_llrd import TYPE_TO_SCHEDULER_FUNCTION, get_scheduler, register_scheduler
+        >>> from paddle_llrd import TYPE_TO_SCHEDULER_FUNCTION
+        >>> from paddle_llrd import get_scheduler, register_scheduler
         >>> def get_halving_schedule(learning_rate, num_warmup_steps, last_epoch=-1):
-        ...     return LambdaDecay(learning_rate, lambda s: 0.5 ** (s // max(1, num_warmup_steps)), last_epoch)
+        ...     def factor(step):
+        ...         return 0.5 ** (step // max(1, num_warmup_steps))
+        ...     return LambdaDecay(learning_rate, factor, last_epoch)
         >>> _ = register_scheduler("halving", get_halving_schedule)
-        >>> scheduler = get_scheduler("halving", 0.8, num_warmup_steps=2, num_training_steps=10)
+        >>> scheduler = get_scheduler(
+        ...     "halving", 0.8, num_warmup_steps=2, num_training_steps=10)
         >>> lrs = []
         >>> for _ in range(5):
         ...     lrs.append(scheduler())
@@ -861,16 +876,18 @@ def get_scheduler(
 
     Examples:
         >>> from paddle_llrd import get_scheduler
-        >>> scheduler = get_scheduler("linear", learning_rate=0.1, num_warmup_steps=2,
-        ...                           num_training_steps=10, num_cycles=0.5, lr_end=1e-7, power=1.0)
+        >>> scheduler = get_scheduler(
+        ...     "linear", learning_rate=0.1, num_warmup_steps=2, num_training_steps=10,
+        ...     num_cycles=0.5, lr_end=1e-7, power=1.0)
         >>> lrs = []
         >>> for _ in range(5):
         ...     lrs.append(round(scheduler(), 6))
         ...     scheduler.step()
         >>> lrs
         [0.0, 0.05, 0.1, 0.0875, 0.075]
-        >>> wsd = get_scheduler("warmup_stable_decay", 0.1, num_warmup_steps=2, num_training_steps=10,
-        ...                     num_decay_steps=4, decay_style="linear", min_lr_ratio=0.5)
+        >>> wsd = get_scheduler(
+        ...     "warmup_stable_decay", 0.1, num_warmup_steps=2, num_training_steps=10,
+        ...     num_decay_steps=4, decay_style="linear", min_lr_ratio=0.5)
         >>> lrs = []
         >>> for _ in range(12):
         ...     lrs.append(round(wsd(), 6))
@@ -880,7 +897,7 @@ def get_scheduler(
         >>> get_scheduler("cosine_annealing", 0.1)
         Traceback (most recent call last):
         ...
-        ValueError: Unknown scheduler name 'cosine_annealing'; valid names are: linear, cosine, constant, ...
+        ValueError: Unknown scheduler name 'cosine_annealing'; valid names are: ...
     """
     key = _registry_key(name)
     if key not in TYPE_TO_SCHEDULER_FUNCTION:

@@ -506,7 +506,8 @@ class PolyDecayWithWarmup(_LambdaSchedule):
 
     Examples:
         >>> from paddle_llrd import PolyDecayWithWarmup
-        >>> scheduler = PolyDecayWithWarmup(1.0, total_steps=6, warmup=2, lr_end=0.1, power=2.0)
+        >>> scheduler = PolyDecayWithWarmup(
+        ...     1.0, total_steps=6, warmup=2, lr_end=0.1, power=2.0)
         >>> lrs = []
         >>> for _ in range(8):
         ...     lrs.append(round(scheduler(), 6))
@@ -613,7 +614,8 @@ class CosineAnnealingWithWarmupDecay(_AnnealingWithWarmupDecay):
 
     Examples:
         >>> from paddle_llrd import CosineAnnealingWithWarmupDecay
-        >>> scheduler = CosineAnnealingWithWarmupDecay(max_lr=1.0, min_lr=0.2, warmup_step=2, decay_step=6)
+        >>> scheduler = CosineAnnealingWithWarmupDecay(
+        ...     max_lr=1.0, min_lr=0.2, warmup_step=2, decay_step=6)
         >>> lrs = []
         >>> for _ in range(8):
         ...     lrs.append(round(scheduler(), 6))
@@ -650,7 +652,8 @@ class LinearAnnealingWithWarmupDecay(_AnnealingWithWarmupDecay):
 
     Examples:
         >>> from paddle_llrd import LinearAnnealingWithWarmupDecay
-        >>> scheduler = LinearAnnealingWithWarmupDecay(max_lr=1.0, min_lr=0.2, warmup_step=2, decay_step=6)
+        >>> scheduler = LinearAnnealingWithWarmupDecay(
+        ...     max_lr=1.0, min_lr=0.2, warmup_step=2, decay_step=6)
         >>> lrs = []
         >>> for _ in range(8):
         ...     lrs.append(round(scheduler(), 6))

@@ -52,7 +52,8 @@ class TinyBertConfig:
         one attention head per 64 hidden units (at least one, dividing the
         width) and a feed-forward width of ``4 * hidden_size``.
 
-        >>> TinyBertConfig.bert_base(num_hidden_layers=2, hidden_size=96).num_attention_heads
+        >>> config = TinyBertConfig.bert_base(num_hidden_layers=2, hidden_size=96)
+        >>> config.num_attention_heads
         1
         """
         heads = max(1, hidden_size // 64)

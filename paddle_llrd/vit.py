@@ -10,14 +10,17 @@ Example:
     >>> import paddle
     >>> from paddle_llrd.layer_maps import LayerMap
     >>> from paddle_llrd.vit import TinyViT, TinyViTConfig
-    >>> model = TinyViT(TinyViTConfig(image_size=8, patch_size=2, num_layers=2, num_classes=5))
+    >>> config = TinyViTConfig(image_size=8, patch_size=2, num_layers=2, num_classes=5)
+    >>> model = TinyViT(config)
     >>> list(model(paddle.rand([3, 1, 8, 8])).shape)
     [3, 5]
     >>> list(model.features(paddle.rand([3, 1, 8, 8])).shape)
     [3, 64]
     >>> layer_map = LayerMap.from_model(model)
-    >>> layer_map.n_layers, layer_map.layer_id("pos_embed"), layer_map.layer_id("blocks.1.linear1.weight")
-    (2, 0, 2)
+    >>> layer_map.n_layers, layer_map.layer_id("pos_embed")
+    (2, 0)
+    >>> layer_map.layer_id("blocks.1.linear1.weight")
+    2
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Look at the built docs as a reader does: in headless Chromium, offline.
 
-``make docs-check`` (after ``make docs``) opens the key pages of
+``make docs-check`` (after ``make docs``) opens every page of
 ``docs/_build/html`` from disk in Debian's ``chromium``, driven by the
 ``playwright`` package (which can drive an installed browser, so nothing is
 downloaded), with every non-``file:`` request blocked. A page fails when
@@ -31,7 +31,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-PAGES = ("index.html", "quickstart.html", "quickstart_cn.html", "adamwdl.html", "schedules.html")
+# Pages every build has: one missing means the docs were not built (or lost a page).
+KEY_PAGES = ("index.html", "quickstart.html", "quickstart_cn.html", "adamwdl.html", "schedules.html")
 # A desktop browser window: the width a newcomer reads the docs at.
 VIEWPORT = {"width": 1280, "height": 900}
 CHROMIUM_FLAGS = [
@@ -175,6 +176,21 @@ def page_problems(measure: dict[str, Any], requested_urls: list[str]) -> list[st
     return layout_problems(measure) + math_problems(measure) + network_problems(requested_urls)
 
 
+def default_pages(built: list[str]) -> list[str]:
+    """The pages checked when ``--pages`` is not given: every top-level HTML
+    page of the build (``built``: its file names), and the key pages even if
+    missing, so that a build without them fails.
+
+    The syntax-highlighted sources under ``_modules/`` (``[source]`` links) are
+    not among them: a source listing keeps the code's own line lengths.
+
+    >>> default_pages(["search.html", "api.html", "index.html", "objects.inv"])  # doctest: +NORMALIZE_WHITESPACE
+    ['adamwdl.html', 'api.html', 'index.html', 'quickstart.html', 'quickstart_cn.html',
+     'schedules.html', 'search.html']
+    """
+    return sorted({name for name in built if name.endswith(".html")} | set(KEY_PAGES))
+
+
 def find_chromium(explicit: str | None) -> str | None:
     """The Chromium to drive: ``explicit`` only when given, else ``$CHROMIUM`` or one on PATH."""
     candidates = [explicit] if explicit else [os.environ.get("CHROMIUM"), "chromium", "chromium-browser"]
@@ -221,7 +237,10 @@ def check_pages(html_dir: Path, pages: list[str], chromium: str, screenshots: Pa
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("html_dir", type=Path, help="the built HTML (make docs: docs/_build/html)")
-    parser.add_argument("--pages", nargs="+", default=list(PAGES), help="pages to check, relative to html_dir")
+    parser.add_argument(
+        "--pages", nargs="+",
+        help="pages to check, relative to html_dir (default: every top-level page of html_dir)",
+    )
     parser.add_argument("--screenshots", type=Path, help="write a full-page PNG of each page here")
     parser.add_argument("--chromium", help="the Chromium binary (default: $CHROMIUM, then chromium on PATH)")
     parser.add_argument(
@@ -246,7 +265,8 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.screenshots is not None:
         args.screenshots.mkdir(parents=True, exist_ok=True)
-    results = check_pages(args.html_dir, args.pages, chromium, args.screenshots)
+    pages = args.pages or default_pages([path.name for path in args.html_dir.glob("*.html")])
+    results = check_pages(args.html_dir, pages, chromium, args.screenshots)
     failed = False
     for name, problems in results.items():
         print(f"docs-check: {'FAIL' if problems else 'ok  '} {name}")

@@ -4,6 +4,8 @@ installed, its in-page measurements on small hand-written pages."""
 import doctest
 import importlib.util
 import shutil
+import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -91,6 +93,25 @@ def test_without_a_browser_it_skips_loudly_or_fails_when_required(monkeypatch, t
     assert docs_check.main([str(tmp_path)]) == 2
     monkeypatch.setenv("CI", "false")
     assert docs_check.main([str(tmp_path)]) == 0
+
+
+def test_by_default_every_top_level_page_is_checked(monkeypatch, tmp_path, capsys):
+    for name in ["api.html", "genindex.html", "index.html", "objects.inv"]:
+        (tmp_path / name).write_text("x")
+    (tmp_path / "_modules").mkdir()
+    (tmp_path / "_modules" / "registry.html").write_text("x")
+    checked = []
+    monkeypatch.setattr(docs_check, "find_chromium", lambda explicit: "/usr/bin/chromium")
+    monkeypatch.setitem(sys.modules, "playwright", types.ModuleType("playwright"))
+    monkeypatch.setattr(docs_check, "check_pages",
+                        lambda html_dir, pages, chromium, shots: checked.extend(pages) or {p: [] for p in pages})
+    assert docs_check.main([str(tmp_path)]) == 0
+    # The key pages are checked even when the build lacks them (check_pages then reports them missing).
+    assert checked == ["adamwdl.html", "api.html", "genindex.html", "index.html",
+                       "quickstart.html", "quickstart_cn.html", "schedules.html"]
+    checked.clear()
+    assert docs_check.main([str(tmp_path), "--pages", "api.html"]) == 0
+    assert checked == ["api.html"]
 
 
 def test_an_explicit_chromium_that_is_not_there_is_not_replaced(monkeypatch):

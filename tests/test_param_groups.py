@@ -421,7 +421,10 @@ def test_lr_table_styles_agree(capsys, arch):
         by_layer.setdefault(int(layer), set()).add((ratio, lr))
     group_lines = _cli_lines(capsys, argv + ["--style", "groups"])
     assert group_lines[0].split()[:4] == ["layer", "lr", "factor", "effective"]
-    for line in group_lines[1:-1]:
+    # A long parameter span continues on a line of its own, ".. last name".
+    rows = [line for line in group_lines[1:-1] if not line.lstrip().startswith(".. ")]
+    assert len(rows) == int(re.match(r"\((\d+) groups", group_lines[-1]).group(1))
+    for line in rows:
         layer, ratio, lr, *_ = line.split()
         assert by_layer[int(layer)] == {(ratio, lr)}
         assert float(ratio) == pytest.approx(0.7 ** (3 + 1 - int(layer)), rel=1e-3)
@@ -432,6 +435,18 @@ def test_lr_table_groups_refuses_decay_all(capsys):
     with pytest.raises(SystemExit):
         lr_table_main(["--style", "groups", "--decay-all"])
     assert "--decay-all" in capsys.readouterr().err
+
+
+def test_format_wraps_a_long_parameter_span_below_its_row():
+    model = build("vit")
+    lines = format_param_groups_table(param_groups_table(layer_decay_param_groups(model, 0.5, 0.1), model), 2.0)
+    lines = lines.splitlines()
+    # Only a single name may run past 80 columns; a span that would, wraps.
+    assert all(len(line) <= 80 for line in lines if " .. " in line.lstrip())
+    column = lines[0].index("parameters")
+    first = next(i for i, line in enumerate(lines) if line.endswith("  blocks.0.attn.weight"))
+    assert lines[first + 1] == " " * column + ".. blocks.0.mlp.weight"
+    assert any(line.endswith("  patch_embed.proj.weight") for line in lines)
 
 
 def test_format_names_each_group():
