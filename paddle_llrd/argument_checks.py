@@ -9,12 +9,12 @@ import numbers
 from typing import Any
 
 
-def checked_count(value: Any, argument: str, *, owner: str, meaning: str) -> int:
-    """``value`` as an int >= 0, else an error naming ``owner``'s ``argument``.
+def checked_count(value: Any, argument: str, *, owner: str, meaning: str, minimum: int = 0) -> int:
+    """``value`` as an int >= ``minimum``, else an error naming ``owner``'s ``argument``.
 
     ``TypeError`` for anything but an int (a bool is refused, a NumPy integer
-    taken), with ``meaning`` saying what the count is; ``ValueError`` for a
-    negative int.
+    taken), with ``meaning`` saying what the count is; ``ValueError`` for an
+    int below ``minimum``.
 
     Examples:
         >>> checked_count(3, "n_layers", owner="AdamWDL",
@@ -25,12 +25,17 @@ def checked_count(value: Any, argument: str, *, owner: str, meaning: str) -> int
         Traceback (most recent call last):
         ...
         ValueError: WeightDecaySchedule: `total_steps` must be >= 0, got -1.
+        >>> checked_count(0, "n_layers", owner="LLRDTrainer",
+        ...               meaning="the number of encoder layers", minimum=1)
+        Traceback (most recent call last):
+        ...
+        ValueError: LLRDTrainer: `n_layers` must be >= 1, got 0.
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(
-            f"{owner}: `{argument}` must be an int >= 0 ({meaning}), "
+            f"{owner}: `{argument}` must be an int >= {minimum} ({meaning}), "
             f"got {type(value).__name__} {value!r}."
         )
-    if value < 0:
-        raise ValueError(f"{owner}: `{argument}` must be >= 0, got {value!r}.")
+    if value < minimum:
+        raise ValueError(f"{owner}: `{argument}` must be >= {minimum}, got {value!r}.")
     return int(value)

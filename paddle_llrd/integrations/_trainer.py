@@ -13,7 +13,6 @@ unified-checkpoint format keeps only the optimizer's tensors).
 """
 from __future__ import annotations
 
-import numbers
 import os
 import warnings
 from typing import Any, Callable, Dict, Optional
@@ -21,6 +20,7 @@ from typing import Any, Callable, Dict, Optional
 import paddle
 
 from paddle_llrd.adamwdl import WEIGHT_DECAY_SCHEDULE_KEY, AdamWDL
+from paddle_llrd.argument_checks import checked_count
 from paddle_llrd.ema import ExponentialMovingAverage
 from paddle_llrd.integrations._arguments import (
     EMA_DIRECTORY,
@@ -38,14 +38,6 @@ __all__ = ["STATE_FILE", "LLRDTrainerMixin", "TrainerAdamWDL", "TrainerHooks"]
 STATE_FILE = "paddle_llrd_state.pdparams"
 # Both frameworks name checkpoint directories f"{PREFIX_CHECKPOINT_DIR}-{global_step}".
 _CHECKPOINT_PREFIX = "checkpoint"
-
-
-def _check_n_layers(n_layers: Any, source: str) -> int:
-    if isinstance(n_layers, bool) or not isinstance(n_layers, numbers.Integral):
-        raise TypeError(f"n_layers must be an int ({source}), got {type(n_layers).__name__} {n_layers!r}")
-    if n_layers < 1:
-        raise ValueError(f"n_layers must be >= 1 ({source}), got {n_layers}")
-    return int(n_layers)
 
 
 def _step_changed_weights(args: Any, scaler: Any) -> bool:
@@ -133,7 +125,9 @@ class LLRDTrainerMixin:
                 f"got {type(set_param_lr_fun).__name__} {set_param_lr_fun!r}"
             )
         if n_layers is not None:
-            n_layers = _check_n_layers(n_layers, "the n_layers keyword")
+            n_layers = checked_count(
+                n_layers, "n_layers", owner="LLRDTrainer", meaning="the number of encoder layers", minimum=1
+            )
         super().__init__(*args, **kwargs)
         optim = plain_name(self.args.optim)
         if optim != "adamw":
@@ -196,7 +190,13 @@ class LLRDTrainerMixin:
         if n_layers is None:
             config_layers = getattr(getattr(self.model, "config", None), "num_hidden_layers", None)
             if config_layers is not None:
-                n_layers = _check_n_layers(config_layers, "from model.config.num_hidden_layers")
+                n_layers = checked_count(
+                    config_layers,
+                    "model.config.num_hidden_layers",
+                    owner="LLRDTrainer",
+                    meaning="the number of encoder layers, read as n_layers",
+                    minimum=1,
+                )
         #: The :class:`~paddle_llrd.LayerMap` of the ``layer_map`` field (and ``n_layers``).
         self.layer_map = self._resolve_layer_map(layer_map, n_layers, decays=set_param_lr_fun is None)
         self.n_layers = self.layer_map.n_layers
