@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 import paddle
 
+from .argument_checks import checked_count
+
 __all__ = ["ExponentialMovingAverage"]
 
 _LOW_PRECISION = (paddle.float16, paddle.bfloat16)
@@ -35,14 +37,6 @@ def _validated_warmup(warmup: Any) -> bool:
     if not isinstance(warmup, (bool, np.bool_)):
         raise TypeError(f"warmup must be a bool, got {type(warmup).__name__} {warmup!r}")
     return bool(warmup)
-
-
-def _validated_num_updates(num_updates: Any) -> int:
-    if isinstance(num_updates, bool) or not isinstance(num_updates, numbers.Integral):
-        raise TypeError(f"num_updates must be a non-negative int, got {type(num_updates).__name__} {num_updates!r}")
-    if num_updates < 0:
-        raise ValueError(f"num_updates must be a non-negative int, got {num_updates!r}")
-    return int(num_updates)
 
 
 def _unwrap(model: paddle.nn.Layer) -> paddle.nn.Layer:
@@ -393,7 +387,12 @@ class ExponentialMovingAverage:
             raise KeyError(f"state_dict lacks {missing}; an ExponentialMovingAverage state_dict has the keys {list(_STATE_KEYS)}")
         decay = _validated_decay(state_dict["decay"])
         warmup = _validated_warmup(state_dict["warmup"])
-        num_updates = _validated_num_updates(state_dict["num_updates"])
+        num_updates = checked_count(
+            state_dict["num_updates"],
+            "num_updates",
+            owner="ExponentialMovingAverage.set_state_dict",
+            meaning="how many updates the EMA has taken",
+        )
         shadows = state_dict["shadow"]
         if not isinstance(shadows, Mapping):
             raise TypeError(f"state_dict['shadow'] must be a mapping name -> tensor, got {type(shadows).__name__}")
