@@ -5,6 +5,7 @@ and what was expected, as a bare ``assert`` or Python's own error would not.
 """
 from __future__ import annotations
 
+import math
 import numbers
 from typing import Any
 
@@ -39,3 +40,32 @@ def checked_count(value: Any, argument: str, *, owner: str, meaning: str, minimu
     if value < minimum:
         raise ValueError(f"{owner}: `{argument}` must be >= {minimum}, got {value!r}.")
     return int(value)
+
+
+def checked_real(
+    value: Any, argument: str, *, owner: str | None = None, positive: bool = False, advice: str = ""
+) -> float:
+    """``value`` as a finite float >= 0 (> 0 with ``positive``), else an error naming ``argument``.
+
+    ``TypeError`` for anything but a real number (a bool is refused, a NumPy
+    float taken); ``ValueError`` for NaN, an infinity or a value out of range,
+    followed by ``advice`` when given. ``owner``, when given, starts the
+    message.
+
+    Examples:
+        >>> checked_real(0.1, "start_wd", owner="WeightDecaySchedule")
+        0.1
+        >>> checked_real(0, "layer_decay", positive=True, advice="usually in (0, 1]")
+        Traceback (most recent call last):
+        ...
+        ValueError: `layer_decay` must be a finite number > 0, got 0 (usually in (0, 1]).
+    """
+    prefix = f"{owner}: " if owner else ""
+    bound = "> 0" if positive else ">= 0"
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{prefix}`{argument}` must be a real number {bound}, got {type(value).__name__} {value!r}.")
+    number = float(value)
+    if not (math.isfinite(number) and (number > 0.0 if positive else number >= 0.0)):
+        suffix = f" ({advice})" if advice else ""
+        raise ValueError(f"{prefix}`{argument}` must be a finite number {bound}, got {value!r}{suffix}.")
+    return number

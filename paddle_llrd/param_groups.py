@@ -55,6 +55,7 @@ from typing import Any, NamedTuple
 
 from paddle import nn
 
+from .argument_checks import checked_real
 from .layer_maps import LayerMap, build_name_dict, no_decay_parameter_names, resolve_layer_map
 
 __all__ = [
@@ -136,19 +137,17 @@ def layer_decay_param_groups(
         >>> layer_decay_param_groups(model, 0)
         Traceback (most recent call last):
         ...
-        ValueError: `layer_decay` must be a finite number > 0 (usually in (0, 1]), got 0; ...
+        ValueError: `layer_decay` must be a finite number > 0, got 0 (usually in (0, 1]; ...
     """
     if not isinstance(model, nn.Layer):
         raise TypeError(f"`model` must be a paddle.nn.Layer, got {type(model).__name__}")
-    decay = _real_number("layer_decay", layer_decay)
-    if not (math.isfinite(decay) and decay > 0.0):
-        raise ValueError(
-            f"`layer_decay` must be a finite number > 0 (usually in (0, 1]), got {layer_decay!r}; "
-            "to freeze layers set their parameters' stop_gradient=True"
-        )
-    coefficient = _real_number("weight_decay", weight_decay)
-    if not (math.isfinite(coefficient) and coefficient >= 0.0):
-        raise ValueError(f"`weight_decay` must be a finite number >= 0, got {weight_decay!r}")
+    decay = checked_real(
+        layer_decay,
+        "layer_decay",
+        positive=True,
+        advice="usually in (0, 1]; to freeze layers set their parameters' stop_gradient=True",
+    )
+    coefficient = checked_real(weight_decay, "weight_decay")
     patterns = _name_patterns(no_weight_decay)
     resolved = resolve_layer_map(layer_map, model, n_layers=n_layers)
 
@@ -178,12 +177,6 @@ def layer_decay_param_groups(
         }
         for key in sorted(members, key=lambda key: (key[0], not key[1]))
     ]
-
-
-def _real_number(argument: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"`{argument}` must be a real number (int or float), got {type(value).__name__} {value!r}")
-    return float(value)
 
 
 def _name_patterns(no_weight_decay: Iterable[str] | None) -> tuple[str, ...]:

@@ -11,29 +11,16 @@ applied step.
 from __future__ import annotations
 
 import math
-import numbers
 import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from .argument_checks import checked_count
+from .argument_checks import checked_count, checked_real
 
 __all__ = ["WEIGHT_DECAY_STYLES", "WeightDecaySchedule"]
 
 WEIGHT_DECAY_STYLES = ("constant", "linear", "cosine")
 _CONFIG_KEYS = ("start_wd", "end_wd", "total_steps", "style")
-
-
-def _checked_coefficient(value: Any, argument: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(
-            f"WeightDecaySchedule: `{argument}` must be a real number >= 0, "
-            f"got {type(value).__name__} {value!r}."
-        )
-    value = float(value)
-    if not (math.isfinite(value) and value >= 0.0):
-        raise ValueError(f"WeightDecaySchedule: `{argument}` must be a finite number >= 0, got {value!r}.")
-    return value
 
 
 def _checked_step_count(value: Any, argument: str) -> int:
@@ -129,8 +116,8 @@ class WeightDecaySchedule:
         *,
         current_step: int = 0,
     ) -> None:
-        start_wd = _checked_coefficient(start_wd, "start_wd")
-        end_wd = _checked_coefficient(end_wd, "end_wd")
+        start_wd = checked_real(start_wd, "start_wd", owner="WeightDecaySchedule")
+        end_wd = checked_real(end_wd, "end_wd", owner="WeightDecaySchedule")
         total_steps = _checked_step_count(total_steps, "total_steps")
         if not isinstance(style, str):
             raise TypeError(
