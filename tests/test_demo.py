@@ -223,7 +223,9 @@ def test_quick_demo_prints_the_table_and_writes_figures_and_results(tmp_path, ca
 @pytest.mark.parametrize(
     "flags, message",
     [(["--decays", "1.5"], "--decays"), (["--seeds", "1", "1"], "--seeds"), (["--steps", "0"], "--steps"), (["--hidden", "6"], "--hidden"),
-     (["--grid-learning-rates", "0"], "--grid-learning-rates"), (["--seeds", "-1"], "--seeds")],
+     (["--grid-learning-rates", "0"], "--grid-learning-rates"), (["--seeds", "-1"], "--seeds"),
+     (["--learning-rate", "nan"], "--learning-rate"), (["--pretrain-learning-rate", "inf"], "--pretrain-learning-rate"),
+     (["--weight-decay", "-0.1"], "--weight-decay"), (["--weight-decay", "nan"], "--weight-decay")],
 )
 def test_demo_rejects_bad_flags(flags, message, capsys):
     with pytest.raises(SystemExit) as exit_info:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import time
 
@@ -67,10 +68,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         ("--pretrain-learning-rate", [args.pretrain_learning_rate]),
         ("--grid-learning-rates", args.grid_learning_rates),
     ):
-        if any(value <= 0 for value in values):
-            parser.error(f"{flag} must be > 0, got {' '.join(map(str, values))}")
+        if any(not 0.0 < value < math.inf for value in values):  # written so that NaN fails too
+            parser.error(f"{flag} must be finite and > 0, got {' '.join(map(str, values))}")
     if not 0.0 <= args.warmup_ratio <= 1.0:
         parser.error(f"--warmup-ratio must lie in [0, 1], got {args.warmup_ratio}")
+    if not 0.0 <= args.weight_decay < math.inf:
+        parser.error(f"--weight-decay must be finite and >= 0, got {args.weight_decay}")
     return args
 
 
