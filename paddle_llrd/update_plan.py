@@ -18,7 +18,7 @@ from typing import Any
 import paddle
 from paddle.base import framework
 
-from .lr_ratios import LrScale, fused_decay_coeff, is_real_number
+from .lr_ratios import LrScale, fused_decay_coeff
 
 _NOT_DECIDED = object()
 
@@ -65,9 +65,7 @@ class UpdatePlan:
                     fused = decided[key] = fused_decay_coeff(coeff, base_scale, update_scale)
                 self._fused_coeff, self._decision_key = fused, key
             return self._fused_coeff
-        if is_real_number(base_scale) and is_real_number(update_scale) and is_real_number(coeff):
-            return fused_decay_coeff(coeff, base_scale, update_scale)
-        return None
+        return fused_decay_coeff(coeff, base_scale, update_scale)  # None for a Tensor among them
 
 
 def plan_update(optimizer: Any, param: Any) -> UpdatePlan:
