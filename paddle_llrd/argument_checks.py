@@ -1,13 +1,28 @@
 """Checks of user arguments that several of the package's classes share.
 
-Each refuses a bad value with an exception that names the class, the argument
-and what was expected, as a bare ``assert`` or Python's own error would not.
+Each ``checked_*`` function refuses a bad value with an exception that names
+the class, the argument and what was expected, as a bare ``assert`` or
+Python's own error would not. :func:`is_real_number` is the test of a real
+number they share with the optimizer's step (which calls it per parameter,
+so this module is on ``paddle_llrd.sot_skip.STEP_MODULES``).
 """
 from __future__ import annotations
 
 import math
 import numbers
 from typing import Any
+
+
+def is_real_number(value: Any) -> bool:
+    """A Python/NumPy real number, not a bool.
+
+    Examples:
+        >>> is_real_number(0.5), is_real_number(3), is_real_number(True), is_real_number("1")
+        (True, True, False, False)
+    """
+    if type(value) is float:  # the common case (an optimizer step asks per parameter), without an ABC check
+        return True
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def checked_count(value: Any, argument: str, *, owner: str, meaning: str, minimum: int = 0) -> int:
@@ -62,7 +77,7 @@ def checked_real(
     """
     prefix = f"{owner}: " if owner else ""
     bound = "> 0" if positive else ">= 0"
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    if not is_real_number(value):
         raise TypeError(f"{prefix}`{argument}` must be a real number {bound}, got {type(value).__name__} {value!r}.")
     number = float(value)
     if not (math.isfinite(number) and (number > 0.0 if positive else number >= 0.0)):

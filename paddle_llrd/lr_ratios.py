@@ -9,7 +9,6 @@ corrupt the weights, naming the parameter.
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Union
 
@@ -17,6 +16,7 @@ import paddle
 from paddle import pir
 from paddle.base import framework
 
+from .argument_checks import is_real_number
 from .layerwise import layerwise_lr_decay
 
 if TYPE_CHECKING:
@@ -30,13 +30,6 @@ _TENSOR_TYPES = (paddle.Tensor, framework.Variable, pir.Value)
 def is_tensor(value: Any) -> bool:
     """Whether ``value`` is a Paddle tensor of any IR (eager, legacy program, PIR)."""
     return isinstance(value, _TENSOR_TYPES)
-
-
-def is_real_number(value: Any) -> bool:
-    """A Python/NumPy real number, not a bool."""
-    if type(value) is float:  # the common case, without an ABC check
-        return True
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def is_pure_in_name(set_param_lr_fun: Any) -> bool:

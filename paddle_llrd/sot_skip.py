@@ -25,6 +25,7 @@ STEP_MODULES = (
     "adam_accumulators.py",
     "adamw_updates.py",
     "lr_ratios.py",
+    "argument_checks.py",
     "update_plan.py",
     "scheduled_weight_decay.py",
     "layerwise.py",
