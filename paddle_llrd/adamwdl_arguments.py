@@ -11,7 +11,7 @@ from typing import Any
 
 from paddle.base import framework
 
-from .argument_checks import checked_count
+from .argument_checks import checked_count, checked_real
 from .layerwise import NAME_DICT_ADVICE, layerwise_lr_decay
 from .lr_ratios import is_real_number, is_tensor
 from .weight_decay import WeightDecaySchedule
@@ -40,11 +40,8 @@ def check_layerwise_arguments(layerwise_decay: Any, n_layers: Any, set_param_lr_
             + (" (write 1.0, not 1)" if isinstance(layerwise_decay, int) else "")
             + "."
         )
-    if isinstance(layerwise_decay, float) and not (math.isfinite(layerwise_decay) and layerwise_decay >= 0.0):
-        raise ValueError(
-            "AdamWDL: `layerwise_decay` must be a finite float >= 0 (usually in "
-            f"(0, 1]), got {layerwise_decay!r}."
-        )
+    if isinstance(layerwise_decay, float):
+        checked_real(layerwise_decay, "layerwise_decay", owner="AdamWDL", advice="usually in (0, 1]")
     # A custom set_param_lr_fun receives n_layers as given and may read it its own way.
     if set_param_lr_fun is layerwise_lr_decay:
         checked_count(n_layers, "n_layers", owner="AdamWDL", meaning="the number of encoder layers")
