@@ -207,13 +207,16 @@ def check_layer_decay_groups_with_paddle_adamw(amp_level: Optional[str]) -> None
     assert_close_to_reference(model, opt, reference)
 
 
-def check_plans_kept_across_a_weight_decay_schedule(dtype: str, expect_fp32_fallback: bool) -> None:
+def check_plans_kept_across_a_weight_decay_schedule(dtype: str, expect_fp32_fallback: bool, amsgrad: bool = False) -> None:
     """The update plans made at the first step serve every later one while a
-    schedule changes the coefficient (and with it the fused-decay decision)."""
+    schedule changes the coefficient (and with it the fused-decay decision);
+    ``amsgrad`` adds the kernel's ``moment2_max``."""
     model = start_model(dtype)
     schedule = WeightDecaySchedule(WD_START, WD_END, total_steps=WD_STEPS, style="linear")
-    opt = make_adamwdl(model, runner.BASE_LR, weight_decay=schedule, multi_precision=True)
-    reference = reference_for(model)
+    # beta2 = 0.9: the second moment forgets fast enough to fall between
+    # steps, where amsgrad's maximum differs from it.
+    opt = make_adamwdl(model, runner.BASE_LR, weight_decay=schedule, multi_precision=True, amsgrad=amsgrad, beta2=0.9)
+    reference = reference_for(model, amsgrad=amsgrad, beta2=0.9)
     rng = np.random.RandomState(5)
     first_plans = None
     for step in range(NUM_STEPS):
@@ -229,6 +232,7 @@ def check_plans_kept_across_a_weight_decay_schedule(dtype: str, expect_fp32_fall
         assert plan is first_plans[param.name], param.name
         assert plan.fp32_fallback is expect_fp32_fallback, param.name
         assert plan.master_weight is opt._master_weights.get(param.name), param.name
+        assert (plan.moments[2] is not None) is amsgrad, param.name
     assert schedule.current_step == NUM_STEPS
     assert_close_to_reference(model, opt, reference)
 

@@ -151,13 +151,14 @@ def test_layer_decay_param_groups_with_paddle_adamw_in_float16_o2():
     scenarios.check_layer_decay_groups_with_paddle_adamw(amp_level="O2")
 
 
+@pytest.mark.parametrize("amsgrad", [False, True], ids=["adamw", "amsgrad"])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-def test_plans_kept_across_a_weight_decay_schedule_on_the_fused_path(dtype):
+def test_plans_kept_across_a_weight_decay_schedule_on_the_fused_path(dtype, amsgrad):
     """On a GPU the plans of float16/bfloat16 parameters use Paddle's
     multi_precision kernel (``fp32_fallback`` False) and outlive the schedule's
     changes of the coefficient."""
     _skip_without_bfloat16(dtype)
-    scenarios.check_plans_kept_across_a_weight_decay_schedule(dtype, expect_fp32_fallback=False)
+    scenarios.check_plans_kept_across_a_weight_decay_schedule(dtype, expect_fp32_fallback=False, amsgrad=amsgrad)
 
 
 @pytest.mark.parametrize("grouped", [False, True], ids=["one group", "two groups"])

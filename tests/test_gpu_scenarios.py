@@ -26,8 +26,9 @@ def test_layer_decay_groups_with_paddle_adamw_in_float32():
     scenarios.check_layer_decay_groups_with_paddle_adamw(amp_level=None)
 
 
-def test_plans_kept_across_a_weight_decay_schedule_in_float32():
-    scenarios.check_plans_kept_across_a_weight_decay_schedule("float32", expect_fp32_fallback=False)
+@pytest.mark.parametrize("amsgrad", [False, True], ids=["adamw", "amsgrad"])
+def test_plans_kept_across_a_weight_decay_schedule_in_float32(amsgrad):
+    scenarios.check_plans_kept_across_a_weight_decay_schedule("float32", expect_fp32_fallback=False, amsgrad=amsgrad)
 
 
 def test_plans_of_the_cpu_float16_fallback_kept_across_a_weight_decay_schedule():
