@@ -2,8 +2,10 @@
 # GPU checks of paddle_llrd: tests/test_gpu.py (fused kernel float16/bfloat16
 # master weights, auto_cast O1/O2 with GradScaler and an overflow step,
 # multi-GPU data parallel and sharding) plus the execution-mode and
-# distributed tests, run against a CUDA build of Paddle. Prints a PASS/FAIL
-# line per suite and exits non-zero if any suite failed.
+# distributed tests, run against a CUDA build of Paddle; optionally (see
+# PADDLEFORMERS_PYTHON) the PaddleFormers Trainer on a GPU,
+# tests_paddleformers/test_gpu_trainer.py. Prints a PASS/FAIL/SKIP line per
+# suite and exits non-zero if any suite failed.
 #
 # Not part of CI (CI has no GPU): run it by hand on a CUDA machine,
 #
@@ -17,6 +19,15 @@
 #   PADDLE_CUDA_TAG     default cu126; cu118 and cu129 are the other CUDA builds
 #   PADDLE_GPU_WHEEL    a paddlepaddle_gpu-*.whl file to install instead of the
 #                       index (a machine that cannot reach Paddle's index)
+#   PADDLEFORMERS_PYTHON  an interpreter with a CUDA Paddle and paddleformers
+#                       (requirements-paddleformers.txt) for the GPU Trainer
+#                       stage; default .venv-paddleformers-gpu/bin/python if it
+#                       exists, else the stage is reported as SKIP. This script
+#                       does not build that environment; one way:
+#       python3 -m venv .venv-paddleformers-gpu
+#       .venv-paddleformers-gpu/bin/pip install paddlepaddle-gpu==3.3.1 -i https://www.paddlepaddle.org.cn/packages/stable/cu126/
+#       grep -v '^paddlepaddle' requirements-paddleformers.txt > /tmp/pf-gpu.txt
+#       .venv-paddleformers-gpu/bin/pip install -r /tmp/pf-gpu.txt
 #
 # Where paddlepaddle-gpu comes from: PyPI's paddlepaddle-gpu stops at 2.6.2
 # (`pip index versions paddlepaddle-gpu`), so Paddle 3 GPU wheels come from
@@ -83,21 +94,18 @@ fi
     exit 2
 }
 
-declare -a SUITES=(
-    "gpu:tests/test_gpu.py"
-    "execution-modes:tests/test_execution_modes.py"
-    "distributed:tests/test_distributed.py"
-)
 declare -a SUMMARY=()
 STATUS=0
-for suite in "${SUITES[@]}"; do
-    name="${suite%%:*}"
-    path="${suite#*:}"
+
+# run_suite NAME INTERPRETER PATH: one pytest run, its PASS/FAIL line in SUMMARY.
+run_suite() {
+    local name="$1" python="$2" path="$3" log rc counts
     echo
     echo "=== $name ($path)"
     log="$(mktemp)"
     # -rs lists every skip with its reason: a skipped GPU test is not a pass.
-    "$PYTHON" -m pytest -q -rs "$path" 2>&1 | tee "$log"
+    # The repository first on the path: the Trainer interpreter has no install of it.
+    PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" "$python" -m pytest -q -rs -p no:cacheprovider "$path" 2>&1 | tee "$log"
     rc=${PIPESTATUS[0]}
     counts="$(grep -E '^[0-9]+ (passed|failed|skipped|error)|^=+ .*(passed|failed|skipped|error)' "$log" | tail -1)"
     rm -f "$log"
@@ -107,7 +115,29 @@ for suite in "${SUITES[@]}"; do
         SUMMARY+=("FAIL  $name  $counts (pytest exit $rc)")
         STATUS=1
     fi
-done
+}
+
+run_suite gpu "$PYTHON" tests/test_gpu.py
+run_suite execution-modes "$PYTHON" tests/test_execution_modes.py
+run_suite distributed "$PYTHON" tests/test_distributed.py
+
+# Optional: the PaddleFormers Trainer in float16 with overflow steps (the EMA
+# and the weight-decay schedule must advance only on applied steps).
+TRAINER_PYTHON="${PADDLEFORMERS_PYTHON:-}"
+if [[ -z "$TRAINER_PYTHON" && -x .venv-paddleformers-gpu/bin/python ]]; then
+    TRAINER_PYTHON=.venv-paddleformers-gpu/bin/python
+fi
+if [[ -z "$TRAINER_PYTHON" ]]; then
+    SUMMARY+=("SKIP  paddleformers-trainer  (no .venv-paddleformers-gpu and no PADDLEFORMERS_PYTHON)")
+elif ! has_cuda_paddle "$TRAINER_PYTHON"; then
+    SUMMARY+=("FAIL  paddleformers-trainer  ($TRAINER_PYTHON has no CUDA build of Paddle)")
+    STATUS=1
+elif ! "$TRAINER_PYTHON" -c "import paddleformers" >/dev/null 2>&1; then
+    SUMMARY+=("FAIL  paddleformers-trainer  ($TRAINER_PYTHON cannot import paddleformers)")
+    STATUS=1
+else
+    run_suite paddleformers-trainer "$TRAINER_PYTHON" tests_paddleformers/test_gpu_trainer.py
+fi
 
 echo
 echo "=== gpu_check summary"

@@ -1,12 +1,16 @@
 """What only a GPU can check: the fused ``adamw`` kernel's float16/bfloat16
-master-weight path, ``paddle.amp.auto_cast`` O1/O2 with ``GradScaler``
-(including an overflow step), and multi-GPU data parallel and sharding.
+master-weight path (also with Tensor betas and update plans kept across a
+weight-decay schedule), ``paddle.amp.auto_cast`` O1/O2 with ``GradScaler``
+(including an overflow step, which must leave the EMA and the weight-decay
+schedule alone), ``layer_decay_param_groups`` with ``paddle.optimizer.AdamW``
+in float16 O2, and multi-GPU data parallel and sharding.
 
 Every test is skipped without a CUDA build of Paddle and a visible GPU (CI
 has none); ``scripts/gpu_check.sh`` installs ``paddlepaddle-gpu`` and runs
 this file with a pass/fail summary. The numbers are checked against the
 float64 reference of ``tests/reference_adamw.py``, fed with the gradients the
-optimizer was actually given.
+optimizer was actually given. The scenarios shared with the CPU (float32, in
+tests/test_gpu_scenarios.py) are in ``tests/gpu_scenarios.py``.
 """
 from __future__ import annotations
 
@@ -16,15 +20,22 @@ import subprocess
 import sys
 import uuid
 from pathlib import Path
-from typing import Dict
 
 import numpy as np
 import paddle
 import pytest
 
 import dist_worker
+import gpu_scenarios as scenarios
 import mode_runner as runner
-from reference_adamw import ReferenceAdamW, layer_ratio
+from gpu_scenarios import (
+    assert_close_to_reference,
+    exact_gradients,
+    optimizer_state,
+    reference_for,
+    reference_step,
+    start_model,
+)
 
 HERE = Path(__file__).resolve().parent
 REPO_ROOT = HERE.parent
@@ -39,7 +50,7 @@ def visible_gpu_count() -> int:
 pytestmark = pytest.mark.skipif(visible_gpu_count() == 0, reason="needs a CUDA build of Paddle and a visible GPU")
 
 DECAY_PATHS = runner.DECAY_PATHS
-NUM_STEPS = 5
+NUM_STEPS = scenarios.NUM_STEPS
 
 
 @pytest.fixture(autouse=True)
@@ -50,86 +61,28 @@ def _on_gpu():
     paddle.set_device(previous)
 
 
-def reference_for(model) -> ReferenceAdamW:
-    """A float64 AdamWDL starting from the model's current weights (as float64)."""
-    start = {name: param.astype("float32").numpy().astype("float64") for name, param in model.named_parameters()}
-    return ReferenceAdamW(
-        start, weight_decay=runner.WEIGHT_DECAY, beta1=runner.BETA1, beta2=runner.BETA2, epsilon=runner.EPSILON
-    )
-
-
-def reference_step(reference: ReferenceAdamW, grads: Dict[str, np.ndarray], lr: float) -> None:
-    reference.step(
-        grads,
-        lr,
-        ratio=lambda name: layer_ratio(name, runner.LAYERWISE_DECAY, runner.NUM_LAYERS),
-        lr_scale=lambda name: runner.PARAM_LR_SCALES.get(name, 1.0),
-        decay=runner.is_decayed,
-    )
-
-
-def updated_weights(model, opt) -> Dict[str, np.ndarray]:
-    """The weights the optimizer keeps: the float32 master weight of a
-    float16/bfloat16 parameter, else the parameter."""
-    weights = {}
-    for name, param in model.named_parameters():
-        master = opt._master_weights.get(param.name)
-        weights[name] = (master if master is not None else param).astype("float32").numpy()
-    return weights
-
-
-def optimizer_state(model, opt) -> Dict[str, np.ndarray]:
-    state = {f"{name}/weight": value for name, value in updated_weights(model, opt).items()}
-    for name, param in model.named_parameters():
-        state[f"{name}/param"] = param.astype("float32").numpy()
-    for accumulator, per_param in opt._accumulators.items():
-        for param_name, tensor in per_param.items():
-            state[f"{param_name}/{accumulator}"] = tensor.astype("float32").numpy()
-    return state
-
-
-def assert_close_to_reference(model, opt, reference: ReferenceAdamW, atol: float = 1e-5) -> None:
-    actual = updated_weights(model, opt)
-    worst = max(
-        ((name, float(np.max(np.abs(actual[name] - reference.params[name])))) for name in actual),
-        key=lambda item: item[1],
-    )
-    assert worst[1] <= atol, f"largest |difference| to the float64 reference: {worst}"
-
-
 # --------------------------------------------------------------------------- fused kernel, master weights
 @pytest.mark.parametrize("decay_path", DECAY_PATHS)
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_master_weight_path_matches_float64_reference(dtype, decay_path):
     if dtype == "bfloat16" and not paddle.amp.is_bfloat16_supported():
         pytest.skip("this GPU has no bfloat16 support")
-    model = runner.build_model()
-    init = runner.initial_weights(model)
-    for name, param in model.named_parameters():
-        param.set_value(init[name])
-    model.to(dtype=dtype)
+    model = start_model(dtype)
     scheduler = runner.make_learning_rate("scheduler")
     opt = runner.make_optimizer("adamwdl", model, scheduler, decay_path=decay_path, multi_precision=True)
     reference = reference_for(model)  # the master weights start as the low-precision values
     rng = np.random.RandomState(0)
     for _ in range(NUM_STEPS):
-        # Gradients representable in `dtype`: the loss sum(p * G) has gradient G exactly.
-        grads = {
-            name: paddle.to_tensor(rng.standard_normal(param.shape).astype("float32")).astype(dtype)
-            for name, param in model.named_parameters()
-        }
-        loss = paddle.add_n(
-            [(param.astype("float32") * grads[name].astype("float32")).sum() for name, param in model.named_parameters()]
-        )
-        loss.backward()
-        for name, param in model.named_parameters():
-            np.testing.assert_array_equal(param.grad.astype("float32").numpy(), grads[name].astype("float32").numpy())
+        grads = exact_gradients(model, rng)
         lr = opt.get_lr()
         opt.step()
         opt.clear_grad()
         scheduler.step()
-        reference_step(reference, {name: g.astype("float32").numpy() for name, g in grads.items()}, lr)
+        reference_step(reference, grads, lr)
     for name, param in model.named_parameters():
+        plan = opt._plans[param.name]
+        # Paddle's fused multi_precision kernel, not the CPU float32 fallback.
+        assert plan.fp32_fallback is False and plan.master_weight is opt._master_weights[param.name]
         master = opt._master_weights[param.name]
         assert master.dtype == paddle.float32 and param.dtype == getattr(paddle, dtype)
         # The parameter is the rounded master weight.
@@ -178,6 +131,39 @@ def test_auto_cast_with_grad_scaler_and_an_overflow_step(level, decay_path):
         scheduler.step()
         reference_step(reference, grads, lr)
     assert_close_to_reference(model, opt, reference)
+
+
+# --------------------------------------------------------------------------- issues 10-14 on the fused kernel
+def _skip_without_bfloat16(dtype):
+    if dtype == "bfloat16" and not paddle.amp.is_bfloat16_supported():
+        pytest.skip("this GPU has no bfloat16 support")
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_tensor_betas_on_the_fused_master_weight_path(dtype):
+    """Tensor betas reach the fused kernel as their values, and the beta
+    powers (on the CPU, as Paddle places them) start at those values."""
+    _skip_without_bfloat16(dtype)
+    scenarios.check_tensor_betas(dtype)
+
+
+def test_layer_decay_param_groups_with_paddle_adamw_in_float16_o2():
+    scenarios.check_layer_decay_groups_with_paddle_adamw(amp_level="O2")
+
+
+@pytest.mark.parametrize("amsgrad", [False, True], ids=["adamw", "amsgrad"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_plans_kept_across_a_weight_decay_schedule_on_the_fused_path(dtype, amsgrad):
+    """On a GPU the plans of float16/bfloat16 parameters use Paddle's
+    multi_precision kernel (``fp32_fallback`` False) and outlive the schedule's
+    changes of the coefficient."""
+    _skip_without_bfloat16(dtype)
+    scenarios.check_plans_kept_across_a_weight_decay_schedule(dtype, expect_fp32_fallback=False, amsgrad=amsgrad)
+
+
+@pytest.mark.parametrize("grouped", [False, True], ids=["one group", "two groups"])
+def test_an_overflow_step_leaves_the_ema_the_weight_decay_schedule_and_the_weights(grouped):
+    scenarios.check_overflow_leaves_ema_schedule_and_weights(amp=True, grouped=grouped)
 
 
 # --------------------------------------------------------------------------- multi-GPU

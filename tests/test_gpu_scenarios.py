@@ -1,0 +1,41 @@
+"""The scenarios of tests/test_gpu.py on the CPU, in float32 (no AMP: Paddle
+disables ``GradScaler`` on a CPU), so that their float64 references, formulas
+and bookkeeping run in CI; the GPU runs them in float16/bfloat16."""
+from __future__ import annotations
+
+import pytest
+
+import gpu_scenarios as scenarios
+
+
+@pytest.fixture(autouse=True)
+def _on_cpu():
+    import paddle
+
+    previous = paddle.device.get_device()
+    paddle.set_device("cpu")
+    yield
+    paddle.set_device(previous)
+
+
+def test_tensor_betas_in_float32():
+    scenarios.check_tensor_betas("float32")
+
+
+def test_layer_decay_groups_with_paddle_adamw_in_float32():
+    scenarios.check_layer_decay_groups_with_paddle_adamw(amp_level=None)
+
+
+@pytest.mark.parametrize("amsgrad", [False, True], ids=["adamw", "amsgrad"])
+def test_plans_kept_across_a_weight_decay_schedule_in_float32(amsgrad):
+    scenarios.check_plans_kept_across_a_weight_decay_schedule("float32", expect_fp32_fallback=False, amsgrad=amsgrad)
+
+
+def test_plans_of_the_cpu_float16_fallback_kept_across_a_weight_decay_schedule():
+    """CPU has no half-precision adamw kernel: the plans say so (fp32_fallback)."""
+    scenarios.check_plans_kept_across_a_weight_decay_schedule("float16", expect_fp32_fallback=True)
+
+
+@pytest.mark.parametrize("grouped", [False, True], ids=["one group", "two groups"])
+def test_ema_and_weight_decay_schedule_follow_every_step_without_amp(grouped):
+    scenarios.check_overflow_leaves_ema_schedule_and_weights(amp=False, grouped=grouped)
