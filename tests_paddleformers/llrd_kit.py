@@ -4,20 +4,15 @@ LLaMA from support.py, with the head untied so that it is a parameter of its
 own (``lm_head.weight``, ratio 1)."""
 from __future__ import annotations
 
-import pathlib
 import re
-import sys
 
 import paddle
+from paddleformers.trainer import PdArgumentParser, TrainerCallback
+from paddleformers.transformers import LlamaForCausalLM
+from support import N_LAYERS, TokenDataset, make_llama
+from trainer_checks import Kit
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests_shared"))
-
-from paddleformers.trainer import PdArgumentParser, TrainerCallback  # noqa: E402
-from paddleformers.transformers import LlamaForCausalLM  # noqa: E402
-from support import N_LAYERS, TokenDataset, make_llama  # noqa: E402
-from trainer_checks import Kit  # noqa: E402
-
-from paddle_llrd.integrations.paddleformers import LLRDTrainer, LLRDTrainingArguments  # noqa: E402
+from paddle_llrd.integrations.paddleformers import LLRDTrainer, LLRDTrainingArguments
 
 
 def llama_ratio(structured_name: str, decay: float, n_layers: int) -> float:

@@ -24,7 +24,8 @@ import numpy as np
 import pytest
 
 import dist_trainer_worker
-from support import make_llama, parameters_numpy
+from support import make_llama
+from trainer_checks import parameters_numpy
 
 HERE = Path(__file__).resolve().parent
 REPO_ROOT = HERE.parent
