@@ -94,7 +94,6 @@ from typing import Optional
 PADDLEFORMERS_REQUIREMENT = "pip install paddleformers==1.2.0 'numpy<=1.26.4' 'pyarrow<26'"
 
 try:
-    import paddleformers  # noqa: F401
     from paddleformers.trainer import Trainer, TrainerCallback, TrainingArguments
     from paddleformers.trainer.trainer_utils import get_last_checkpoint
 except ImportError as exc:  # absent, or present without the pins it needs

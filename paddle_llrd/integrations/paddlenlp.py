@@ -91,7 +91,6 @@ PADDLENLP_REQUIREMENT = (
 )
 
 try:
-    import paddlenlp  # noqa: F401
     from paddlenlp.trainer import Trainer, TrainerCallback, TrainingArguments
     from paddlenlp.trainer.trainer_utils import get_last_checkpoint
 except ImportError as exc:  # absent, or present without the pins it needs
