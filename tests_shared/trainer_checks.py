@@ -12,12 +12,31 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
 import paddle
 import pytest
+
+
+def quiet_run_settings() -> Dict[str, Any]:
+    """Trainer settings for quiet, quick CPU runs: log every step, save nothing, report nowhere (a fresh dict)."""
+    return dict(per_device_train_batch_size=8, logging_steps=1, save_strategy="no", report_to=[],
+                disable_tqdm=True, seed=11)
+
+
+def layer_ratio(structured_name: str, decay: float, n_layers: int, *, block: str, embedding: str) -> float:
+    """The layer-wise lr ratio written out: ``d**(L-i)`` for a name in block
+    ``i`` (the first group of the regex ``block``), ``d**(L+1)`` for a name
+    containing ``embedding``, ``1`` for the rest (head, pooler, final norm)."""
+    found = re.search(block, structured_name)
+    if found:
+        return decay ** (n_layers - int(found.group(1)))
+    if embedding in structured_name:
+        return decay ** (n_layers + 1)
+    return 1.0
 
 
 @dataclass
@@ -36,7 +55,7 @@ class Kit:
     n_layers: int
     loss: Callable[[paddle.nn.Layer, Any], float]  # the model's own loss on a whole data set, one batch
     load_model: Callable[[str], paddle.nn.Layer]  # from_pretrained
-    quiet_settings: Dict[str, Any] = field(default_factory=dict)
+    quiet_settings: Dict[str, Any] = field(default_factory=quiet_run_settings)
     # parameters whose gradient is exactly 0 (softmax ignores a key bias)
     zero_gradient_suffixes: tuple = ()
 
