@@ -186,22 +186,27 @@ def ema_reference(initial, produced, decay):
 
 
 # --- the checks -------------------------------------------------------------------------------------
-def check_first_step_moves_each_parameter_by_lr_times_its_ratio(kit: Kit, tmp_path, decay=0.5, **fields):
+def check_first_step_moves_each_parameter_by_lr_times_its_ratio(kit: Kit, tmp_path, decay=0.5, *, keywords=False,
+                                                               n_layers=None, **fields):
     """Adam's first step is ``lr * ratio * g / (|g| + eps)``: with a tiny eps its
-    largest entry is ``lr * ratio`` for every parameter with a gradient."""
+    largest entry is ``lr * ratio`` for every parameter with a gradient.
+    ``decay`` is the ``layerwise_decay`` field, or with ``keywords`` the
+    constructor keyword; ``n_layers`` (a keyword only) replaces ``L``."""
     lr = 1e-2
     model = kit.make_model()
     before = parameters_numpy(model)
     args = kit.args(tmp_path, max_steps=1, learning_rate=lr, lr_scheduler_type="constant", weight_decay=0.0,
-                    adam_epsilon=1e-15, layerwise_decay=decay, **fields)
-    trainer = kit.trainer(args, model=model)
+                    adam_epsilon=1e-15, **({} if keywords else {"layerwise_decay": decay}), **fields)
+    trainer = kit.trainer(args, model=model, **({"layerwise_decay": decay} if keywords else {}),
+                          **({} if n_layers is None else {"n_layers": n_layers}))
+    expected_layers = kit.n_layers if n_layers is None else n_layers
     trainer.train()
     after = parameters_numpy(model)
     ratios = set()
     for name in before:
         if name.endswith(kit.zero_gradient_suffixes):
             continue
-        ratio = kit.expected_ratio(name, decay, kit.n_layers)
+        ratio = kit.expected_ratio(name, decay, expected_layers)
         ratios.add(ratio)
         largest_move = np.max(np.abs(after[name] - before[name]))
         assert largest_move == pytest.approx(lr * ratio, rel=2e-3), name
