@@ -1,13 +1,8 @@
-"""Shared test fixtures: every test starts from a fixed seed in dygraph mode."""
-import numpy as np
-import paddle
-import pytest
+"""Shared test fixtures: every test starts from a fixed seed in dygraph mode
+(tests_shared/seeding.py, the fixture of every test folder)."""
+import pathlib
+import sys
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests_shared"))
 
-@pytest.fixture(autouse=True)
-def _seeded_dygraph():
-    paddle.disable_static()
-    paddle.seed(2024)
-    np.random.seed(2024)
-    yield
-    paddle.disable_static()
+from seeding import seeded_dygraph  # noqa: E402,F401  (autouse)

@@ -17,76 +17,31 @@ and NCCL data parallel) is in ``tests/test_gpu.py``.
 """
 from __future__ import annotations
 
-import os
 import re
-import signal
-import subprocess
 import sys
 import uuid
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 import numpy as np
 import paddle
 import pytest
 
 import dist_worker
+from launching import REPO_ROOT, gloo_env, rank_logs, run_in_own_session
 
 HERE = Path(__file__).resolve().parent
 WORKER = HERE / "dist_worker.py"
-REPO_ROOT = HERE.parent
 
 OPTIMIZER = "adamwdl"
 TOLERANCE = 1e-5
 LAUNCH_TIMEOUT_S = 180
 
 
-def cpu_only_env() -> Dict[str, str]:
-    """These tests are about CPU ranks over gloo, also on a GPU build: with
-    ``PADDLE_DISTRI_BACKEND=gloo`` ``init_parallel_env`` takes the CPU-only
-    path whatever devices the launcher selected. (Hiding the GPUs with
-    ``CUDA_VISIBLE_DEVICES=""`` is no way out: Paddle 3.3.1's launcher then
-    sees one device named "" and fails with ``IndexError`` in
-    ``_build_pod_with_master`` for ``--nproc_per_node 2``.)"""
-    return {**os.environ, "PADDLE_DISTRI_BACKEND": "gloo"}
-
-
 def visible_gpu_count() -> int:
     if not paddle.device.is_compiled_with_cuda():
         return 0
     return paddle.device.cuda.device_count()
-
-
-def run_in_own_session(
-    command: List[str], timeout_s: float, log_dir: Path, env: Optional[Dict[str, str]] = None
-) -> subprocess.CompletedProcess:
-    """Run ``command``; on timeout kill its whole process group (the launcher's ranks too)."""
-    proc = subprocess.Popen(
-        command,
-        cwd=REPO_ROOT,
-        env=cpu_only_env() if env is None else env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        output, _ = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        output, _ = proc.communicate()
-        pytest.fail(f"{' '.join(command)} did not finish in {timeout_s}s:\n{output[-3000:]}{rank_logs(log_dir)}")
-    return subprocess.CompletedProcess(command, proc.returncode, output, "")
-
-
-def rank_logs(log_dir: Path) -> str:
-    """The tail of every rank's log written by paddle.distributed.launch."""
-    if not log_dir.is_dir():
-        return ""
-    parts = []
-    for log in sorted(log_dir.glob("workerlog.*")):
-        parts.append(f"\n--- {log.name} ---\n{log.read_text(errors='replace')[-3000:]}")
-    return "".join(parts)
 
 
 def load_ranks(out_dir: Path, world_size: int = 2) -> List[Dict[str, np.ndarray]]:
@@ -143,7 +98,7 @@ def test_data_parallel_with_spawn_matches_one_process(tmp_path, single_process):
         sys.executable, str(WORKER), "--launcher", "spawn", "--nprocs", "2",
         "--wrapper", "data_parallel", "--optimizer", OPTIMIZER, "--out-dir", str(tmp_path), "--device", "cpu",
     ]
-    proc = run_in_own_session(command, LAUNCH_TIMEOUT_S, tmp_path / "log")
+    proc = run_in_own_session(command, LAUNCH_TIMEOUT_S, tmp_path / "log", gloo_env())
     if proc.returncode != 0 and not (tmp_path / "rank0.npz").exists():
         pytest.fail(f"spawn exited with {proc.returncode}:\n{proc.stdout[-4000:]}")
     ranks = load_ranks(tmp_path)
@@ -173,7 +128,7 @@ def test_fleet_with_launch_matches_one_process(tmp_path, single_process, wrapper
         str(WORKER), "--launcher", "launch", "--wrapper", wrapper,
         "--optimizer", OPTIMIZER, "--out-dir", str(tmp_path), "--device", "cpu",
     ]
-    proc = run_in_own_session(command, LAUNCH_TIMEOUT_S, log_dir)
+    proc = run_in_own_session(command, LAUNCH_TIMEOUT_S, log_dir, gloo_env())
     if proc.returncode != 0 and not (tmp_path / "rank0.npz").exists():
         pytest.fail(f"launch exited with {proc.returncode}:\n{proc.stdout[-2000:]}{rank_logs(log_dir)}")
     ranks = load_ranks(tmp_path)
@@ -189,7 +144,8 @@ def test_data_parallel_example_ranks_match_one_process(tmp_path):
     example = str(REPO_ROOT / "examples" / "data_parallel.py")
 
     def checksums(*extra: str) -> Dict[str, float]:
-        proc = run_in_own_session([sys.executable, example, "--steps", "3", *extra], LAUNCH_TIMEOUT_S, tmp_path)
+        proc = run_in_own_session([sys.executable, example, "--steps", "3", *extra], LAUNCH_TIMEOUT_S, tmp_path,
+                                  gloo_env())
         assert proc.returncode == 0, proc.stdout[-4000:]
         found = re.findall(r"rank (\d+/\d+) final weight checksum ([0-9.]+)", proc.stdout)
         return {rank: float(value) for rank, value in found}

@@ -77,6 +77,13 @@ def test_both_readmes_name_the_same_make_targets():
     assert chinese == english, f"only in README.md: {english - chinese}; only in README_cn.md: {chinese - english}"
 
 
+@pytest.mark.parametrize("source", ["README.md", "README_cn.md"])
+def test_the_readmes_name_every_example(source):
+    examples = {f"examples/{path.name}" for path in (ROOT / "examples").glob("*.py")}
+    named = set(re.findall(r"examples/\w+\.py", _read(source)))
+    assert examples <= named, f"{source} does not name {sorted(examples - named)}"
+
+
 def test_readmes_link_to_each_other():
     assert "(README_cn.md)" in _read("README.md").split("\n## ")[0]
     assert "(README.md)" in _read("README_cn.md").split("\n## ")[0]

@@ -1,17 +1,12 @@
 """Fixtures for the PaddleFormers integration tests (run by
 scripts/test_paddleformers.sh in .venv-paddleformers, never by the main
-`make test`). Helpers are in support.py."""
+`make test`). Helpers are in support.py and llrd_kit.py."""
 from __future__ import annotations
 
-import numpy as np
-import paddle
-import pytest
+import pathlib
+import sys
 
+# tests_shared/: the seeding fixture and the Trainer-level checks both integrations' suites run
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests_shared"))
 
-@pytest.fixture(autouse=True)
-def _seeded_dygraph():
-    paddle.disable_static()
-    paddle.seed(2024)
-    np.random.seed(2024)
-    yield
-    paddle.disable_static()
+from seeding import seeded_dygraph  # noqa: E402,F401  (autouse)

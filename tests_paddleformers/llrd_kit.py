@@ -4,30 +4,19 @@ LLaMA from support.py, with the head untied so that it is a parameter of its
 own (``lm_head.weight``, ratio 1)."""
 from __future__ import annotations
 
-import pathlib
-import re
-import sys
+import functools
 
 import paddle
+from paddleformers.trainer import PdArgumentParser, TrainerCallback
+from paddleformers.transformers import LlamaForCausalLM
+from support import N_LAYERS, TokenDataset, make_llama
+from trainer_checks import Kit, layer_ratio
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests_shared"))
-
-from paddleformers.trainer import PdArgumentParser, TrainerCallback  # noqa: E402
-from paddleformers.transformers import LlamaForCausalLM  # noqa: E402
-from support import N_LAYERS, TokenDataset, make_llama  # noqa: E402
-from trainer_checks import Kit  # noqa: E402
-
-from paddle_llrd.integrations.paddleformers import LLRDTrainer, LLRDTrainingArguments  # noqa: E402
+from paddle_llrd.integrations.paddleformers import LLRDTrainer, LLRDTrainingArguments
 
 
-def llama_ratio(structured_name: str, decay: float, n_layers: int) -> float:
-    """Embeddings ``d**(L+1)``, block ``i`` ``d**(L-i)``, final norm and head ``1``."""
-    block = re.search(r"(?:^|\.)layers\.(\d+)\.", structured_name)
-    if block:
-        return decay ** (n_layers - int(block.group(1)))
-    if "embed_tokens" in structured_name:
-        return decay ** (n_layers + 1)
-    return 1.0
+#: Embeddings ``d**(L+1)``, block ``i`` ``d**(L-i)``, final norm and head ``1``: ``(structured name, d, L) -> ratio``.
+llama_ratio = functools.partial(layer_ratio, block=r"(?:^|\.)layers\.(\d+)\.", embedding="embed_tokens")
 
 
 def language_model_loss(model, dataset) -> float:
@@ -52,6 +41,4 @@ KIT = Kit(
     n_layers=N_LAYERS,
     loss=language_model_loss,
     load_model=LlamaForCausalLM.from_pretrained,
-    quiet_settings=dict(per_device_train_batch_size=8, logging_steps=1, save_strategy="no", report_to=[],
-                        disable_tqdm=True, seed=11),
 )

@@ -55,7 +55,3 @@ class TokenDataset(paddle.io.Dataset):
         ids = self.tokens[index].tolist()
         return {"input_ids": ids, "labels": ids}
 
-
-def parameters_numpy(model) -> dict:
-    """Structured name -> float64 copy of every parameter."""
-    return {name: param.numpy().astype(np.float64) for name, param in model.named_parameters()}

@@ -13,7 +13,6 @@ and no gradient clipping, see the worker).
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import uuid
@@ -24,41 +23,28 @@ import numpy as np
 import pytest
 
 import dist_trainer_worker
-from support import make_llama, parameters_numpy
+from support import make_llama
+from launching import REPO_ROOT, gloo_env, rank_logs, run_in_own_session
+from trainer_checks import parameters_numpy
 
 HERE = Path(__file__).resolve().parent
-REPO_ROOT = HERE.parent
 WORKER = HERE / "dist_trainer_worker.py"
 LAUNCH_TIMEOUT_S = 300
 TOLERANCE = 1e-5
 
 
 def launch_two_ranks(out_dir: Path, sharding: str, max_grad_norm: float) -> subprocess.CompletedProcess:
-    """Start the worker on 2 CPU ranks; on timeout kill the launcher's whole session."""
+    """Start the worker on 2 CPU ranks (gloo); the output ends with the ranks' logs."""
     log_dir = out_dir / "log"
     command = [
         sys.executable, "-m", "paddle.distributed.launch", "--nproc_per_node", "2", "--max_restart", "0",
         "--job_id", f"llrd-pf-{uuid.uuid4().hex[:8]}", "--log_dir", str(log_dir),
         str(WORKER), "--out-dir", str(out_dir), "--sharding", sharding, "--max-grad-norm", str(max_grad_norm),
     ]
-    # gloo: CPU ranks whatever the build; the repository first on the path, as in the test process.
-    env = {**os.environ, "PADDLE_DISTRI_BACKEND": "gloo",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
-    proc = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    try:
-        output, _ = proc.communicate(timeout=LAUNCH_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        output, _ = proc.communicate()
-        pytest.fail(f"launch did not finish in {LAUNCH_TIMEOUT_S}s:\n{output[-3000:]}{worker_logs(log_dir)}")
-    return subprocess.CompletedProcess(command, proc.returncode, output + worker_logs(log_dir), "")
-
-
-def worker_logs(log_dir: Path) -> str:
-    return "".join(
-        f"\n--- {log.name} ---\n{log.read_text(errors='replace')[-3000:]}" for log in sorted(log_dir.glob("workerlog.*"))
-    )
+    # the repository first on the ranks' path, as in the test process
+    env = {**gloo_env(), "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
+    proc = run_in_own_session(command, LAUNCH_TIMEOUT_S, log_dir, env)
+    return subprocess.CompletedProcess(command, proc.returncode, proc.stdout + rank_logs(log_dir), "")
 
 
 def load_result(path: Path) -> Dict[str, np.ndarray]:

@@ -3,9 +3,8 @@ install (each case a fresh interpreter with the named package blocked,
 tests_shared/import_error.py); the shared implementation imports no framework."""
 from __future__ import annotations
 
-import llrd_kit  # noqa: F401  (puts tests_shared on the path)
 import pytest
-from import_error import import_output
+from import_error import assert_says_what_to_install, import_output
 
 MODULE = "paddle_llrd.integrations.paddleformers"
 
@@ -18,14 +17,13 @@ MODULE = "paddle_llrd.integrations.paddleformers"
     ],
 )
 def test_import_without_a_working_paddleformers_says_what_to_install(blocked):
-    out = import_output(MODULE, blocked)
-    assert "IMPORTED" not in out
-    assert "pip install paddleformers==1.2.0" in out
-    for pin in ("numpy<=1.26.4", "pyarrow<26"):
-        assert pin in out
-    assert "requirements-paddleformers.txt" in out
-    assert blocked in out  # the original failure is shown too
-    assert "CAUSE: ModuleNotFoundError" in out
+    assert_says_what_to_install(
+        import_output(MODULE, blocked),
+        blocked,
+        package="paddleformers==1.2.0",
+        pins=("numpy<=1.26.4", "pyarrow<26"),
+        requirements_file="requirements-paddleformers.txt",
+    )
 
 
 def test_import_with_paddleformers_works_in_this_environment():

@@ -4,7 +4,6 @@ lr_scheduler_type names, with and without its min_lr floor, over whole runs
 (tests_shared/scheduler_parity.py)."""
 from __future__ import annotations
 
-import llrd_kit  # noqa: F401  (puts tests_shared on the path)
 import pytest
 from paddleformers.trainer.trainer_utils import SchedulerType as PaddleFormersSchedulerType
 from paddleformers.trainer.trainer_utils import get_scheduler as paddleformers_get_scheduler

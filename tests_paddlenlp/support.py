@@ -6,13 +6,13 @@ set small enough that a Trainer run takes well under a second on a CPU.
 """
 from __future__ import annotations
 
-import re
+import functools
 
 import numpy as np
 import paddle
 from paddlenlp.trainer import PdArgumentParser, TrainerCallback, TrainingArguments
 from paddlenlp.transformers import BertConfig, BertForSequenceClassification
-from trainer_checks import Kit
+from trainer_checks import Kit, layer_ratio, quiet_run_settings
 
 from paddle_llrd.integrations.paddlenlp import LLRDTrainer, LLRDTrainingArguments
 
@@ -51,31 +51,14 @@ def make_dataset(n_examples: int = 32, seed: int = 0) -> list:
 
 
 def make_args(output_dir, **overrides) -> TrainingArguments:
-    """Quiet CPU arguments: log every step, save nothing, report nowhere."""
-    settings = dict(
-        output_dir=str(output_dir),
-        max_steps=6,
-        per_device_train_batch_size=8,
-        learning_rate=1e-3,
-        logging_steps=1,
-        save_strategy="no",
-        report_to=[],
-        disable_tqdm=True,
-        seed=11,
-    )
-    settings.update(overrides)
+    """Quiet CPU arguments (``quiet_run_settings()``), six steps at lr 1e-3."""
+    settings = {**quiet_run_settings(), "output_dir": str(output_dir), "max_steps": 6, "learning_rate": 1e-3, **overrides}
     args_class = settings.pop("args_class", TrainingArguments)
     return args_class(**settings)
 
 
-def expected_ratio(structured_name: str, decay: float, n_layers: int) -> float:
-    """Layer-wise lr ratio of a PaddleNLP BERT parameter."""
-    layer = re.search(r"encoder\.layers\.(\d+)\.", structured_name)
-    if layer:
-        return decay ** (n_layers - int(layer.group(1)))
-    if "embeddings" in structured_name:
-        return decay ** (n_layers + 1)
-    return 1.0
+#: Layer-wise lr ratio of a PaddleNLP BERT parameter: ``(structured name, d, L) -> ratio``.
+expected_ratio = functools.partial(layer_ratio, block=r"encoder\.layers\.(\d+)\.", embedding="embeddings")
 
 
 def classification_loss(model, examples) -> float:
@@ -100,7 +83,5 @@ KIT = Kit(
     n_layers=N_LAYERS,
     loss=classification_loss,
     load_model=BertForSequenceClassification.from_pretrained,
-    quiet_settings=dict(per_device_train_batch_size=8, logging_steps=1, save_strategy="no", report_to=[],
-                        disable_tqdm=True, seed=11),
     zero_gradient_suffixes=("k_proj.bias",),
 )

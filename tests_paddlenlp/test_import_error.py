@@ -4,7 +4,7 @@ tests_shared/import_error.py)."""
 from __future__ import annotations
 
 import pytest
-from import_error import import_output
+from import_error import assert_says_what_to_install, import_output
 
 MODULE = "paddle_llrd.integrations.paddlenlp"
 
@@ -17,15 +17,13 @@ MODULE = "paddle_llrd.integrations.paddlenlp"
     ],
 )
 def test_import_without_a_working_paddlenlp_says_what_to_install(blocked):
-    out = import_output(MODULE, blocked)
-    assert "IMPORTED" not in out
-    assert "MESSAGE:" in out
-    assert "pip install paddlenlp==2.8.1" in out
-    for pin in ("huggingface_hub<0.26", "aistudio-sdk==0.1.7", "datasets<3", "pyarrow<17"):
-        assert pin in out
-    assert "requirements-paddlenlp.txt" in out
-    assert blocked in out  # the original failure is shown too
-    assert "CAUSE: ModuleNotFoundError" in out
+    assert_says_what_to_install(
+        import_output(MODULE, blocked),
+        blocked,
+        package="paddlenlp==2.8.1",
+        pins=("huggingface_hub<0.26", "aistudio-sdk==0.1.7", "datasets<3", "pyarrow<17"),
+        requirements_file="requirements-paddlenlp.txt",
+    )
 
 
 def test_import_with_paddlenlp_works_in_this_environment():

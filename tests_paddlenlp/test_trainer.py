@@ -6,18 +6,19 @@ tests_shared/trainer_suite.py (collected by test_llrd_trainer_suite.py).
 
 The numbers are checked against formulas written out here: the schedules'
 closed forms, Adam's first-step size ``lr * ratio`` (ratios from
-``support.expected_ratio``) and ``-lr * weight_decay * p`` for weight decay.
+``support.expected_ratio``, through tests_shared/trainer_checks.py) and ``-lr * weight_decay * p`` for weight decay.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
 import paddle
 import pytest
 from paddlenlp.trainer import PdArgumentParser, Trainer, TrainingArguments
-from support import KIT, N_LAYERS, expected_ratio, make_args, make_bert, make_dataset
-from trainer_checks import make_recorder, parameters_numpy
+from support import KIT, N_LAYERS, make_args, make_bert, make_dataset
+from trainer_checks import check_first_step_moves_each_parameter_by_lr_times_its_ratio, make_recorder, parameters_numpy
 
 import paddle_llrd
 from paddle_llrd.integrations.paddlenlp import LLRDTrainer, LLRDTrainingArguments, no_decay_parameter_names
@@ -67,32 +68,13 @@ def test_lr_scheduler_kwargs_from_the_command_line_win_over_the_fields(tmp_path)
 
 # --- layer decay ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("n_layers", [None, 4])
-def test_first_step_moves_each_parameter_by_lr_times_its_layer_ratio(tmp_path, n_layers):
-    """Adam's first step is ``lr * ratio * g / (|g| + eps)``: with a tiny eps
-    its largest entry is ``lr * ratio`` for every parameter with a gradient."""
-    lr, decay = 1e-2, 0.5
-    model = make_bert()
-    before = parameters_numpy(model)
-    args = make_args(
-        tmp_path, max_steps=1, learning_rate=lr, lr_scheduler_type="constant", weight_decay=0.0, adam_epsilon=1e-15
+def test_the_keywords_give_each_parameter_its_ratio_with_paddlenlps_own_arguments(tmp_path, n_layers):
+    plain_arguments = dataclasses.replace(KIT, arguments_class=TrainingArguments)
+    trainer, ratios = check_first_step_moves_each_parameter_by_lr_times_its_ratio(
+        plain_arguments, tmp_path, keywords=True, n_layers=n_layers
     )
-    trainer = LLRDTrainer(
-        model=model, args=args, train_dataset=make_dataset(), layerwise_decay=decay, n_layers=n_layers
-    )
-    trainer.train()
-    expected_layers = N_LAYERS if n_layers is None else n_layers
-    assert trainer.n_layers == expected_layers
-    after = parameters_numpy(model)
-    seen_ratios = set()
-    for name in before:
-        if name.endswith("k_proj.bias"):  # softmax ignores a key bias: its gradient is 0
-            continue
-        ratio = expected_ratio(name, decay, expected_layers)
-        seen_ratios.add(ratio)
-        largest_move = np.max(np.abs(after[name] - before[name]))
-        assert largest_move == pytest.approx(lr * ratio, rel=2e-3), name
-    # embeddings, each encoder layer and the head: N_LAYERS + 2 distinct ratios
-    assert len(seen_ratios) == N_LAYERS + 2
+    assert trainer.n_layers == (N_LAYERS if n_layers is None else n_layers)
+    assert len(ratios) == N_LAYERS + 2  # the embeddings, each encoder layer and the head
 
 
 def test_a_custom_set_param_lr_fun_gives_the_ratios(tmp_path):

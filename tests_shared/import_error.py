@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from typing import Sequence
 
 _BLOCKED_IMPORT = textwrap.dedent(
     """
@@ -40,3 +41,17 @@ def import_output(module: str, blocked: str) -> str:
     )
     assert result.returncode == 0, result.stderr
     return result.stdout
+
+
+def assert_says_what_to_install(out: str, blocked: str, package: str, pins: Sequence[str], requirements_file: str) -> None:
+    """``out`` (from :func:`import_output`) is the integration's ImportError,
+    and it says ``pip install <package>`` with each of ``pins``, names
+    ``requirements_file`` and shows the original failure on ``blocked``."""
+    assert "IMPORTED" not in out
+    assert "MESSAGE:" in out
+    assert f"pip install {package}" in out
+    for pin in pins:
+        assert pin in out
+    assert requirements_file in out
+    assert blocked in out  # the original failure is shown too
+    assert "CAUSE: ModuleNotFoundError" in out

@@ -12,12 +12,31 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
 import paddle
 import pytest
+
+
+def quiet_run_settings() -> Dict[str, Any]:
+    """Trainer settings for quiet, quick CPU runs: log every step, save nothing, report nowhere (a fresh dict)."""
+    return dict(per_device_train_batch_size=8, logging_steps=1, save_strategy="no", report_to=[],
+                disable_tqdm=True, seed=11)
+
+
+def layer_ratio(structured_name: str, decay: float, n_layers: int, *, block: str, embedding: str) -> float:
+    """The layer-wise lr ratio written out: ``d**(L-i)`` for a name in block
+    ``i`` (the first group of the regex ``block``), ``d**(L+1)`` for a name
+    containing ``embedding``, ``1`` for the rest (head, pooler, final norm)."""
+    found = re.search(block, structured_name)
+    if found:
+        return decay ** (n_layers - int(found.group(1)))
+    if embedding in structured_name:
+        return decay ** (n_layers + 1)
+    return 1.0
 
 
 @dataclass
@@ -36,7 +55,7 @@ class Kit:
     n_layers: int
     loss: Callable[[paddle.nn.Layer, Any], float]  # the model's own loss on a whole data set, one batch
     load_model: Callable[[str], paddle.nn.Layer]  # from_pretrained
-    quiet_settings: Dict[str, Any] = field(default_factory=dict)
+    quiet_settings: Dict[str, Any] = field(default_factory=quiet_run_settings)
     # parameters whose gradient is exactly 0 (softmax ignores a key bias)
     zero_gradient_suffixes: tuple = ()
 
@@ -167,22 +186,27 @@ def ema_reference(initial, produced, decay):
 
 
 # --- the checks -------------------------------------------------------------------------------------
-def check_first_step_moves_each_parameter_by_lr_times_its_ratio(kit: Kit, tmp_path, decay=0.5, **fields):
+def check_first_step_moves_each_parameter_by_lr_times_its_ratio(kit: Kit, tmp_path, decay=0.5, *, keywords=False,
+                                                               n_layers=None, **fields):
     """Adam's first step is ``lr * ratio * g / (|g| + eps)``: with a tiny eps its
-    largest entry is ``lr * ratio`` for every parameter with a gradient."""
+    largest entry is ``lr * ratio`` for every parameter with a gradient.
+    ``decay`` is the ``layerwise_decay`` field, or with ``keywords`` the
+    constructor keyword; ``n_layers`` (a keyword only) replaces ``L``."""
     lr = 1e-2
     model = kit.make_model()
     before = parameters_numpy(model)
     args = kit.args(tmp_path, max_steps=1, learning_rate=lr, lr_scheduler_type="constant", weight_decay=0.0,
-                    adam_epsilon=1e-15, layerwise_decay=decay, **fields)
-    trainer = kit.trainer(args, model=model)
+                    adam_epsilon=1e-15, **({} if keywords else {"layerwise_decay": decay}), **fields)
+    trainer = kit.trainer(args, model=model, **({"layerwise_decay": decay} if keywords else {}),
+                          **({} if n_layers is None else {"n_layers": n_layers}))
+    expected_layers = kit.n_layers if n_layers is None else n_layers
     trainer.train()
     after = parameters_numpy(model)
     ratios = set()
     for name in before:
         if name.endswith(kit.zero_gradient_suffixes):
             continue
-        ratio = kit.expected_ratio(name, decay, kit.n_layers)
+        ratio = kit.expected_ratio(name, decay, expected_layers)
         ratios.add(ratio)
         largest_move = np.max(np.abs(after[name] - before[name]))
         assert largest_move == pytest.approx(lr * ratio, rel=2e-3), name

@@ -56,6 +56,15 @@ def test_a_layer_map_that_finds_no_block_is_refused_before_training(kit, tmp_pat
     assert kit.trainer(kit.args(tmp_path, layer_map="vit")).layerwise_decay == 1.0  # no decay: no map needed
 
 
+@pytest.mark.parametrize("n_layers", [None, 4])
+def test_the_constructor_keywords_give_each_parameter_its_ratio(kit, tmp_path, n_layers):
+    trainer, ratios = check_first_step_moves_each_parameter_by_lr_times_its_ratio(
+        kit, tmp_path, keywords=True, n_layers=n_layers
+    )
+    assert trainer.n_layers == (kit.n_layers if n_layers is None else n_layers)
+    assert len(ratios) == kit.n_layers + 2  # the embeddings, each block and the head
+
+
 def test_constructor_keywords_still_work_and_must_agree_with_the_fields(kit, tmp_path):
     trainer = kit.trainer(kit.args(tmp_path), layerwise_decay=0.5, n_layers=kit.n_layers + 2)
     assert (trainer.layerwise_decay, trainer.n_layers) == (0.5, kit.n_layers + 2)

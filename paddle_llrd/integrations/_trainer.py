@@ -32,12 +32,31 @@ from paddle_llrd.layer_maps import LayerMap, build_name_dict, no_decay_parameter
 from paddle_llrd.registry import get_scheduler
 from paddle_llrd.weight_decay import WeightDecaySchedule
 
-__all__ = ["STATE_FILE", "LLRDTrainerMixin", "TrainerAdamWDL", "TrainerHooks"]
+__all__ = ["STATE_FILE", "LLRDTrainerMixin", "TrainerAdamWDL", "TrainerHooks", "framework_import_error"]
 
 #: The file each checkpoint directory gets for the EMA and the weight-decay schedule.
 STATE_FILE = "paddle_llrd_state.pdparams"
 # Both frameworks name checkpoint directories f"{PREFIX_CHECKPOINT_DIR}-{global_step}".
 _CHECKPOINT_PREFIX = "checkpoint"
+
+
+def framework_import_error(module: str, framework: str, install: str, cause: ImportError) -> ImportError:
+    """The :class:`ImportError` the integration module ``module`` raises when
+    its framework (``framework``, e.g. ``"PaddleFormers 1.2.0"``) does not
+    import: what to install (``install``, or the repository's
+    ``requirements-<integration>.txt``) and the original failure.
+
+    Examples:
+        >>> print(framework_import_error("paddle_llrd.integrations.x", "X 1.0", "pip install x==1.0",
+        ...                              ModuleNotFoundError("No module named 'x'")))
+        paddle_llrd.integrations.x needs X 1.0 and versions of its dependencies that import beside Paddle 3; install them with: pip install x==1.0 (or `pip install -r requirements-x.txt` from the paddle_llrd repository). The import failed with: No module named 'x'
+    """
+    integration = module.rsplit(".", 1)[-1]
+    return ImportError(
+        f"{module} needs {framework} and versions of its dependencies that import beside Paddle 3; "
+        f"install them with: {install} (or `pip install -r requirements-{integration}.txt` from the "
+        f"paddle_llrd repository). The import failed with: {cause}"
+    )
 
 
 def _step_changed_weights(args: Any, scaler: Any) -> bool:

@@ -94,16 +94,12 @@ from typing import Optional
 PADDLEFORMERS_REQUIREMENT = "pip install paddleformers==1.2.0 'numpy<=1.26.4' 'pyarrow<26'"
 
 try:
-    import paddleformers  # noqa: F401
     from paddleformers.trainer import Trainer, TrainerCallback, TrainingArguments
     from paddleformers.trainer.trainer_utils import get_last_checkpoint
 except ImportError as exc:  # absent, or present without the pins it needs
-    raise ImportError(
-        "paddle_llrd.integrations.paddleformers needs PaddleFormers 1.2.0 and versions of its "
-        "dependencies that import beside Paddle 3; install them with: "
-        f"{PADDLEFORMERS_REQUIREMENT} (or `pip install -r requirements-paddleformers.txt` "
-        f"from the paddle_llrd repository). The import failed with: {exc}"
-    ) from exc
+    from paddle_llrd.integrations._trainer import framework_import_error
+
+    raise framework_import_error(__name__, "PaddleFormers 1.2.0", PADDLEFORMERS_REQUIREMENT, exc) from exc
 
 from paddle_llrd.integrations._arguments import LLRDArgumentsMixin, SchedulerKwargs
 from paddle_llrd.integrations._trainer import STATE_FILE, LLRDTrainerMixin, TrainerHooks

@@ -91,16 +91,12 @@ PADDLENLP_REQUIREMENT = (
 )
 
 try:
-    import paddlenlp  # noqa: F401
     from paddlenlp.trainer import Trainer, TrainerCallback, TrainingArguments
     from paddlenlp.trainer.trainer_utils import get_last_checkpoint
 except ImportError as exc:  # absent, or present without the pins it needs
-    raise ImportError(
-        "paddle_llrd.integrations.paddlenlp needs PaddleNLP 2.8.1 and the versions "
-        "of its dependencies that still work beside Paddle 3; install them with: "
-        f"{PADDLENLP_REQUIREMENT} (or `pip install -r requirements-paddlenlp.txt` "
-        f"from the paddle_llrd repository). The import failed with: {exc}"
-    ) from exc
+    from paddle_llrd.integrations._trainer import framework_import_error
+
+    raise framework_import_error(__name__, "PaddleNLP 2.8.1", PADDLENLP_REQUIREMENT, exc) from exc
 
 from paddle_llrd.integrations._arguments import LLRDArgumentsMixin, SchedulerKwargs
 from paddle_llrd.integrations._trainer import STATE_FILE, LLRDTrainerMixin, TrainerHooks

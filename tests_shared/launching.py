@@ -1,0 +1,48 @@
+"""Starting ranks in a subprocess for the multi-process tests
+(tests/test_distributed.py, tests_paddleformers/test_distributed.py): a
+command in its own session, killed whole on timeout, and the ranks' logs."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from pathlib import Path
+from typing import Dict, List
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def gloo_env() -> Dict[str, str]:
+    """This environment with ``PADDLE_DISTRI_BACKEND=gloo``: CPU ranks over
+    gloo, also on a GPU build, where ``init_parallel_env`` then takes the
+    CPU-only path whatever devices the launcher selected. (Hiding the GPUs
+    with ``CUDA_VISIBLE_DEVICES=""`` is no way out: Paddle 3.3.1's launcher
+    then sees one device named "" and fails with ``IndexError`` in
+    ``_build_pod_with_master`` for ``--nproc_per_node 2``.)"""
+    return {**os.environ, "PADDLE_DISTRI_BACKEND": "gloo"}
+
+
+def rank_logs(log_dir: Path) -> str:
+    """The tail of every rank's log written by ``paddle.distributed.launch``."""
+    if not log_dir.is_dir():
+        return ""
+    return "".join(
+        f"\n--- {log.name} ---\n{log.read_text(errors='replace')[-3000:]}" for log in sorted(log_dir.glob("workerlog.*"))
+    )
+
+
+def run_in_own_session(command: List[str], timeout_s: float, log_dir: Path, env: Dict[str, str]) -> subprocess.CompletedProcess:
+    """Run ``command`` in the repository root; on timeout kill its whole
+    process group (the launcher's ranks too) and fail with its output and the
+    ranks' logs under ``log_dir``."""
+    proc = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
+    try:
+        output, _ = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        output, _ = proc.communicate()
+        pytest.fail(f"{' '.join(command)} did not finish in {timeout_s}s:\n{output[-3000:]}{rank_logs(log_dir)}")
+    return subprocess.CompletedProcess(command, proc.returncode, output, "")
