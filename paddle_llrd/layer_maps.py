@@ -270,7 +270,11 @@ _NAMES_QUOTED = 6
 
 
 def resolve_layer_map(
-    layer_map: str | LayerMap, model_or_names: nn.Layer | Iterable[str], n_layers: int | None = None
+    layer_map: str | LayerMap,
+    model_or_names: nn.Layer | Iterable[str],
+    n_layers: int | None = None,
+    *,
+    require_blocks: bool = True,
 ) -> LayerMap:
     r"""The :class:`LayerMap` a ``layer_map`` argument means for a model, with its ``n_layers`` known.
 
@@ -302,6 +306,9 @@ def resolve_layer_map(
             (the message quotes some of the names); ``n_layers`` is not an int
             >= 1, is below the model's block count, or differs from a given
             ``LayerMap``'s own.
+
+    ``require_blocks=False`` accepts a model without blocks (the map then has
+    ``n_layers`` as given, else 0), for callers whose decay is off.
 
     Examples:
         >>> from paddle_llrd.layer_maps import resolve_layer_map
@@ -346,6 +353,10 @@ def resolve_layer_map(
             f"got {type(layer_map).__name__} {layer_map!r}"
         )
     indices = [index for index in map(resolved.block_index, names) if index is not None]
+    if not indices and not require_blocks:
+        if resolved.n_layers is None:
+            resolved.n_layers = 0
+        return resolved
     if not indices:
         shown = ", ".join(repr(name) for name in names[:_NAMES_QUOTED])
         more = f", ... ({len(names)} in all)" if len(names) > _NAMES_QUOTED else ""

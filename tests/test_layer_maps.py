@@ -141,3 +141,14 @@ def test_lr_table_loads_a_user_factory(capsys):
     assert "n_layers=4" in out and "bert.encoder.layers.3.linear2.weight" in out
     with pytest.raises(ValueError, match="package.module:factory"):
         main(["--model", "no_colon_here"])
+
+
+def test_resolve_layer_map_without_blocks_only_when_asked():
+    from paddle_llrd.layer_maps import resolve_layer_map
+
+    names = ["stem.weight", "head.bias"]
+    with pytest.raises(ValueError, match="no parameter name has a block index"):
+        resolve_layer_map("llama", names)
+    assert resolve_layer_map("llama", names, require_blocks=False).n_layers == 0
+    resolved = resolve_layer_map("llama", names, n_layers=3, require_blocks=False)
+    assert resolved.n_layers == 3 and resolved.ratio("head.bias", 0.5) == 1.0

@@ -28,7 +28,7 @@ from paddle_llrd.integrations._arguments import (
     check_layerwise_decay,
     plain_name,
 )
-from paddle_llrd.layer_maps import LayerMap, build_name_dict, no_decay_parameter_names, resolve_layer_map
+from paddle_llrd.layer_maps import build_name_dict, no_decay_parameter_names, resolve_layer_map
 from paddle_llrd.registry import get_scheduler
 from paddle_llrd.weight_decay import WeightDecaySchedule
 
@@ -217,21 +217,11 @@ class LLRDTrainerMixin:
                     minimum=1,
                 )
         #: The :class:`~paddle_llrd.LayerMap` of the ``layer_map`` field (and ``n_layers``).
-        self.layer_map = self._resolve_layer_map(layer_map, n_layers, decays=set_param_lr_fun is None)
+        # Without layer decay every ratio is 1: a model without blocks needs no map then.
+        decays = set_param_lr_fun is None and self.layerwise_decay != 1.0
+        self.layer_map = resolve_layer_map(layer_map, self.model, n_layers, require_blocks=decays)
         self.n_layers = self.layer_map.n_layers
         self.set_param_lr_fun = set_param_lr_fun if set_param_lr_fun is not None else self.layer_map
-
-    def _resolve_layer_map(self, layer_map: str, n_layers: Optional[int], decays: bool) -> LayerMap:
-        """The shared :func:`~paddle_llrd.resolve_layer_map`; a model without blocks is
-        refused only when layer decay is on (with it off every ratio is 1)."""
-        try:
-            return resolve_layer_map(layer_map, self.model, n_layers)
-        except ValueError as error:
-            decay_is_off = not decays or self.layerwise_decay == 1.0
-            if not (decay_is_off and "no parameter name has a block index" in str(error)):
-                raise
-        names = [name for name, _ in self.model.named_parameters()]
-        return LayerMap.from_names(names, n_layers=n_layers)
 
     # ------------------------------------------------------------------ optimizer and schedules
     def _apply_decay_param_fun(self) -> Callable[[str], bool]:
