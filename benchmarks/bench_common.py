@@ -15,7 +15,7 @@ import argparse
 
 from paddle import nn
 
-from paddle_llrd.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
+from paddle_llrd.models.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
 
 REGIMES = ("bert-base", "small-params")
 SMALL_PARAMS_LAYERS = 12

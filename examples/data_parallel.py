@@ -44,7 +44,7 @@ import paddle
 import paddle.distributed as dist
 
 from paddle_llrd import AdamWDL, LinearDecayWithWarmup, no_decay_parameter_names
-from paddle_llrd.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
+from paddle_llrd.models.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
 
 GLOBAL_BATCH_SIZE = 16
 SEQ_LEN = 8

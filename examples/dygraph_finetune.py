@@ -27,7 +27,7 @@ decay (LLRD):
    inside ``with ema.average_parameters():``, which swaps the averages into the
    model and puts the live weights back afterwards.
 
-The task (:mod:`paddle_llrd.synthetic`) is a majority vote over the tokens of
+The task (:mod:`paddle_llrd.models.synthetic`) is a majority vote over the tokens of
 each sequence, which the model has to learn through attention from ``[CLS]``.
 """
 from __future__ import annotations
@@ -40,8 +40,8 @@ import paddle
 from paddle import nn
 
 from paddle_llrd import AdamWDL, ExponentialMovingAverage, LinearDecayWithWarmup, no_decay_parameter_names
-from paddle_llrd.synthetic import make_majority_task
-from paddle_llrd.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
+from paddle_llrd.models.synthetic import make_majority_task
+from paddle_llrd.models.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
 
 
 def build_optimizer(

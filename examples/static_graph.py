@@ -34,7 +34,7 @@ import numpy as np
 import paddle
 
 from paddle_llrd import AdamWDL, LinearDecayWithWarmup, no_decay_parameter_names
-from paddle_llrd.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
+from paddle_llrd.models.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
 
 
 def synthetic_batch(rng: np.random.RandomState, config: TinyBertConfig, batch_size: int, seq_len: int):

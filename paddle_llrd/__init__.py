@@ -5,7 +5,6 @@ A working drop-in for ``paddlenlp.ops.optimizer`` (``AdamWDL``,
 ``paddlenlp.transformers.optimization`` (the warmup schedulers and the
 ``get_scheduler`` registry), on CPU and GPU, in every execution mode.
 """
-from __future__ import annotations
 
 _MIN_PADDLE = (3, 0)
 # PyPI's paddlepaddle-gpu stops at 2.6.2: Paddle 3 GPU builds come only from
@@ -44,7 +43,7 @@ def _check_paddle() -> None:
 
 _check_paddle()
 
-from .schedulers import (  # noqa: E402
+from .schedules.warmup import (  # noqa: E402
     ConstScheduleWithWarmup,
     CosineAnnealingWithWarmupDecay,
     CosineDecayWithWarmup,
@@ -53,7 +52,7 @@ from .schedulers import (  # noqa: E402
     LinearDecayWithWarmup,
     PolyDecayWithWarmup,
 )
-from .registry import (  # noqa: E402
+from .schedules.registry import (  # noqa: E402
     TYPE_TO_SCHEDULER_FUNCTION,
     SchedulerType,
     get_constant_schedule,
@@ -70,12 +69,12 @@ from .registry import (  # noqa: E402
     get_wsd_schedule,
     register_scheduler,
 )
-from .layerwise import layerwise_lr_decay  # noqa: E402
-from .layer_maps import LayerMap, build_name_dict, make_layerwise_fn, no_decay_parameter_names, resolve_layer_map  # noqa: E402
-from .param_groups import layer_decay_param_groups, param_groups_table  # noqa: E402
-from .adamwdl import AdamWDL  # noqa: E402
-from .ema import ExponentialMovingAverage  # noqa: E402
-from .weight_decay import WeightDecaySchedule  # noqa: E402
+from .layer_decay.layerwise import layerwise_lr_decay  # noqa: E402
+from .layer_decay.layer_maps import LayerMap, build_name_dict, make_layerwise_fn, no_decay_parameter_names, resolve_layer_map  # noqa: E402
+from .layer_decay.param_groups import layer_decay_param_groups, param_groups_table  # noqa: E402
+from .optim.adamwdl import AdamWDL  # noqa: E402
+from .optim.ema import ExponentialMovingAverage  # noqa: E402
+from .schedules.weight_decay import WeightDecaySchedule  # noqa: E402
 
 __version__ = "0.1.0"
 

@@ -10,8 +10,8 @@ import sys
 
 COMMANDS = {
     "demo": ("paddle_llrd.demo", "pretrain a small ViT on digits, fine-tune it with AdamW and with AdamWDL, compare"),
-    "schedules": ("paddle_llrd.schedule_table", "print every registered schedule at characteristic steps"),
-    "lr-table": ("paddle_llrd.lr_table", "print each parameter's layer, ratio and effective lr"),
+    "schedules": ("paddle_llrd.schedules.table", "print every registered schedule at characteristic steps"),
+    "lr-table": ("paddle_llrd.layer_decay.lr_table", "print each parameter's layer, ratio and effective lr"),
 }
 
 

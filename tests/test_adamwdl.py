@@ -18,7 +18,7 @@ from paddle import nn
 from paddle.utils import unique_name
 
 from paddle_llrd import AdamWDL
-from paddle_llrd.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
+from paddle_llrd.models.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
 from reference_adamw import ReferenceAdamW, clip_by_global_norm, layer_ratio
 
 N_LAYERS = 2

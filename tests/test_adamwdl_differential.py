@@ -38,7 +38,7 @@ from paddle import nn
 from paddle.utils import unique_name
 
 from paddle_llrd import AdamWDL, LinearDecayWithWarmup, WeightDecaySchedule
-from paddle_llrd.layer_maps import LayerMap
+from paddle_llrd.layer_decay.layer_maps import LayerMap
 from differential_cases import (
     N_LAYERS,
     TENSOR_BETAS,

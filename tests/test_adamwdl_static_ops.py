@@ -24,7 +24,7 @@ import pytest
 from paddle import nn
 
 from paddle_llrd import AdamWDL
-from paddle_llrd.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
+from paddle_llrd.models.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
 from reference_adamw import layer_ratio
 
 N_LAYERS, LAYERWISE_DECAY, WEIGHT_DECAY = 2, 0.8, 0.1

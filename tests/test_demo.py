@@ -10,8 +10,8 @@ from paddle_llrd.demo.data import few_shot_indices, load_transfer_task, random_s
 from paddle_llrd.demo.experiment import FineTuneRun, TrainSettings, batch_indices, fine_tune, layer_label, pretrain
 from paddle_llrd.demo.metrics import accuracy, mean_and_spread, relative_layer_change
 from paddle_llrd.demo.report import grid_table, results_document
-from paddle_llrd.layer_maps import LayerMap
-from paddle_llrd.vit import TinyViT, TinyViTConfig
+from paddle_llrd.layer_decay.layer_maps import LayerMap
+from paddle_llrd.models.vit import TinyViT, TinyViTConfig
 
 RUN_KEYS = {"optimizer", "layerwise_decay", "learning_rate", "seed", "target_accuracy", "source_accuracy_kept", "layer_change"}
 

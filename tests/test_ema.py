@@ -10,7 +10,7 @@ import paddle
 import pytest
 
 from paddle_llrd import ExponentialMovingAverage
-from paddle_llrd.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
+from paddle_llrd.models.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
 
 
 # ---------------------------------------------------------------- helpers

@@ -6,9 +6,9 @@ import pytest
 from paddle import nn
 
 from paddle_llrd import AdamWDL, layerwise_lr_decay
-from paddle_llrd.layer_maps import LayerMap, build_name_dict, make_layerwise_fn
-from paddle_llrd.skeletons import build_skeleton
-from paddle_llrd.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
+from paddle_llrd.layer_decay.layer_maps import LayerMap, build_name_dict, make_layerwise_fn
+from paddle_llrd.models.skeletons import build_skeleton
+from paddle_llrd.models.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
 
 
 def _expected_layer_id(name, n):
@@ -119,7 +119,7 @@ def _table_rows(out):
 
 @pytest.mark.parametrize("arch", ["bert", "gpt", "gpt2", "llama", "vit"])
 def test_lr_table_prints_formula_values_for_each_family(arch, capsys):
-    from paddle_llrd.lr_table import main
+    from paddle_llrd.layer_decay.lr_table import main
 
     assert main(["--arch", arch, "--layers", "3", "--decay", "0.5", "--learning-rate", "2.0", "--weight-decay", "0.3"]) == 0
     rows = _table_rows(capsys.readouterr().out)
@@ -134,9 +134,9 @@ def test_lr_table_prints_formula_values_for_each_family(arch, capsys):
 
 
 def test_lr_table_loads_a_user_factory(capsys):
-    from paddle_llrd.lr_table import main
+    from paddle_llrd.layer_decay.lr_table import main
 
-    assert main(["--model", "paddle_llrd.tiny_bert:TinyBertForSequenceClassification", "--decay", "0.9"]) == 0
+    assert main(["--model", "paddle_llrd.models.tiny_bert:TinyBertForSequenceClassification", "--decay", "0.9"]) == 0
     out = capsys.readouterr().out
     assert "n_layers=4" in out and "bert.encoder.layers.3.linear2.weight" in out
     with pytest.raises(ValueError, match="package.module:factory"):
@@ -144,7 +144,7 @@ def test_lr_table_loads_a_user_factory(capsys):
 
 
 def test_resolve_layer_map_without_blocks_only_when_asked():
-    from paddle_llrd.layer_maps import resolve_layer_map
+    from paddle_llrd.layer_decay.layer_maps import resolve_layer_map
 
     names = ["stem.weight", "head.bias"]
     with pytest.raises(ValueError, match="no parameter name has a block index"):

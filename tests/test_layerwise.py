@@ -7,8 +7,8 @@ import paddle
 import pytest
 
 from paddle_llrd import layerwise_lr_decay
-from paddle_llrd.layerwise import layer_id_of
-from paddle_llrd.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
+from paddle_llrd.layer_decay.layerwise import layer_id_of
+from paddle_llrd.models.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
 
 ADVICE = "{p.name: n for n, p in model.named_parameters()}"
 

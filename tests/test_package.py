@@ -9,8 +9,8 @@ import pytest
 
 import paddle_llrd
 from paddle_llrd.__main__ import COMMANDS, main as cli_main
-from paddle_llrd.synthetic import make_majority_task
-from paddle_llrd.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
+from paddle_llrd.models.synthetic import make_majority_task
+from paddle_llrd.models.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

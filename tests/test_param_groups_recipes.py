@@ -8,7 +8,7 @@ import pytest
 from paddle import nn
 
 from paddle_llrd import AdamWDL, layer_decay_param_groups
-from paddle_llrd.layer_maps import build_name_dict
+from paddle_llrd.layer_decay.layer_maps import build_name_dict
 
 DECAY = 0.6
 

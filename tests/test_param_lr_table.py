@@ -8,8 +8,8 @@ import paddle
 import pytest
 
 from paddle_llrd import AdamWDL, WeightDecaySchedule
-from paddle_llrd.layer_maps import LayerMap, build_name_dict
-from paddle_llrd.skeletons import build_skeleton
+from paddle_llrd.layer_decay.layer_maps import LayerMap, build_name_dict
+from paddle_llrd.models.skeletons import build_skeleton
 from reference_adamw import ReferenceAdamW
 from test_adamwdl import (
     ATOL,

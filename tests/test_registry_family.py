@@ -31,7 +31,7 @@ from paddle_llrd import (
     SchedulerType,
     get_scheduler,
 )
-from paddle_llrd.registry import (
+from paddle_llrd.schedules.registry import (
     DEFAULT_INVERSE_SQRT_TIMESCALE,
     DEFAULT_WSD_DECAY_RATIO,
     get_cosine_annealing_schedule_with_warmup,

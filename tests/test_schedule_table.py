@@ -13,7 +13,8 @@ from paddle.optimizer.lr import LambdaDecay, LRScheduler
 import schedule_formulas as formula
 from schedule_formulas import restore_registry  # noqa: F401 (the fixture)
 
-from paddle_llrd import LinearDecayWithWarmup, register_scheduler, schedule_table
+from paddle_llrd import LinearDecayWithWarmup, register_scheduler
+from paddle_llrd.schedules import table as schedule_table
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 DOCS = os.path.join(os.path.dirname(__file__), os.pardir, "docs")

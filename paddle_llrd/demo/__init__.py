@@ -1,6 +1,6 @@
 """The main job: ``python -m paddle_llrd demo`` (``make demo``), transfer learning on real data.
 
-A small built-in ViT (:mod:`paddle_llrd.vit`, nothing downloaded) is
+A small built-in ViT (:mod:`paddle_llrd.models.vit`, nothing downloaded) is
 pretrained on scikit-learn's bundled 8x8 digits 0-4, then fine-tuned on
 digits 5-9 from a few labelled images per class, from the same pretrained
 weights, with ``paddle.optimizer.AdamW`` and with :class:`paddle_llrd.AdamWDL`

@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 
-from ..vit import TinyViTConfig
+from ..models.vit import TinyViTConfig
 from . import report
 from .data import DATASET_NAME, few_shot_indices, load_transfer_task
 from .experiment import FineTuneRun, Pretrained, TrainSettings, fine_tune, pretrain

@@ -4,7 +4,7 @@ Every fine-tuning run starts from the same pretrained weights and, for a
 given seed, from the same new head, the same few-shot images and the same
 batch order; only the optimizer differs. ``paddle.optimizer.AdamW`` is the
 baseline; :class:`paddle_llrd.AdamWDL` with a ViT
-:class:`~paddle_llrd.layer_maps.LayerMap` scales each layer's step by
+:class:`~paddle_llrd.layer_decay.layer_maps.LayerMap` scales each layer's step by
 ``decay ** (n_layers + 1 - layer id)``. Both use the same
 :func:`paddle_llrd.get_scheduler` schedule, weight decay (not on biases and
 norms) and gradient clipping.
@@ -17,10 +17,10 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import paddle
 
-from ..adamwdl import AdamWDL
-from ..layer_maps import LayerMap, make_layerwise_fn, no_decay_parameter_names
-from ..registry import get_scheduler
-from ..vit import TinyViT, TinyViTConfig
+from ..optim.adamwdl import AdamWDL
+from ..layer_decay.layer_maps import LayerMap, make_layerwise_fn, no_decay_parameter_names
+from ..schedules.registry import get_scheduler
+from ..models.vit import TinyViT, TinyViTConfig
 from .data import LabelledImages, TransferTask, random_shift
 from .metrics import accuracy, relative_layer_change
 

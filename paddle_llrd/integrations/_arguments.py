@@ -33,9 +33,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from paddle_llrd import registry
-from paddle_llrd.layer_maps import FAMILY_PATTERNS
-from paddle_llrd.weight_decay import WEIGHT_DECAY_STYLES
+from paddle_llrd.schedules import registry
+from paddle_llrd.layer_decay.layer_maps import FAMILY_PATTERNS
+from paddle_llrd.schedules.weight_decay import WEIGHT_DECAY_STYLES
 
 __all__ = [
     "EMA_DIRECTORY",

@@ -19,18 +19,18 @@ from typing import Any, Callable, Dict, Optional
 
 import paddle
 
-from paddle_llrd.adamwdl import WEIGHT_DECAY_SCHEDULE_KEY, AdamWDL
+from paddle_llrd.optim.adamwdl import WEIGHT_DECAY_SCHEDULE_KEY, AdamWDL
 from paddle_llrd.argument_checks import checked_count
-from paddle_llrd.ema import ExponentialMovingAverage
+from paddle_llrd.optim.ema import ExponentialMovingAverage
 from paddle_llrd.integrations._arguments import (
     EMA_DIRECTORY,
     check_ema_decay,
     check_layerwise_decay,
     plain_name,
 )
-from paddle_llrd.layer_maps import build_name_dict, no_decay_parameter_names, resolve_layer_map
-from paddle_llrd.registry import get_scheduler
-from paddle_llrd.weight_decay import WeightDecaySchedule
+from paddle_llrd.layer_decay.layer_maps import build_name_dict, no_decay_parameter_names, resolve_layer_map
+from paddle_llrd.schedules.registry import get_scheduler
+from paddle_llrd.schedules.weight_decay import WeightDecaySchedule
 
 __all__ = ["STATE_FILE", "LLRDTrainerMixin", "TrainerAdamWDL", "TrainerHooks", "framework_import_error"]
 

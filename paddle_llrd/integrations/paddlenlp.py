@@ -100,7 +100,7 @@ except ImportError as exc:  # absent, or present without the pins it needs
 
 from paddle_llrd.integrations._arguments import LLRDArgumentsMixin, SchedulerKwargs
 from paddle_llrd.integrations._trainer import STATE_FILE, LLRDTrainerMixin, TrainerHooks
-from paddle_llrd.layer_maps import no_decay_parameter_names
+from paddle_llrd.layer_decay.layer_maps import no_decay_parameter_names
 
 __all__ = ["STATE_FILE", "LLRDTrainer", "LLRDTrainingArguments", "SchedulerKwargs", "no_decay_parameter_names"]
 

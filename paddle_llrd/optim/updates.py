@@ -11,7 +11,7 @@
 
 Dygraph and PIR programs call ``_C_ops``; a legacy (non-PIR) program gets the
 same operators appended to its block. The optimizer passes what a function
-needs: the parameter's :class:`~paddle_llrd.update_plan.UpdatePlan` and an
+needs: the parameter's :class:`~paddle_llrd.optim.plan.UpdatePlan` and an
 :class:`AdamSettings` of its group.
 """
 from __future__ import annotations
@@ -23,8 +23,8 @@ from paddle import _C_ops, pir
 from paddle.base import core, framework, unique_name
 from paddle.base.framework import Variable, in_dynamic_or_pir_mode
 
-from .lr_ratios import is_tensor
-from .update_plan import UpdatePlan
+from .ratios import is_tensor
+from .plan import UpdatePlan
 
 # Paddle's own AdamW passes the same value.
 MIN_ROW_SIZE_TO_USE_MULTITHREAD = 1000

@@ -9,7 +9,7 @@ ones return a :class:`paddle.optimizer.lr.LambdaDecay` whose lr at step
 :math:`s` is ``learning_rate * f(s)``, with :math:`W` = ``num_warmup_steps``,
 :math:`T` = ``num_training_steps`` and the linear warmup
 :math:`f(s) = s / \max(1, W)` for :math:`s < W`. Each ``f`` is the shared
-warmup followed by one small decay function of :mod:`paddle_llrd.schedulers`,
+warmup followed by one small decay function of :mod:`paddle_llrd.schedules.warmup`,
 bound with :func:`functools.partial` (so the schedulers pickle).
 
 :func:`register_scheduler` adds a schedule under a new name;
@@ -24,7 +24,7 @@ from typing import Any, Callable, Dict, Optional, Union
 
 from paddle.optimizer.lr import LambdaDecay, LRScheduler
 
-from .schedulers import (
+from .warmup import (
     _WSD_DECAY_STYLES,
     _LambdaSchedule,
     ConstScheduleWithWarmup,
@@ -285,7 +285,7 @@ def get_cosine_with_hard_restarts_schedule_with_warmup(
         last_epoch (int, optional): The last step already taken. Default: ``-1``.
 
     Examples:
-        >>> from paddle_llrd import registry
+        >>> from paddle_llrd.schedules import registry
         >>> scheduler = registry.get_cosine_with_hard_restarts_schedule_with_warmup(
         ...     1.0, 2, 10, num_cycles=2)
         >>> lrs = []
@@ -341,7 +341,7 @@ def get_inverse_sqrt_schedule(
         last_epoch (int, optional): The last step already taken. Default: ``-1``.
 
     Examples:
-        >>> from paddle_llrd.registry import get_inverse_sqrt_schedule
+        >>> from paddle_llrd.schedules.registry import get_inverse_sqrt_schedule
         >>> scheduler = get_inverse_sqrt_schedule(0.5, num_warmup_steps=4)
         >>> lrs = []
         >>> for _ in range(17):
@@ -441,7 +441,7 @@ def get_cosine_with_min_lr_schedule_with_warmup(
         ValueError: neither or both of ``min_lr`` and ``min_lr_rate``, or one out of range.
 
     Examples:
-        >>> from paddle_llrd import registry
+        >>> from paddle_llrd.schedules import registry
         >>> scheduler = registry.get_cosine_with_min_lr_schedule_with_warmup(
         ...     1.0, 2, 6, min_lr_rate=0.2)
         >>> lrs = []
@@ -561,7 +561,7 @@ def get_wsd_schedule(
         last_epoch (int, optional): The last step already taken. Default: ``-1``.
 
     Examples:
-        >>> from paddle_llrd.registry import get_wsd_schedule
+        >>> from paddle_llrd.schedules.registry import get_wsd_schedule
         >>> scheduler = get_wsd_schedule(
         ...     1.0, num_warmup_steps=2, num_training_steps=10, num_decay_steps=4,
         ...     decay_style="linear", min_lr_ratio=0.2)
@@ -639,7 +639,7 @@ def get_cosine_annealing_schedule_with_warmup(
         \end{cases}
 
     Examples:
-        >>> from paddle_llrd.registry import get_cosine_annealing_schedule_with_warmup
+        >>> from paddle_llrd.schedules.registry import get_cosine_annealing_schedule_with_warmup
         >>> scheduler = get_cosine_annealing_schedule_with_warmup(1.0, 2, 6, min_lr=0.2)
         >>> lrs = []
         >>> for _ in range(8):
@@ -673,7 +673,7 @@ def get_linear_annealing_schedule_with_warmup(
     and the lr stays at ``min_lr`` after :math:`T`.
 
     Examples:
-        >>> from paddle_llrd.registry import get_linear_annealing_schedule_with_warmup
+        >>> from paddle_llrd.schedules.registry import get_linear_annealing_schedule_with_warmup
         >>> scheduler = get_linear_annealing_schedule_with_warmup(1.0, 2, 6, min_lr=0.2)
         >>> lrs = []
         >>> for _ in range(8):

@@ -15,7 +15,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from .argument_checks import checked_count, checked_real
+from ..argument_checks import checked_count, checked_real
 
 __all__ = ["WEIGHT_DECAY_STYLES", "WeightDecaySchedule"]
 

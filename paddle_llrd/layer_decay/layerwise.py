@@ -107,7 +107,7 @@ def layerwise_lr_decay(
     Examples:
         >>> import paddle
         >>> from paddle_llrd import layerwise_lr_decay
-        >>> from paddle_llrd import tiny_bert
+        >>> from paddle_llrd.models import tiny_bert
         >>> config = tiny_bert.TinyBertConfig(num_hidden_layers=2)
         >>> model = tiny_bert.TinyBertForSequenceClassification(config)
         >>> name_dict = {p.name: n for n, p in model.named_parameters()}
@@ -134,7 +134,7 @@ def layerwise_lr_decay(
 
 
 def layer_id_of(structured_name: str, n_layers: int) -> int:
-    r"""The layer id :func:`layerwise_lr_decay` gives ``structured_name``, on :class:`~paddle_llrd.layer_maps.LayerMap`'s scale.
+    r"""The layer id :func:`layerwise_lr_decay` gives ``structured_name``, on :class:`~paddle_llrd.layer_decay.layer_maps.LayerMap`'s scale.
 
     .. math::
 
@@ -146,13 +146,13 @@ def layer_id_of(structured_name: str, n_layers: int) -> int:
         \end{cases}
 
     with :math:`L` = ``n_layers``, so that :func:`layerwise_lr_decay`'s ratio
-    is :math:`d^{\,L + 1 - k}` (the rule of :class:`~paddle_llrd.layer_maps.LayerMap`).
+    is :math:`d^{\,L + 1 - k}` (the rule of :class:`~paddle_llrd.layer_decay.layer_maps.LayerMap`).
 
     Raises:
         ValueError: the layer index cannot be read, or is not below ``n_layers``.
 
     Examples:
-        >>> from paddle_llrd.layerwise import layer_id_of
+        >>> from paddle_llrd.layer_decay.layerwise import layer_id_of
         >>> [layer_id_of(n, 2) for n in ("bert.embeddings.word_embeddings.weight",
         ...  "bert.encoder.layers.0.linear1.weight", "bert.encoder.layers.1.norm2.bias",
         ...  "classifier.weight")]

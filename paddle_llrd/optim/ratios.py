@@ -16,8 +16,8 @@ import paddle
 from paddle import pir
 from paddle.base import framework
 
-from .argument_checks import is_real_number
-from .layerwise import layerwise_lr_decay
+from ..argument_checks import is_real_number
+from ..layer_decay.layerwise import layerwise_lr_decay
 
 if TYPE_CHECKING:
     from paddle import Tensor
@@ -36,7 +36,7 @@ def is_pure_in_name(set_param_lr_fun: Any) -> bool:
     """Whether the ratio of ``set_param_lr_fun`` depends on the parameter's name only.
 
     True for :func:`~paddle_llrd.layerwise_lr_decay` and a
-    :class:`~paddle_llrd.layer_maps.LayerMap`; any callable may declare it
+    :class:`~paddle_llrd.layer_decay.layer_maps.LayerMap`; any callable may declare it
     with ``pure_in_name = True``.
 
     Examples:

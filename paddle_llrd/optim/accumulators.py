@@ -9,8 +9,8 @@ changes two things:
   0.9 and 0.999 whatever a Tensor beta holds, so the bias correction is that
   of other betas. Here they start at the Tensor's value: read when they are
   created in dygraph; in a program they start at
-  :data:`~paddle_llrd.adamw_updates.UNSET_BETA_POW` and the first update sets
-  them (:func:`~paddle_llrd.adamw_updates.start_beta_pows`).
+  :data:`~paddle_llrd.optim.updates.UNSET_BETA_POW` and the first update sets
+  them (:func:`~paddle_llrd.optim.updates.start_beta_pows`).
 * A parameter that was frozen when a checkpoint was saved, and is trained
   after resuming from it, has no moments in the loaded state: Paddle asserts;
   here they start at zero, as in an uninterrupted run.
@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .adamw_updates import initial_beta_pow
-from .lr_ratios import is_tensor
+from .updates import initial_beta_pow
+from .ratios import is_tensor
 
 
 class AdamAccumulators:
@@ -33,7 +33,7 @@ class AdamAccumulators:
         Paddle 3.3.1's AdamW starts them at 0.9/0.999 for Tensor betas. In
         dygraph the value is read here; a program starts them at
         ``UNSET_BETA_POW`` and its first update sets them
-        (:func:`~paddle_llrd.adamw_updates.start_beta_pows`).
+        (:func:`~paddle_llrd.optim.updates.start_beta_pows`).
         """
         holder = self._accumulators_holder
         if holder and not _has_saved_state(holder, p.name):

@@ -11,10 +11,10 @@ from typing import Any
 
 from paddle.base import framework
 
-from .argument_checks import checked_count, checked_real
-from .layerwise import NAME_DICT_ADVICE, layerwise_lr_decay
-from .lr_ratios import is_real_number, is_tensor
-from .weight_decay import WeightDecaySchedule
+from ..argument_checks import checked_count, checked_real
+from ..layer_decay.layerwise import NAME_DICT_ADVICE, layerwise_lr_decay
+from .ratios import is_real_number, is_tensor
+from ..schedules.weight_decay import WeightDecaySchedule
 
 
 def check_not_none(**arguments: Any) -> None:

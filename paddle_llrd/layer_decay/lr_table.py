@@ -2,7 +2,7 @@
 
 Builds :class:`~paddle_llrd.AdamWDL` for a model and prints its
 :meth:`~paddle_llrd.AdamWDL.param_lr_table`: every parameter's structured
-name, its layer id (a :class:`~paddle_llrd.layer_maps.LayerMap`: 0 =
+name, its layer id (a :class:`~paddle_llrd.layer_decay.layer_maps.LayerMap`: 0 =
 embeddings, ``N + 1`` = block ``N``, ``n_layers + 1`` = heads and final
 norms), its ratio ``decay ** (n_layers + 1 - layer id)``, its effective
 learning rate ``lr * ratio``, whether it is weight-decayed (bias and norm
@@ -20,10 +20,10 @@ called without arguments).
 :func:`~paddle_llrd.layer_decay_param_groups` builds for any Paddle optimizer:
 one line per group with its layer, lr factor, effective lr, weight decay and
 size (biases, norms, 1-D parameters and ViT tokens do not decay; see
-:mod:`paddle_llrd.param_groups`).
+:mod:`paddle_llrd.layer_decay.param_groups`).
 
 Example:
-    >>> from paddle_llrd.lr_table import main
+    >>> from paddle_llrd.layer_decay.lr_table import main
     >>> main(["--layers", "2", "--decay", "0.5", "--learning-rate", "1.0"])  # doctest: +ELLIPSIS
     structured name ...
     bert.embeddings.word_embeddings.weight 0 0.125 0.125 yes 0.01
@@ -54,10 +54,10 @@ from __future__ import annotations
 import argparse
 import importlib
 
-from .adamwdl import AdamWDL
+from ..optim.adamwdl import AdamWDL
 from .layer_maps import FAMILY_PATTERNS, LayerMap, build_name_dict, no_decay_parameter_names, resolve_layer_map
 from .param_groups import format_param_groups_table, layer_decay_param_groups, param_groups_table
-from .skeletons import SKELETONS, build_skeleton
+from ..models.skeletons import SKELETONS, build_skeleton
 
 
 def load_factory(spec: str):

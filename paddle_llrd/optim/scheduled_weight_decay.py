@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from paddle.base import framework
 
-from .lr_ratios import is_tensor
-from .weight_decay import WeightDecaySchedule
+from .ratios import is_tensor
+from ..schedules.weight_decay import WeightDecaySchedule
 
 if TYPE_CHECKING:
     from paddle import Tensor

@@ -18,7 +18,7 @@ from typing import Any
 import paddle
 from paddle.base import framework
 
-from .lr_ratios import LrScale, fused_decay_coeff
+from .ratios import LrScale, fused_decay_coeff
 
 _NOT_DECIDED = object()
 

@@ -20,25 +20,25 @@ import re
 
 # Every module of this package that an optimizer step runs.
 STEP_MODULES = (
-    "adamwdl.py",
-    "optimization_pass.py",
-    "adam_accumulators.py",
-    "adamw_updates.py",
-    "lr_ratios.py",
+    "optim/adamwdl.py",
+    "optim/optimization_pass.py",
+    "optim/accumulators.py",
+    "optim/updates.py",
+    "optim/ratios.py",
     "argument_checks.py",
-    "update_plan.py",
-    "scheduled_weight_decay.py",
-    "layerwise.py",
-    "layer_maps.py",
-    "weight_decay.py",
+    "optim/plan.py",
+    "optim/scheduled_weight_decay.py",
+    "layer_decay/layerwise.py",
+    "layer_decay/layer_maps.py",
+    "schedules/weight_decay.py",
 )
 
 
 def run_eagerly_under_sot(modules: tuple[str, ...] = STEP_MODULES) -> bool:
-    """Put ``modules`` (file names in this package) on SOT's skip list; True if it worked.
+    """Put ``modules`` (paths relative to the package) on SOT's skip list; True if it worked.
 
     Examples:
-        >>> from paddle_llrd.sot_skip import run_eagerly_under_sot
+        >>> from paddle_llrd.optim.sot_skip import run_eagerly_under_sot
         >>> run_eagerly_under_sot()
         True
     """
@@ -47,7 +47,7 @@ def run_eagerly_under_sot(modules: tuple[str, ...] = STEP_MODULES) -> bool:
     except ImportError:  # pragma: no cover - a Paddle without SOT
         return False
     try:
-        here = os.path.dirname(os.path.abspath(__file__))
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the package
         skip_files.skip_file_names.update(os.path.join(here, module) for module in modules)
         skip_files.skip_file_name_re = re.compile(
             f"^({'|'.join(map(re.escape, skip_files.skip_file_names))})"

@@ -25,7 +25,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 from paddle.optimizer.lr import LRScheduler
 
 from . import registry
-from .schedulers import (
+from .warmup import (
     ConstScheduleWithWarmup,
     CosineAnnealingWithWarmupDecay,
     CosineDecayWithWarmup,

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import paddle
 
-from .argument_checks import checked_count
+from ..argument_checks import checked_count
 
 __all__ = ["ExponentialMovingAverage"]
 

@@ -4,7 +4,7 @@ MAE's and BEiT's ``param_groups_lrd`` and timm's ``param_groups_layer_decay``
 do not subclass an optimizer: they give every layer's parameters a group with
 an lr scale and a weight decay, and hand the groups to the framework's own
 optimizer. :func:`layer_decay_param_groups` builds those groups for Paddle
-from a :class:`~paddle_llrd.layer_maps.LayerMap`, so they work with
+from a :class:`~paddle_llrd.layer_decay.layer_maps.LayerMap`, so they work with
 ``paddle.optimizer.AdamW``, ``Momentum``, ``Lamb``, ``SGD``, ... A Paddle
 group's ``learning_rate`` is a factor of the optimizer's learning rate, so a
 group's parameters learn at :math:`\eta\, r` with :math:`r` the layer ratio
@@ -37,7 +37,7 @@ ViT's ``patch_embed``) are decayed, as in the PaddleNLP and Hugging Face
 Example:
     >>> import paddle
     >>> from paddle_llrd import layer_decay_param_groups
-    >>> from paddle_llrd.skeletons import build_skeleton
+    >>> from paddle_llrd.models.skeletons import build_skeleton
     >>> # cls_token, pos_embed, patch_embed, blocks.0-1, norm, head
     >>> model = build_skeleton("vit", 2)
     >>> groups = layer_decay_param_groups(model, layer_decay=0.5, weight_decay=0.05)
@@ -55,7 +55,7 @@ from typing import Any, NamedTuple
 
 from paddle import nn
 
-from .argument_checks import checked_real
+from ..argument_checks import checked_real
 from .layer_maps import LayerMap, build_name_dict, no_decay_parameter_names, resolve_layer_map
 
 __all__ = [
@@ -86,7 +86,7 @@ def layer_decay_param_groups(
     One group per (layer id, decays or not), in that order, each
     ``{"params": [...], "learning_rate": ratio, "weight_decay": wd}``, with
     ``ratio = layer_decay ** (n_layers + 1 - layer_id)`` exactly as
-    :class:`~paddle_llrd.layer_maps.LayerMap` gives it (0 = embeddings,
+    :class:`~paddle_llrd.layer_decay.layer_maps.LayerMap` gives it (0 = embeddings,
     ``N + 1`` = block ``N``, ``n_layers + 1`` = heads and final norms). Frozen
     parameters (``stop_gradient=True``) are left out; the module docstring
     says which parameters decay.
@@ -110,7 +110,7 @@ def layer_decay_param_groups(
             ``model.no_weight_decay()``; names no parameter has are ignored.
         layer_map: ``"auto"``, a family (``"bert"``, ``"gpt"``, ``"llama"``,
             ``"vit"``), a regex with one group capturing the block index, or a
-            ``LayerMap``; see :func:`~paddle_llrd.layer_maps.resolve_layer_map`.
+            ``LayerMap``; see :func:`~paddle_llrd.layer_decay.layer_maps.resolve_layer_map`.
         n_layers: the number of blocks; ``None`` counts them from the names.
 
     Returns:
@@ -127,7 +127,7 @@ def layer_decay_param_groups(
     Examples:
         >>> import paddle
         >>> from paddle_llrd import layer_decay_param_groups
-        >>> from paddle_llrd.skeletons import build_skeleton
+        >>> from paddle_llrd.models.skeletons import build_skeleton
         >>> model = build_skeleton("llama", 3)
         >>> groups = layer_decay_param_groups(model, 0.5, weight_decay=0.1)
         >>> sorted({g["learning_rate"] for g in groups})
@@ -228,7 +228,7 @@ def param_groups_table(
 
     Examples:
         >>> from paddle_llrd import layer_decay_param_groups, param_groups_table
-        >>> from paddle_llrd.skeletons import build_skeleton
+        >>> from paddle_llrd.models.skeletons import build_skeleton
         >>> model = build_skeleton("gpt2", 1)
         >>> rows = param_groups_table(layer_decay_param_groups(model, 0.5, 0.1), model)
         >>> [(row.layer_ids, row.learning_rate, row.weight_decay, row.tensors)
@@ -274,8 +274,8 @@ def format_param_groups_table(rows: Sequence[ParamGroupRow], learning_rate: floa
 
     Examples:
         >>> from paddle_llrd import layer_decay_param_groups, param_groups_table
-        >>> from paddle_llrd.param_groups import format_param_groups_table
-        >>> from paddle_llrd.skeletons import build_skeleton
+        >>> from paddle_llrd.layer_decay.param_groups import format_param_groups_table
+        >>> from paddle_llrd.models.skeletons import build_skeleton
         >>> model = build_skeleton("gpt2", 1)
         >>> rows = param_groups_table(layer_decay_param_groups(model, 0.5, 0.1), model)
         >>> print(format_param_groups_table(rows))

@@ -1,15 +1,15 @@
 """A small ViT-style image classifier, built in so the demo needs no downloads.
 
 Parameter names follow the ViT/DeiT convention that
-:class:`~paddle_llrd.layer_maps.LayerMap` reads for the ``"vit"`` family:
+:class:`~paddle_llrd.layer_decay.layer_maps.LayerMap` reads for the ``"vit"`` family:
 ``cls_token``, ``pos_embed`` and ``patch_embed.proj`` (layer id 0),
 ``blocks.N.*`` (layer id ``N + 1``), and ``norm``/``head`` (the top id).
 Blocks are pre-norm Transformer encoder layers, as in ViT.
 
 Example:
     >>> import paddle
-    >>> from paddle_llrd.layer_maps import LayerMap
-    >>> from paddle_llrd.vit import TinyViT, TinyViTConfig
+    >>> from paddle_llrd.layer_decay.layer_maps import LayerMap
+    >>> from paddle_llrd.models.vit import TinyViT, TinyViTConfig
     >>> config = TinyViTConfig(image_size=8, patch_size=2, num_layers=2, num_classes=5)
     >>> model = TinyViT(config)
     >>> list(model(paddle.rand([3, 1, 8, 8])).shape)

@@ -8,14 +8,14 @@ costs; beyond it, a :class:`~paddle_llrd.WeightDecaySchedule` as
 ``weight_decay`` and :meth:`AdamWDL.param_lr_table`. See :doc:`/adamwdl`.
 
 The class owns the parameters, the optimizer state and the public API;
-:mod:`paddle_llrd.lr_ratios` resolves and checks the layer ratios,
-:mod:`paddle_llrd.optimization_pass` asks for them before a pass changes
+:mod:`paddle_llrd.optim.ratios` resolves and checks the layer ratios,
+:mod:`paddle_llrd.optim.optimization_pass` asks for them before a pass changes
 anything and keeps what the pass shares between parameters,
-:mod:`paddle_llrd.update_plan` holds what a parameter's update reuses across
-steps, :mod:`paddle_llrd.adamw_updates` runs the update paths,
-:mod:`paddle_llrd.adam_accumulators` starts the moments and beta powers,
-:mod:`paddle_llrd.scheduled_weight_decay` follows a weight-decay schedule and
-:mod:`paddle_llrd.adamwdl_arguments` checks the constructor's arguments.
+:mod:`paddle_llrd.optim.plan` holds what a parameter's update reuses across
+steps, :mod:`paddle_llrd.optim.updates` runs the update paths,
+:mod:`paddle_llrd.optim.accumulators` starts the moments and beta powers,
+:mod:`paddle_llrd.optim.scheduled_weight_decay` follows a weight-decay schedule and
+:mod:`paddle_llrd.optim.arguments` checks the constructor's arguments.
 """
 from __future__ import annotations
 
@@ -26,23 +26,23 @@ from typing import TYPE_CHECKING, Any
 from paddle.base import framework
 from paddle.optimizer import AdamW
 
-from .adam_accumulators import AdamAccumulators
-from .adamw_updates import adamw_update, decay_factor, decoupled_decay, densify, is_static_sparse
-from .adamwdl_arguments import (
+from .accumulators import AdamAccumulators
+from .updates import adamw_update, decay_factor, decoupled_decay, densify, is_static_sparse
+from .arguments import (
     check_group,
     check_layerwise_arguments,
     check_non_negative,
     check_not_none,
     checked_parameters,
 )
-from .layerwise import layerwise_lr_decay
-from .lr_ratios import LrScale, RatioCache, base_scale_of, is_pure_in_name, lr_attributes
+from ..layer_decay.layerwise import layerwise_lr_decay
+from .ratios import LrScale, RatioCache, base_scale_of, is_pure_in_name, lr_attributes
 from .optimization_pass import OptimizationPass
 from .param_lr_rows import ParamLrRow, param_lr_rows
 from .scheduled_weight_decay import WEIGHT_DECAY_SCHEDULE_KEY, ScheduledWeightDecay
 from .sot_skip import run_eagerly_under_sot
-from .update_plan import UpdatePlan, plan_update, uses_master
-from .weight_decay import WeightDecaySchedule
+from .plan import UpdatePlan, plan_update, uses_master
+from ..schedules.weight_decay import WeightDecaySchedule
 
 if TYPE_CHECKING:
     from paddle import Tensor
@@ -112,7 +112,7 @@ class AdamWDL(ScheduledWeightDecay, OptimizationPass, AdamAccumulators, AdamW):
     factor, ratio or weight decay is followed, and ``set_state_dict`` starts
     afresh. The ratios of a function that depends on the parameter's name
     only (the default :func:`~paddle_llrd.layerwise_lr_decay` and a
-    :class:`~paddle_llrd.layer_maps.LayerMap` with a float ``layerwise_decay``,
+    :class:`~paddle_llrd.layer_decay.layer_maps.LayerMap` with a float ``layerwise_decay``,
     or any callable with ``pure_in_name = True``) are computed once per
     parameter; other functions are asked at every step.
 
@@ -189,7 +189,7 @@ class AdamWDL(ScheduledWeightDecay, OptimizationPass, AdamAccumulators, AdamW):
     Examples:
         >>> import paddle
         >>> from paddle_llrd import AdamWDL
-        >>> from paddle_llrd.tiny_bert import (
+        >>> from paddle_llrd.models.tiny_bert import (
         ...     TinyBertConfig, TinyBertForSequenceClassification)
         >>> config = TinyBertConfig(num_hidden_layers=2)
         >>> model = TinyBertForSequenceClassification(config)
@@ -355,8 +355,8 @@ class AdamWDL(ScheduledWeightDecay, OptimizationPass, AdamAccumulators, AdamW):
         r"""What each trainable parameter gets at the next step, one :class:`ParamLrRow` each.
 
         In the optimizer's order, frozen parameters left out; the fields are
-        described at :class:`~paddle_llrd.adamwdl.ParamLrRow` (``layer_id``
-        from a :class:`~paddle_llrd.layer_maps.LayerMap`, the default
+        described at :class:`~paddle_llrd.optim.adamwdl.ParamLrRow` (``layer_id``
+        from a :class:`~paddle_llrd.layer_decay.layer_maps.LayerMap`, the default
         :func:`~paddle_llrd.layerwise_lr_decay`, or any ratio function with a
         ``layer_id(structured_name, n_layers)`` method). Ratio functions are
         called as in a step (one returning None has its edit read and
@@ -365,7 +365,7 @@ class AdamWDL(ScheduledWeightDecay, OptimizationPass, AdamAccumulators, AdamW):
         Examples:
             >>> import paddle
             >>> from paddle_llrd import AdamWDL
-            >>> from paddle_llrd.tiny_bert import (
+            >>> from paddle_llrd.models.tiny_bert import (
             ...     TinyBertConfig, TinyBertForSequenceClassification)
             >>> config = TinyBertConfig(num_hidden_layers=2)
             >>> model = TinyBertForSequenceClassification(config)
@@ -391,7 +391,7 @@ class AdamWDL(ScheduledWeightDecay, OptimizationPass, AdamAccumulators, AdamW):
 
     # --------------------------------------------------------------- updates
     def _plan(self, param: Any) -> UpdatePlan:
-        """``param``'s :class:`~paddle_llrd.update_plan.UpdatePlan`: kept across dygraph steps, per update in a program."""
+        """``param``'s :class:`~paddle_llrd.optim.plan.UpdatePlan`: kept across dygraph steps, per update in a program."""
         plan = self._plans.get(param.name)
         if plan is None:
             plan = plan_update(self, param)
@@ -444,7 +444,7 @@ class AdamWDL(ScheduledWeightDecay, OptimizationPass, AdamAccumulators, AdamW):
     def _append_adamw(
         self, block: Any, param: Any, grad: Any, plan: UpdatePlan, *, lr: Any, coeff: float | None, adam_kernel: bool
     ) -> Any:
-        """The kernel update (:func:`~paddle_llrd.adamw_updates.adamw_update`) with this group's settings."""
+        """The kernel update (:func:`~paddle_llrd.optim.updates.adamw_update`) with this group's settings."""
         return adamw_update(block, param, grad, lr, plan, self._settings(), coeff=coeff, adam_kernel=adam_kernel)
 
     def _append_decoupled_weight_decay(

@@ -6,7 +6,7 @@ parameter group with groups. :class:`OptimizationPass`, a mixin that
 bases, wraps that pass:
 
 * before any parameter changes, it asks ``set_param_lr_fun`` about every
-  parameter of the pass (:func:`~paddle_llrd.lr_ratios.resolve_update_scales`),
+  parameter of the pass (:func:`~paddle_llrd.optim.ratios.resolve_update_scales`),
   so that a function that raises, or a bad ratio, changes nothing;
 * during the pass it keeps what is shared between parameters: the global lr
   times each distinct lr factor (one tensor per factor, not per parameter),
@@ -23,8 +23,8 @@ from typing import Any
 import paddle
 from paddle.base import framework
 
-from .adamw_updates import AdamSettings
-from .lr_ratios import LrScale, RatioCache, is_tensor, resolve_update_scales, update_scale
+from .updates import AdamSettings
+from .ratios import LrScale, RatioCache, is_tensor, resolve_update_scales, update_scale
 
 
 class OptimizationPass:
@@ -66,7 +66,7 @@ class OptimizationPass:
 
     def _resolve_update_scales(self, params: Iterable[Any]) -> dict[str, LrScale]:
         """Ask ``set_param_lr_fun`` about every parameter before any update
-        (:func:`~paddle_llrd.lr_ratios.resolve_update_scales`). Empty on a
+        (:func:`~paddle_llrd.optim.ratios.resolve_update_scales`). Empty on a
         dygraph AMP overflow step, which updates nothing, so that a function
         is called once per update."""
         if framework.in_dygraph_mode():

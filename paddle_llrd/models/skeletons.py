@@ -1,12 +1,12 @@
 """Tiny Paddle layer stacks named like each common Transformer family.
 
 They exist so that ``python -m paddle_llrd lr-table --arch FAMILY`` can show
-how a :class:`~paddle_llrd.layer_maps.LayerMap` assigns layers for each family
+how a :class:`~paddle_llrd.layer_decay.layer_maps.LayerMap` assigns layers for each family
 without downloading a model. Widths are tiny: only the parameter *names* and
 the block structure matter.
 
 Example:
-    >>> from paddle_llrd.skeletons import build_skeleton
+    >>> from paddle_llrd.models.skeletons import build_skeleton
     >>> [n for n, _ in build_skeleton("llama", 2).named_parameters()][:3]
     ['model.embed_tokens.weight', 'model.layers.0.self_attn.weight', 'model.layers.0.self_attn.bias']
 """

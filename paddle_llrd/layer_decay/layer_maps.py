@@ -43,7 +43,7 @@ every parameter a silently wrong ratio (AdamWDL's default is ``n_layers=12``).
 Examples:
     >>> import paddle
     >>> from paddle_llrd import AdamWDL
-    >>> from paddle_llrd.layer_maps import LayerMap, build_name_dict
+    >>> from paddle_llrd.layer_decay.layer_maps import LayerMap, build_name_dict
     >>> class Block(paddle.nn.Layer):
     ...     def __init__(self):
     ...         super().__init__()
@@ -215,7 +215,7 @@ class LayerMap:
         except KeyError:
             raise KeyError(
                 f"parameter {param.name!r} is not in `name_dict`; build it with "
-                "`paddle_llrd.layer_maps.build_name_dict(model)` from the model whose parameters you optimise"
+                "`paddle_llrd.layer_decay.layer_maps.build_name_dict(model)` from the model whose parameters you optimise"
             ) from None
         if self.n_layers is not None and n_layers is not None and n_layers != self.n_layers:
             raise ValueError(
@@ -254,7 +254,7 @@ def make_layerwise_fn(model: nn.Layer, n_layers: int | None = None, family: str 
 
     >>> import paddle
     >>> from paddle_llrd import AdamWDL
-    >>> from paddle_llrd import tiny_bert
+    >>> from paddle_llrd.models import tiny_bert
     >>> config = tiny_bert.TinyBertConfig(num_hidden_layers=3)
     >>> model = tiny_bert.TinyBertForSequenceClassification(config)
     >>> fn, name_dict = make_layerwise_fn(model)
@@ -311,7 +311,7 @@ def resolve_layer_map(
     ``n_layers`` as given, else 0), for callers whose decay is off.
 
     Examples:
-        >>> from paddle_llrd.layer_maps import resolve_layer_map
+        >>> from paddle_llrd.layer_decay.layer_maps import resolve_layer_map
         >>> names = ["embed_tokens.weight", "layers.0.mlp.weight",
         ...          "layers.1.mlp.weight", "norm.weight"]
         >>> resolve_layer_map("auto", names).n_layers

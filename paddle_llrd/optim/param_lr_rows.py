@@ -4,8 +4,8 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
-from .layerwise import layer_id_of, layerwise_lr_decay
-from .lr_ratios import base_scale_of, lr_attributes
+from ..layer_decay.layerwise import layer_id_of, layerwise_lr_decay
+from .ratios import base_scale_of, lr_attributes
 
 
 class ParamLrRow(NamedTuple):

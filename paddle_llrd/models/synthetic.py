@@ -12,7 +12,7 @@ counting skill, so a model pretrained on one is a fine-tuning start for the
 other.
 
 Example:
-    >>> from paddle_llrd.synthetic import make_majority_task
+    >>> from paddle_llrd.models.synthetic import make_majority_task
     >>> ids, labels = make_majority_task(4, seq_len=8, vocab_size=16, seed=0)
     >>> ids.shape, labels.shape
     ((4, 8), (4,))
