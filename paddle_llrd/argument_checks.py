@@ -10,7 +10,11 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
+import sys
 from typing import Any
+
+_PACKAGE_DIRECTORY = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 def is_real_number(value: Any) -> bool:
@@ -84,3 +88,18 @@ def checked_real(
         suffix = f" ({advice})" if advice else ""
         raise ValueError(f"{prefix}`{argument}` must be a finite number {bound}, got {value!r}{suffix}.")
     return number
+
+
+def stacklevel_outside_package() -> int:
+    """The ``stacklevel`` for :func:`warnings.warn` that points at the first caller outside ``paddle_llrd``.
+
+    Call it in the argument list of ``warnings.warn``: the warning then names
+    the user's line however deep in the package it was raised (a registry
+    function building a scheduler class, a Trainer building the optimizer).
+    """
+    level = 1
+    frame = sys._getframe(1)  # the function that warns
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIRECTORY):
+        frame = frame.f_back
+        level += 1
+    return level

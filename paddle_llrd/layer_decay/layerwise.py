@@ -8,10 +8,15 @@ every layer below it at ``decay_rate`` times the rate of the layer above
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+import warnings
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["layer_id_of", "layerwise_lr_decay", "NAME_DICT_ADVICE"]
+import paddle
+
+from ..argument_checks import stacklevel_outside_package
+
+__all__ = ["layer_id_of", "layerwise_lr_decay", "warn_if_no_encoder_layers", "NAME_DICT_ADVICE"]
 
 NAME_DICT_ADVICE = (
     "build it from the model with "
@@ -159,3 +164,90 @@ def layer_id_of(structured_name: str, n_layers: int) -> int:
         [0, 1, 2, 3]
     """
     return _layer_id(structured_name, n_layers, "layer_id_of")
+
+
+# How many structured names the warning below quotes.
+_NAMES_QUOTED = 4
+
+
+def _decay_is_on(layerwise_decay: Any) -> bool:
+    """Whether ``layerwise_decay`` can change a ratio: anything but 1.0 (a static-graph Tensor counts as on)."""
+    if isinstance(layerwise_decay, float):
+        return layerwise_decay != 1.0
+    if isinstance(layerwise_decay, paddle.Tensor) and paddle.in_dynamic_mode() and layerwise_decay.size == 1:
+        return float(layerwise_decay.item()) != 1.0
+    return True  # a static program's value is known only when it runs
+
+
+def _parameter_names(parameters: Any, name_dict: Mapping[str, str]) -> list[str]:
+    """The structured names of ``parameters`` (tensors or group dicts) that ``name_dict`` knows;
+    all of ``name_dict``'s when there is no list (a static program's ``parameters=None``)."""
+    if not isinstance(parameters, Iterable) or isinstance(parameters, (str, Mapping)):
+        return list(name_dict.values())
+    tensors = []
+    for entry in parameters:
+        tensors.extend(entry.get("params", ()) if isinstance(entry, Mapping) else [entry])
+    paddle_names = [getattr(tensor, "name", None) for tensor in tensors]
+    return [name_dict[name] for name in paddle_names if isinstance(name, str) and name in name_dict]
+
+
+def warn_if_no_encoder_layers(
+    set_param_lr_fun: Any, layerwise_decay: Any, name_dict: Mapping[str, str] | None, parameters: Any
+) -> None:
+    """Warn when :func:`layerwise_lr_decay` would decay (nearly) nothing: no parameter is in an ``encoder.layers.N`` block.
+
+    :func:`layerwise_lr_decay` reads PaddleNLP's BERT/ERNIE names only, so on
+    LLaMA (``model.layers.N``), GPT-2 (``h.N``), ViT (``blocks.N``) or
+    Hugging Face-style BERT (``encoder.layer.N``) names every parameter keeps
+    ratio 1 except those named ``embedding``. The numbers stay PaddleNLP's;
+    the ``UserWarning`` says so and names :class:`~paddle_llrd.LayerMap` /
+    :func:`~paddle_llrd.make_layerwise_fn`, which read those families. Silent
+    when ``set_param_lr_fun`` is another function, ``layerwise_decay`` is
+    1.0, there is no ``name_dict`` or it knows none of ``parameters``
+    (the errors for those come elsewhere).
+
+    Args:
+        set_param_lr_fun: :class:`~paddle_llrd.AdamWDL`'s argument, as given.
+        layerwise_decay: its decay rate (a float or a Tensor).
+        name_dict: ``{param.name: structured name}``.
+        parameters: the parameters or parameter-group dicts, or ``None`` (then
+            every name in ``name_dict`` counts).
+
+    Examples:
+        >>> import warnings
+        >>> from paddle_llrd import layerwise_lr_decay
+        >>> from paddle_llrd.layer_decay.layerwise import warn_if_no_encoder_layers
+        >>> llama = {"p0": "model.embed_tokens.weight", "p1": "model.layers.0.mlp.weight"}
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     warn_if_no_encoder_layers(layerwise_lr_decay, 0.8, llama, None)
+        >>> "make_layerwise_fn" in str(caught[0].message)
+        True
+        >>> bert = {"p0": "bert.encoder.layers.0.linear1.weight"}
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("error")
+        ...     warn_if_no_encoder_layers(layerwise_lr_decay, 0.8, bert, None)
+    """
+    if set_param_lr_fun is not layerwise_lr_decay or not isinstance(name_dict, Mapping):
+        return
+    if not _decay_is_on(layerwise_decay):
+        return
+    names = _parameter_names(parameters, name_dict)
+    if not names or any(_LAYER_MARKER in name for name in names):
+        return
+    embeddings = sum(_EMBEDDING_MARKER in name for name in names)
+    shown = ", ".join(repr(name) for name in names[:_NAMES_QUOTED])
+    more = f", ... ({len(names)} in all)" if len(names) > _NAMES_QUOTED else ""
+    warnings.warn(
+        f"AdamWDL: layerwise_decay={layerwise_decay!r} with the default set_param_lr_fun "
+        f"(layerwise_lr_decay), but no parameter's structured name has an `{_LAYER_MARKER}N` block "
+        f"(names: {shown}{more}), so {len(names) - embeddings} of its {len(names)} parameters get ratio 1 "
+        f"and {embeddings} (those whose name contains {_EMBEDDING_MARKER!r}) a decayed one: "
+        "layerwise_lr_decay reads PaddleNLP BERT/ERNIE names only (these are PaddleNLP's numbers, "
+        "kept). For LLaMA, GPT, ViT or Hugging "
+        "Face-style BERT (encoder.layer.N) names use a LayerMap: `fn, name_dict = "
+        "paddle_llrd.make_layerwise_fn(model)` and AdamWDL(..., set_param_lr_fun=fn, "
+        "name_dict=name_dict, n_layers=fn.n_layers).",
+        UserWarning,
+        stacklevel=stacklevel_outside_package(),
+    )

@@ -82,6 +82,22 @@ class ViTSkeleton(nn.Layer):
         self.head = nn.Linear(_WIDTH, 3)
 
 
+class HFBertSkeleton(nn.Layer):
+    """Hugging Face-style BERT: ``bert.embeddings``, ``bert.encoder.layer.N``, ``bert.pooler``, ``classifier``."""
+
+    def __init__(self, n_layers: int):
+        super().__init__()
+        self.bert = nn.Layer()
+        self.bert.embeddings = nn.Layer()
+        self.bert.embeddings.word_embeddings = nn.Embedding(16, _WIDTH)
+        self.bert.embeddings.LayerNorm = nn.LayerNorm(_WIDTH)
+        self.bert.encoder = nn.Layer()
+        self.bert.encoder.layer = _blocks(n_layers)
+        self.bert.pooler = nn.Layer()
+        self.bert.pooler.dense = nn.Linear(_WIDTH, _WIDTH)
+        self.classifier = nn.Linear(_WIDTH, 2)
+
+
 def _bert(n_layers: int) -> nn.Layer:
     return TinyBertForSequenceClassification(
         TinyBertConfig(num_hidden_layers=n_layers, hidden_size=_WIDTH, num_attention_heads=1, intermediate_size=_WIDTH)
@@ -90,6 +106,7 @@ def _bert(n_layers: int) -> nn.Layer:
 
 SKELETONS = {
     "bert": _bert,
+    "hf_bert": HFBertSkeleton,
     "gpt2": GPT2Skeleton,
     "gpt": GPTDecoderSkeleton,
     "llama": LlamaSkeleton,

@@ -35,7 +35,7 @@ from .arguments import (
     check_not_none,
     checked_parameters,
 )
-from ..layer_decay.layerwise import layerwise_lr_decay
+from ..layer_decay.layerwise import layerwise_lr_decay, warn_if_no_encoder_layers
 from .ratios import LrScale, RatioCache, base_scale_of, is_pure_in_name, lr_attributes
 from .optimization_pass import OptimizationPass
 from .param_lr_rows import ParamLrRow, param_lr_rows
@@ -233,6 +233,7 @@ class AdamWDL(ScheduledWeightDecay, OptimizationPass, AdamAccumulators, AdamW):
             check_non_negative(weight_decay, "`weight_decay`")
         parameters = checked_parameters(parameters)
         check_layerwise_arguments(layerwise_decay, n_layers, set_param_lr_fun, name_dict)
+        warn_if_no_encoder_layers(set_param_lr_fun, layerwise_decay, name_dict, parameters)
         weight_decay = self._follow_schedule(weight_decay)
         super().__init__(
             learning_rate=learning_rate,
