@@ -43,6 +43,8 @@ from .warmup import (
     _lr_lambda,
     _stable_then_decay,
     _step_count,
+    _warmup_named,
+    _warn_if_warmup_outlasts_training,
 )
 
 __all__ = [
@@ -127,7 +129,8 @@ def get_linear_schedule_with_warmup(
         [0.0, 0.05, 0.1, 0.0875, 0.075]
     """
     warmup, total = _warmup_and_total(num_warmup_steps, num_training_steps)
-    return LinearDecayWithWarmup(learning_rate, total, warmup, last_epoch=last_epoch)
+    with _warmup_named("get_linear_schedule_with_warmup"):
+        return LinearDecayWithWarmup(learning_rate, total, warmup, last_epoch=last_epoch)
 
 
 def get_cosine_schedule_with_warmup(
@@ -171,9 +174,10 @@ def get_cosine_schedule_with_warmup(
         >>> lrs
         [0.0, 0.5, 1.0, 0.882843, 0.6, 0.317157, 0.2, 0.2]
     """
-    return get_cosine_with_min_lr_schedule_with_warmup(
-        learning_rate, num_warmup_steps, num_training_steps, num_cycles, last_epoch, min_lr=min_lr
-    )
+    with _warmup_named("get_cosine_schedule_with_warmup"):
+        return get_cosine_with_min_lr_schedule_with_warmup(
+            learning_rate, num_warmup_steps, num_training_steps, num_cycles, last_epoch, min_lr=min_lr
+        )
 
 
 def get_constant_schedule(learning_rate: float, last_epoch: int = -1) -> LambdaDecay:
@@ -241,7 +245,8 @@ def get_polynomial_decay_schedule_with_warmup(
         [1.0, 0.8, 0.6, 0.4, 0.2, 0.2]
     """
     warmup, total = _warmup_and_total(num_warmup_steps, num_training_steps)
-    return PolyDecayWithWarmup(learning_rate, total, warmup, lr_end=lr_end, power=power, last_epoch=last_epoch)
+    with _warmup_named("get_polynomial_decay_schedule_with_warmup"):
+        return PolyDecayWithWarmup(learning_rate, total, warmup, lr_end=lr_end, power=power, last_epoch=last_epoch)
 
 
 def get_cosine_with_hard_restarts_schedule_with_warmup(
@@ -297,9 +302,10 @@ def get_cosine_with_hard_restarts_schedule_with_warmup(
     """
     warmup, total = _warmup_and_total(num_warmup_steps, num_training_steps)
     num_cycles = _cycle_count(num_cycles)
-    return CosineDecayWithWarmup(
-        learning_rate, total, warmup, with_hard_restarts=True, num_cycles=num_cycles, last_epoch=last_epoch
-    )
+    with _warmup_named("get_cosine_with_hard_restarts_schedule_with_warmup"):
+        return CosineDecayWithWarmup(
+            learning_rate, total, warmup, with_hard_restarts=True, num_cycles=num_cycles, last_epoch=last_epoch
+        )
 
 
 #: The ``timescale`` of ``"inverse_sqrt"`` without warmup (Hugging Face's and big_vision's).
@@ -456,6 +462,9 @@ def get_cosine_with_min_lr_schedule_with_warmup(
     num_cycles = _cycle_count(num_cycles)
     floor = _floor_ratio(
         learning_rate, min_lr, min_lr_rate, "min_lr_rate", schedule="cosine_with_min_lr", required=True
+    )
+    _warn_if_warmup_outlasts_training(
+        warmup, total, "get_cosine_with_min_lr_schedule_with_warmup", "num_warmup_steps", "num_training_steps"
     )
     lr_lambda = _lr_lambda(
         _cosine_waves, warmup, total_steps=total, num_cycles=num_cycles, floor=floor, hold_after_end=True
@@ -753,8 +762,10 @@ def register_scheduler(
     ``fn`` is called as ``fn(learning_rate, **arguments)`` with those of
     ``num_warmup_steps``, ``num_training_steps``, ``num_cycles``, ``lr_end``,
     ``power``, ``min_lr`` and ``get_scheduler``'s extra keyword arguments that
-    its signature accepts (all of them if it takes ``**kwargs``), and should
-    return a :class:`paddle.optimizer.lr.LRScheduler`. Of ``num_cycles``,
+    its signature accepts (all of them if it takes ``**kwargs``), and must
+    return a :class:`paddle.optimizer.lr.LRScheduler` (``get_scheduler``
+    raises ``TypeError`` naming ``name`` when it returns anything else: only a
+    call can tell). Of ``num_cycles``,
     ``lr_end``, ``power`` and ``min_lr``, one that the caller of
     ``get_scheduler`` leaves out reaches ``fn`` as ``get_scheduler``'s default
     only where ``fn`` has no default of its own for it.
@@ -873,6 +884,14 @@ def get_scheduler(
     Raises:
         ValueError: ``name`` is unknown (the message lists the valid names),
             or the schedule needs an argument that is ``None`` or missing.
+        TypeError: the schedule function does not take an argument passed,
+            or returns something that is not an ``LRScheduler`` (the message
+            names the registered name).
+
+    A warmup longer than ``num_training_steps`` is accepted with a
+    ``UserWarning`` that names ``num_warmup_steps`` and ``num_training_steps``
+    (``"linear"``, ``"cosine"``, ``"polynomial"``, ``"cosine_with_restarts"``,
+    ``"cosine_with_min_lr"``).
 
     Examples:
         >>> from paddle_llrd import get_scheduler
@@ -943,4 +962,12 @@ def get_scheduler(
             raise ValueError(
                 f"Scheduler {str(key)!r} requires `{parameter.name}`, please provide that argument."
             )
-    return fn(learning_rate, **arguments)
+    with _warmup_named(f"get_scheduler({str(key)!r})"):
+        scheduler = fn(learning_rate, **arguments)
+    if not isinstance(scheduler, LRScheduler):
+        raise TypeError(
+            f"The schedule function registered as {str(key)!r} ({getattr(fn, '__qualname__', fn)!r}) returned "
+            f"{scheduler!r} of type {type(scheduler).__name__}, not a paddle.optimizer.lr.LRScheduler; "
+            "make it return the scheduler it builds."
+        )
+    return scheduler

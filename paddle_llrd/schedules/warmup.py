@@ -21,13 +21,18 @@ then fail on a missing ``last_lr``).
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import math
 import numbers
-from collections.abc import Mapping
-from typing import Any, Callable, Optional, Union
+import warnings
+from collections.abc import Iterator, Mapping
+from typing import Any, Callable, Optional, Tuple, Union
 
 from paddle.optimizer.lr import LambdaDecay, LRScheduler
+
+from ..argument_checks import stacklevel_outside_package
 
 __all__ = [
     "LinearDecayWithWarmup",
@@ -107,10 +112,55 @@ def _warmup_steps(warmup: Any, total_steps: Optional[int], name: str = "warmup")
     return int(math.floor(fraction * total_steps))
 
 
-def _total_and_warmup(total_steps: Any, warmup: Any) -> "tuple[int, int]":
-    """``total_steps`` (``>= 1``) and the warmup in steps, for the ``*WithWarmup`` classes."""
+def _total_and_warmup(total_steps: Any, warmup: Any, owner: str) -> "tuple[int, int]":
+    """``total_steps`` (``>= 1``) and the warmup in steps, for the ``*WithWarmup`` class ``owner``."""
     total = _step_count(total_steps, "total_steps", minimum=1)
-    return total, _warmup_steps(warmup, total)
+    warmup_steps = _warmup_steps(warmup, total)
+    _warn_if_warmup_outlasts_training(warmup_steps, total, owner)
+    return total, warmup_steps
+
+
+#: In every warning about a warmup longer than training (the schedule table filters on it).
+LONG_WARMUP_TEXT = "is longer than training"
+
+# (owner, warmup argument, total argument) while a registry function builds a
+# schedule, so that a warning names the arguments its caller wrote.
+_warmup_argument_names: contextvars.ContextVar[Optional[Tuple[str, str, str]]] = contextvars.ContextVar(
+    "paddle_llrd_warmup_argument_names", default=None
+)
+
+
+@contextlib.contextmanager
+def _warmup_named(owner: str, warmup_name: str = "num_warmup_steps", total_name: str = "num_training_steps") -> Iterator[None]:
+    """Warnings raised inside name ``owner``'s arguments; the outermost caller's names win."""
+    if _warmup_argument_names.get() is not None:
+        yield
+        return
+    token = _warmup_argument_names.set((owner, warmup_name, total_name))
+    try:
+        yield
+    finally:
+        _warmup_argument_names.reset(token)
+
+
+def _warn_if_warmup_outlasts_training(
+    warmup_steps: int, total_steps: int, owner: str, warmup_name: str = "warmup", total_name: str = "total_steps"
+) -> None:
+    """A ``UserWarning`` when ``warmup_steps > total_steps``: accepted (PaddleNLP accepts it), but
+    the lr is still climbing when training ends and drops after the warmup."""
+    if warmup_steps <= total_steps:
+        return
+    owner, warmup_name, total_name = _warmup_argument_names.get() or (owner, warmup_name, total_name)
+    last = total_steps - 1
+    warnings.warn(
+        f"{owner}: the warmup (`{warmup_name}` = {warmup_steps} steps) {LONG_WARMUP_TEXT} "
+        f"(`{total_name}` = {total_steps}): the lr is still climbing when training ends (step {last} "
+        f"trains at {last / warmup_steps:.3g} of the peak), then it drops when the warmup ends at step {warmup_steps}. "
+        f"Accepted, as PaddleNLP accepts it; make `{warmup_name}` at most `{total_name}` unless that is "
+        "what you want.",
+        UserWarning,
+        stacklevel=stacklevel_outside_package(),
+    )
 
 
 def _floor_lr(min_lr: Any, peak: float, peak_name: str) -> float:
@@ -303,7 +353,8 @@ class LinearDecayWithWarmup(_LambdaSchedule):
         total_steps (int): The number of training steps :math:`T`, ``>= 1``.
         warmup (int|float): An ``int`` is the number of warmup steps; a
             ``float`` in ``[0, 1]`` is the fraction of ``total_steps``
-            (:math:`W = \lfloor \text{warmup} \cdot T \rfloor`).
+            (:math:`W = \lfloor \text{warmup} \cdot T \rfloor`). More steps
+            than ``total_steps`` are accepted with a ``UserWarning``.
         last_epoch (int, optional): The last step already taken; the scheduler
             starts at step ``last_epoch + 1``. Default: ``-1`` (start at 0).
         verbose (bool, optional): Print the lr at every step. Default: ``False``.
@@ -328,7 +379,7 @@ class LinearDecayWithWarmup(_LambdaSchedule):
         verbose: bool = False,
     ) -> None:
         learning_rate = _learning_rate(learning_rate)
-        self.total_steps, self.warmup_steps = _total_and_warmup(total_steps, warmup)
+        self.total_steps, self.warmup_steps = _total_and_warmup(total_steps, warmup, type(self).__name__)
         lr_lambda = _lr_lambda(_linear_decay, self.warmup_steps, total_steps=self.total_steps)
         super().__init__(learning_rate, lr_lambda, _last_epoch(last_epoch), verbose)
 
@@ -412,7 +463,8 @@ class CosineDecayWithWarmup(_LambdaSchedule):
     Args:
         learning_rate (float): The peak learning rate, ``>= 0``.
         total_steps (int): The number of training steps :math:`T`, ``>= 1``.
-        warmup (int|float): Warmup steps (``int``) or fraction of ``total_steps`` (``float``).
+        warmup (int|float): Warmup steps (``int``) or fraction of ``total_steps`` (``float``);
+            more steps than ``total_steps`` are accepted with a ``UserWarning``.
         with_hard_restarts (bool, optional): Use hard restarts. Default: ``False``.
         num_cycles (int|float|None, optional): ``int >= 0`` waves without
             restarts, ``float >= 0`` restarts with them, ``None`` for the
@@ -442,7 +494,7 @@ class CosineDecayWithWarmup(_LambdaSchedule):
         verbose: bool = False,
     ) -> None:
         learning_rate = _learning_rate(learning_rate)
-        self.total_steps, self.warmup_steps = _total_and_warmup(total_steps, warmup)
+        self.total_steps, self.warmup_steps = _total_and_warmup(total_steps, warmup, type(self).__name__)
         if not isinstance(with_hard_restarts, bool):
             raise TypeError(f"`with_hard_restarts` must be a bool, got {with_hard_restarts!r}.")
         self.with_hard_restarts = with_hard_restarts
@@ -497,7 +549,8 @@ class PolyDecayWithWarmup(_LambdaSchedule):
     Args:
         learning_rate (float): The peak learning rate, ``> lr_end``.
         total_steps (int): The number of training steps :math:`T`, ``>= 1``.
-        warmup (int|float): Warmup steps (``int``) or fraction of ``total_steps`` (``float``).
+        warmup (int|float): Warmup steps (``int``) or fraction of ``total_steps`` (``float``);
+            more steps than ``total_steps`` are accepted with a ``UserWarning``.
         lr_end (float, optional): The final learning rate, ``0 <= lr_end <
             learning_rate``. Default: ``1e-7``.
         power (float, optional): The polynomial's power, ``>= 0``. Default: ``1.0``.
@@ -527,7 +580,7 @@ class PolyDecayWithWarmup(_LambdaSchedule):
         verbose: bool = False,
     ) -> None:
         learning_rate = _learning_rate(learning_rate)
-        self.total_steps, self.warmup_steps = _total_and_warmup(total_steps, warmup)
+        self.total_steps, self.warmup_steps = _total_and_warmup(total_steps, warmup, type(self).__name__)
         self.lr_end = _learning_rate(lr_end, "lr_end")
         if not self.lr_end < learning_rate:
             raise ValueError(
