@@ -1,5 +1,7 @@
 """LayerMap on real Paddle layer stacks named like each family; ratios against
 the formula decay ** (n_layers + 1 - layer_id) written out here."""
+import re
+
 import numpy as np
 import paddle
 import pytest
@@ -152,3 +154,45 @@ def test_resolve_layer_map_without_blocks_only_when_asked():
     assert resolve_layer_map("llama", names, require_blocks=False).n_layers == 0
     resolved = resolve_layer_map("llama", names, n_layers=3, require_blocks=False)
     assert resolved.n_layers == 3 and resolved.ratio("head.bias", 0.5) == 1.0
+
+
+# A layer_map regex whose group captures no number (issue 17.10): a ValueError
+# naming layer_map, the pattern and the parameter, wherever a layer_map is read.
+NOT_A_NUMBER = r"model\.(\w+)\."  # captures "embed_tokens" before any block
+
+
+def _refuses_naming_pattern_and_parameter(call):
+    with pytest.raises(ValueError) as info:
+        call()
+    message = str(info.value)
+    assert message.startswith("layer_map pattern "), message
+    assert repr(NOT_A_NUMBER) in message and "'model.embed_tokens.weight'" in message, message
+    assert "captured 'embed_tokens'" in message and "invalid literal" not in message, message
+
+
+def test_a_pattern_capturing_no_number_is_refused_naming_it():
+    from paddle_llrd import layer_decay_param_groups
+    from paddle_llrd.layer_decay.layer_maps import resolve_layer_map
+
+    model = build_skeleton("llama", 2)
+    _refuses_naming_pattern_and_parameter(lambda: LayerMap(pattern=NOT_A_NUMBER).block_index("model.embed_tokens.weight"))
+    _refuses_naming_pattern_and_parameter(lambda: LayerMap.from_model(model, pattern=NOT_A_NUMBER))
+    _refuses_naming_pattern_and_parameter(lambda: resolve_layer_map(NOT_A_NUMBER, model))
+    _refuses_naming_pattern_and_parameter(lambda: layer_decay_param_groups(model, 0.8, layer_map=NOT_A_NUMBER))
+
+
+@pytest.mark.parametrize("captured, name", [("", "stage..w"), ("+1", "stage.+1.w"), (" 1", "stage. 1.w"), ("1_0", "stage.1_0.w")])
+def test_captures_int_would_read_but_that_are_no_block_digits_are_refused(captured, name):
+    with pytest.raises(ValueError, match=re.escape(f"captured {captured!r}, not a block index")):
+        LayerMap(pattern=r"^stage\.([^.]*)\.").block_index(name)
+
+
+def test_a_group_that_takes_no_part_in_the_match_is_refused():
+    with pytest.raises(ValueError, match="captured None, not a block index"):
+        LayerMap(pattern=r"^(?:stage\.(\d+)|head)\.").block_index("head.weight")
+
+
+def test_digit_patterns_still_read_their_blocks():
+    layer_map = LayerMap(pattern=r"^stage\.([0-9]+)\.", n_layers=12)
+    assert layer_map.block_index("stage.10.w") == 10 and layer_map.layer_id("stage.10.w") == 11
+    assert layer_map.block_index("head.w") is None

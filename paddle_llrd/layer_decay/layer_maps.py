@@ -179,11 +179,25 @@ class LayerMap:
         self.n_layers = n_layers
 
     def block_index(self, structured_name: str) -> int | None:
-        """The block index in ``structured_name``, or ``None`` outside the blocks."""
+        r"""The block index in ``structured_name``, or ``None`` outside the blocks.
+
+        Raises:
+            ValueError: the pattern matches but its first group captures no
+                whole number (``r"layers\.(\w+)\."`` on ``"layers.q.weight"``);
+                the message names the pattern and the parameter.
+        """
         for compiled in self._patterns:
             match = compiled.search(structured_name)
             if match:
-                return int(match.group(1))
+                index_text = match.group(1)
+                # isdecimal, as int() reads: no sign, no spaces, no underscores
+                if index_text is None or not index_text.isdecimal():
+                    raise ValueError(
+                        f"layer_map pattern {compiled.pattern!r} matches parameter {structured_name!r} but its "
+                        f"first group captured {index_text!r}, not a block index; `layer_map` must be a regular "
+                        r"expression whose first group captures the block's digits only, e.g. r'^stages\.(\d+)\.'"
+                    )
+                return int(index_text)
         return None
 
     def layer_id(self, structured_name: str, n_layers: int | None = None) -> int:
