@@ -141,8 +141,9 @@ def test_lr_table_loads_a_user_factory(capsys):
     assert main(["--model", "paddle_llrd.models.tiny_bert:TinyBertForSequenceClassification", "--decay", "0.9"]) == 0
     out = capsys.readouterr().out
     assert "n_layers=4" in out and "bert.encoder.layers.3.linear2.weight" in out
-    with pytest.raises(ValueError, match="package.module:factory"):
+    with pytest.raises(SystemExit) as info:  # argparse's usage error (tests/test_cli_errors.py)
         main(["--model", "no_colon_here"])
+    assert info.value.code == 2 and "package.module:factory" in capsys.readouterr().err
 
 
 def test_resolve_layer_map_without_blocks_only_when_asked():

@@ -12,9 +12,26 @@ BERT names the ratios are exactly those of
 :func:`paddle_llrd.layerwise_lr_decay`.
 
 The model is a tiny built-in stack named like a family (``--arch bert``,
-PaddleNLP-style BERT, the default; ``gpt``, ``gpt2``, ``llama``, ``vit``) with
-``--layers N`` blocks, or a user's factory (``--model package.module:factory``,
-called without arguments).
+PaddleNLP-style BERT, the default; ``hf_bert``, Hugging Face-style BERT;
+``gpt``, ``gpt2``, ``llama``, ``vit``) with ``--layers N`` blocks, or a user's
+factory (``--model package.module:factory``, called without arguments). Both
+styles read the blocks with
+:func:`~paddle_llrd.layer_decay.layer_maps.resolve_layer_map` (``--pattern``,
+else ``--family``), as :func:`~paddle_llrd.layer_decay_param_groups` and the
+Trainer integrations do, so a model with no block these find is refused by
+both.
+
+A bad flag is a one-line usage error (exit status 2) naming it:
+``--decay`` must be a finite number > 0 in both styles. A decay of 0 is no
+layer-wise decay but a freeze (every ratio below the heads is
+:math:`0^k = 0`), which :class:`~paddle_llrd.layer_decay.layer_maps.LayerMap`'s
+:math:`d^{\,n_\text{layers}+1-k}` does not mean; under AdamWDL those
+parameters would still be weight-decayed (its decay uses the lr before the
+ratio) and so shrink without learning, and ``layer_decay_param_groups`` and
+the Trainer's ``layerwise_decay`` refuse it. To freeze layers, set their
+parameters' ``stop_gradient=True``. ``--learning-rate`` and
+``--weight-decay`` must be finite and >= 0, ``--pattern`` a regular
+expression with one group, ``--model`` an importable factory.
 
 ``--style groups`` prints instead the parameter groups
 :func:`~paddle_llrd.layer_decay_param_groups` builds for any Paddle optimizer:
@@ -53,6 +70,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import math
+import re
+from typing import Callable
+
+from paddle import nn
 
 from ..optim.adamwdl import AdamWDL
 from .layer_maps import FAMILY_PATTERNS, LayerMap, build_name_dict, no_decay_parameter_names, resolve_layer_map
@@ -61,47 +83,123 @@ from ..models.skeletons import SKELETONS, build_skeleton
 
 
 def load_factory(spec: str):
-    """Resolve ``"package.module:factory"`` to the callable it names."""
+    """Resolve ``"package.module:factory"`` to the callable it names.
+
+    Raises:
+        ValueError: ``spec`` is not of that form, the module cannot be
+            imported, or it has no callable of that name (the message starts
+            with ``--model``).
+    """
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise ValueError(f"--model must look like 'package.module:factory', got {spec!r}")
-    factory = getattr(importlib.import_module(module_name), attr, None)
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(f"--model: cannot import module {module_name!r}: {exc}") from None
+    factory = getattr(module, attr, None)
     if not callable(factory):
         raise ValueError(f"--model: {module_name!r} has no callable named {attr!r}")
     return factory
 
 
-def main(argv: list[str] | None = None) -> int:
+def _number(minimum: float, *, inclusive: bool) -> Callable[[str], float]:
+    """An argparse type: a finite float ``>= minimum`` (``> minimum`` unless ``inclusive``)."""
+    bound = f">= {minimum:g}" if inclusive else f"> {minimum:g}"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if not math.isfinite(value) or value < minimum or (value == minimum and not inclusive):
+            raise argparse.ArgumentTypeError(f"expected a finite number {bound}, got {text!r}")
+        return value
+
+    return parse
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    return value
+
+
+def _block_pattern(text: str) -> str:
+    """A regular expression with exactly one group (the block index), as ``layer_map`` takes it."""
+    try:
+        groups = re.compile(text).groups
+    except re.error as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is no regular expression: {exc}") from None
+    if groups != 1:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} has {groups} groups; it needs exactly one, capturing the block index, e.g. '^stages\\.(\\d+)\\.'"
+        )
+    return text
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m paddle_llrd lr-table", description=__doc__.split("\n\n")[0])
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--arch", choices=sorted(SKELETONS), default="bert", help="built-in model family (default bert)")
     source.add_argument("--model", help="'package.module:factory' returning a paddle.nn.Layer")
-    parser.add_argument("--layers", type=int, default=12, help="blocks of the built-in model (default 12)")
-    parser.add_argument("--n-layers", type=int, help="n_layers for the decay (default: counted from the names)")
+    parser.add_argument("--layers", type=_count, default=12, help="blocks of the built-in model (default 12)")
+    parser.add_argument("--n-layers", type=_count, help="n_layers for the decay (default: counted from the names)")
     parser.add_argument("--family", default="auto", choices=["auto", *FAMILY_PATTERNS], help="name patterns to use (default auto)")
-    parser.add_argument("--pattern", help="regex whose first group is the block index (instead of --family)")
-    parser.add_argument("--decay", type=float, default=0.8, help="layer-wise decay rate (default 0.8)")
-    parser.add_argument("--learning-rate", type=float, default=5e-5, help="base learning rate (default 5e-5)")
-    parser.add_argument("--weight-decay", type=float, default=0.01, help="weight decay (default 0.01)")
+    parser.add_argument("--pattern", type=_block_pattern,
+                        help="regex whose one group is the block index (instead of --family)")
+    parser.add_argument("--decay", type=_number(0.0, inclusive=False), default=0.8,
+                        help="layer-wise decay rate, > 0 (default 0.8)")
+    parser.add_argument("--learning-rate", type=_number(0.0, inclusive=True), default=5e-5,
+                        help="base learning rate (default 5e-5)")
+    parser.add_argument("--weight-decay", type=_number(0.0, inclusive=True), default=0.01,
+                        help="weight decay (default 0.01)")
     parser.add_argument("--decay-all", action="store_true", help="weight-decay bias and norm parameters too (--style params)")
     parser.add_argument(
         "--style", choices=["params", "groups"], default="params",
         help="params: one line per parameter, as AdamWDL sees it (default); groups: one line per parameter group "
         "of layer_decay_param_groups, for any Paddle optimizer",
     )
+    return parser
+
+
+def _model(parser: argparse.ArgumentParser, args: argparse.Namespace) -> nn.Layer:
+    if not args.model:
+        return build_skeleton(args.arch, args.layers)
+    try:
+        factory = load_factory(args.model)
+    except ValueError as exc:
+        parser.error(str(exc))
+    model = factory()
+    if not isinstance(model, nn.Layer):
+        parser.error(f"--model: {args.model} returned {type(model).__name__}, not a paddle.nn.Layer")
+    return model
+
+
+def _layer_map(parser: argparse.ArgumentParser, args: argparse.Namespace, model: nn.Layer) -> LayerMap:
+    """The map both styles use (resolve_layer_map, as layer_decay_param_groups and the Trainer resolve it)."""
+    try:
+        return resolve_layer_map(args.pattern or args.family, model, n_layers=args.n_layers)
+    except ValueError as exc:
+        flags = "--pattern" if args.pattern else "--family"
+        if args.n_layers is not None:
+            flags += "/--n-layers"
+        parser.error(f"{flags}: {exc}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
     args = parser.parse_args(argv)
     if args.style == "groups" and args.decay_all:
         parser.error("--decay-all applies to --style params only")
-
-    if args.model:
-        model = load_factory(args.model)()
-    else:
-        if args.layers < 1:
-            parser.error("--layers must be >= 1")
-        model = build_skeleton(args.arch, args.layers)
+    model = _model(parser, args)
+    layer_map = _layer_map(parser, args, model)
     if args.style == "groups":
-        return _print_groups(model, args)
-    layer_map = LayerMap.from_model(model, n_layers=args.n_layers, family=args.family, pattern=args.pattern)
+        return _print_groups(model, layer_map, args)
     name_dict = build_name_dict(model)
     no_decay = set() if args.decay_all else no_decay_parameter_names(model)
     optimizer = AdamWDL(
@@ -124,8 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _print_groups(model, args: argparse.Namespace) -> int:
-    layer_map = resolve_layer_map(args.pattern or args.family, model, n_layers=args.n_layers)
+def _print_groups(model: nn.Layer, layer_map: LayerMap, args: argparse.Namespace) -> int:
     groups = layer_decay_param_groups(model, args.decay, weight_decay=args.weight_decay, layer_map=layer_map)
     rows = param_groups_table(groups, model, layer_map=layer_map)
     print(format_param_groups_table(rows, learning_rate=args.learning_rate))

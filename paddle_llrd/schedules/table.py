@@ -20,12 +20,14 @@ import argparse
 import inspect
 import math
 import os
+import warnings
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from paddle.optimizer.lr import LRScheduler
 
 from . import registry
 from .warmup import (
+    LONG_WARMUP_TEXT,
     ConstScheduleWithWarmup,
     CosineAnnealingWithWarmupDecay,
     CosineDecayWithWarmup,
@@ -474,17 +476,30 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run ``python -m paddle_llrd schedules [flags]``; returns the exit status."""
     args = _parser().parse_args(argv)
-    last_step = args.total_steps + max(1, args.total_steps // 10)
+    print(
+        f"Learning rate at characteristic steps: peak lr {args.learning_rate:g}, "
+        f"{args.warmup_steps} warmup steps, {args.total_steps} training steps"
+    )
+    if args.warmup_steps > args.total_steps:
+        print(
+            f"Note: --warmup-steps {args.warmup_steps} is longer than --total-steps {args.total_steps}: the "
+            "schedules that accept it (as PaddleNLP does) are still climbing when training ends; those "
+            "whose decay stage cannot fit show the error."
+        )
+    with warnings.catch_warnings():
+        # The note above says it once, for every schedule.
+        warnings.filterwarnings("ignore", message=f".*{LONG_WARMUP_TEXT}", category=UserWarning)
+        return _table_and_plot(args)
+
+
+def _table_and_plot(args: argparse.Namespace) -> int:
     points = characteristic_steps(args.warmup_steps, args.total_steps)
+    last_step = max(step for _, step in points)  # the end of a warmup longer than training included
     options = dict(num_cycles=args.num_cycles, lr_end=args.lr_end, power=args.power, min_lr=args.min_lr,
                    min_lr_rate=args.min_lr_rate, decay_style=args.decay_style)
     schedules = registry_schedules(args.learning_rate, args.warmup_steps, args.total_steps, **options)
     if args.classes:
         schedules += class_schedules(args.learning_rate, args.warmup_steps, args.total_steps)
-    print(
-        f"Learning rate at characteristic steps: peak lr {args.learning_rate:g}, "
-        f"{args.warmup_steps} warmup steps, {args.total_steps} training steps"
-    )
     print(format_table(_curves(schedules, last_step), points))
     if args.no_plot:
         return 0
