@@ -266,3 +266,28 @@ def test_reached_through_the_package_cli(capsys):
     assert cli(["schedules", "--no-plot", "--total-steps", "20", "--warmup-steps", "4"]) == 0
     _, rows = parse_rows(capsys.readouterr().out)
     assert rows["constant_with_warmup"] == pytest.approx([0.0, 2.5e-5, 5e-5, 5e-5, 5e-5, 5e-5, 5e-5, 5e-5])
+
+
+def test_doc_tables_are_the_printed_tables(tmp_path, capsys):
+    written = schedule_table.write_doc_tables(str(tmp_path / "gen"), 1e-3, 10, 100)
+    assert [os.path.basename(path) for path in written] == ["schedules_table.txt",
+                                                           "schedules_table_lr_warmup_init.txt"]
+    for path, flags in zip(written, ([], ["--lr-warmup-init", "1e-4"])):
+        schedule_table.main(["--no-plot", "--learning-rate", "1e-3", "--warmup-steps", "10", "--total-steps", "100"]
+                            + flags)
+        printed = capsys.readouterr().out.split("\n", 1)[1]  # without the title line
+        with open(path, encoding="utf-8") as handle:
+            assert handle.read() == printed
+    # Every table the schedules page includes is one the docs build writes.
+    with open(os.path.join(DOCS, "schedules.rst"), encoding="utf-8") as page:
+        included = set(re.findall(r"literalinclude:: _generated/([\w.-]+\.txt)", page.read()))
+    assert included == {os.path.basename(path) for path in written}
+
+
+def test_plateau_metric_and_showcase_options_as_documented():
+    fall = round(0.4 * 1000)
+    assert [schedule_table.plateau_metric(s, 1000) for s in (0, fall // 2, fall, 900)] == [2.0, 1.5, 1.0, 1.0]
+    assert schedule_table.showcase_options("sequential", 1e-3, 100, 1000)["stages"] == [
+        {"name": "inverse_sqrt", "num_steps": 500}, {"name": "cosine", "learning_rate": 5e-4}]
+    with pytest.raises(TypeError, match="`metric`"):
+        schedule_table.lr_curve(lambda: paddle.optimizer.lr.ReduceOnPlateau(0.1), 3)
