@@ -268,19 +268,42 @@ def test_reached_through_the_package_cli(capsys):
     assert rows["constant_with_warmup"] == pytest.approx([0.0, 2.5e-5, 5e-5, 5e-5, 5e-5, 5e-5, 5e-5, 5e-5])
 
 
-def test_doc_tables_are_the_printed_tables(tmp_path, capsys):
-    written = schedule_table.write_doc_tables(str(tmp_path / "gen"), 1e-3, 10, 100)
-    assert [os.path.basename(path) for path in written] == ["schedules_table.txt",
-                                                           "schedules_table_lr_warmup_init.txt"]
-    for path, flags in zip(written, ([], ["--lr-warmup-init", "1e-4"])):
-        schedule_table.main(["--no-plot", "--learning-rate", "1e-3", "--warmup-steps", "10", "--total-steps", "100"]
-                            + flags)
-        printed = capsys.readouterr().out.split("\n", 1)[1]  # without the title line
-        with open(path, encoding="utf-8") as handle:
-            assert handle.read() == printed
+def parse_rst_table(text):
+    """``{column header: [value per row]}`` and the steps of the rows, from a generated list-table."""
+    rows = [row for row in text.split("   * - ")[1:]]
+    cells = [[cell.strip() for cell in row.split("\n     - ")] for row in rows]
+    headers = [header.strip("`") for header in cells[0][1:]]
+    steps = [int(row[0].split()[0]) for row in cells[1:]]
+    columns = {header: [float(row[i + 1]) for row in cells[1:]] for i, header in enumerate(headers)}
+    return steps, columns
+
+
+def test_doc_tables_follow_the_formulas(tmp_path):
+    lr, warmup, total = 1e-3, 10, 100
+    written = schedule_table.write_doc_tables(str(tmp_path / "gen"), lr, warmup, total)
+    assert [os.path.basename(path) for path in written] == ["table_sequential_plateau.txt", "table_lr_warmup_init.txt"]
+    with open(written[0], encoding="utf-8") as handle:
+        steps, columns = parse_rst_table(handle.read())
+    assert steps == [step for _, step in schedule_table.characteristic_steps(warmup, total)]
+    assert set(columns) == {"sequential", "reduce_lr_on_plateau"}
+    for name, values in columns.items():
+        assert values == pytest.approx([reference(name, lr, warmup, total, s) for s in steps], rel=6e-4, abs=1e-12)
+    with open(written[1], encoding="utf-8") as handle:
+        steps, columns = parse_rst_table(handle.read())
+    init = 0.1 * lr
+    expected = {
+        "cosine (warmup from 0)": lambda s: reference("cosine", lr, warmup, total, s),
+        f"cosine, from {init:g}": lambda s: reference("cosine", lr, warmup, total, s, lr_warmup_init=init),
+        f"linear, from {init:g}": lambda s: reference("linear", lr, warmup, total, s, lr_warmup_init=init),
+        f"warmup_stable_decay, from {init:g}": lambda s: reference("warmup_stable_decay", lr, warmup, total, s,
+                                                                     lr_warmup_init=init),
+    }
+    assert set(columns) == set(expected)
+    for header, values in columns.items():
+        assert values == pytest.approx([expected[header](s) for s in steps], rel=6e-4, abs=1e-12), header
     # Every table the schedules page includes is one the docs build writes.
     with open(os.path.join(DOCS, "schedules.rst"), encoding="utf-8") as page:
-        included = set(re.findall(r"literalinclude:: _generated/([\w.-]+\.txt)", page.read()))
+        included = set(re.findall(r"include:: _generated/([\w.-]+\.txt)", page.read()))
     assert included == {os.path.basename(path) for path in written}
 
 

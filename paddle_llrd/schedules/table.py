@@ -51,6 +51,7 @@ __all__ = [
     "wsd_style_schedules",
     "warmup_init_schedules",
     "schedule_table_text",
+    "format_rst_table",
     "write_doc_tables",
     "lr_curve",
     "format_table",
@@ -530,29 +531,54 @@ def schedule_table_text(
     return format_table(_curves(schedules, last_step, total_steps), characteristic_steps(warmup_steps, total_steps))
 
 
+def format_rst_table(curves: Dict[str, Curve], points: Sequence[Tuple[str, int]]) -> str:
+    """An RST ``list-table``: one row per characteristic step, one column per curve (narrow enough for a page).
+
+    A failed schedule shows its error in each of its cells.
+    """
+    lines = [".. list-table::", "   :header-rows: 1", "", "   * - step"]
+    lines += [f"     - ``{label}``" if label.isidentifier() else f"     - {label}" for label in curves]
+    for label, step in points:
+        lines.append(f"   * - {step} ({label})")
+        for curve in curves.values():
+            lines.append(f"     - error: {curve}" if isinstance(curve, Exception) else f"     - {curve[step]:.3e}")
+    return "\n".join(lines)
+
+
 def write_doc_tables(
     directory: str,
     learning_rate: float = DEFAULT_LEARNING_RATE,
     warmup_steps: int = DEFAULT_WARMUP_STEPS,
     total_steps: int = DEFAULT_TOTAL_STEPS,
 ) -> List[str]:
-    """Write ``schedules_table.txt`` (every registered schedule) and
-    ``schedules_table_lr_warmup_init.txt`` (the same with ``lr_warmup_init``
-    a tenth of the peak) into ``directory``, for the docs.
+    """Write the docs' tables of the newer schedules into ``directory``, as RST ``list-table`` files.
+
+    ``table_sequential_plateau.txt``: ``"sequential"`` and
+    ``"reduce_lr_on_plateau"`` (with :func:`showcase_options`);
+    ``table_lr_warmup_init.txt``: :func:`warmup_init_schedules`. Each lists
+    the lr at :func:`characteristic_steps`, read from real schedulers.
 
     Returns:
         The paths written.
     """
     os.makedirs(directory, exist_ok=True)
+    last_step = total_steps + max(1, total_steps // 10)
+    points = characteristic_steps(warmup_steps, total_steps)
+    shown = ("sequential", "reduce_lr_on_plateau")
+    newer = [schedule for schedule in registry_schedules(learning_rate, warmup_steps, total_steps)
+             if schedule[0] in shown]
     tables = [
-        ("schedules_table.txt", {}),
-        ("schedules_table_lr_warmup_init.txt", {"lr_warmup_init": DOC_WARMUP_INIT_SHARE * learning_rate}),
+        ("table_sequential_plateau.txt", newer),
+        # "from <init>" keeps the headers narrow enough to wrap in a page's column
+        ("table_lr_warmup_init.txt", [(label.replace("lr_warmup_init=", "from "), stem, factory)
+                                      for label, stem, factory in
+                                      warmup_init_schedules(learning_rate, warmup_steps, total_steps)]),
     ]
     written = []
-    for file_name, options in tables:
+    for file_name, schedules in tables:
         path = os.path.join(directory, file_name)
         with open(path, "w", encoding="utf-8") as handle:
-            handle.write(schedule_table_text(learning_rate, warmup_steps, total_steps, **options) + "\n")
+            handle.write(format_rst_table(_curves(schedules, last_step, total_steps), points) + "\n")
         written.append(path)
     return written
 
