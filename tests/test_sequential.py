@@ -303,3 +303,26 @@ def test_lambda_decay_stage_without_a_registry_name():
                                    [3])
     curves = [lambda k: 1.0 / (k + 1), lambda k: formula.linear(0.5, 0, 4, k)]
     np.testing.assert_allclose(formula.run(scheduler, 8), sequential_expected(curves, [3], 8), rtol=1e-12, atol=1e-18)
+
+
+def test_the_documented_recipe_runs_as_a_user_writes_it(tmp_path):
+    """docs/schedules.rst's SequentialSchedule block, in a fresh process, then stepped as training steps it."""
+    import json
+    import os
+    import re
+    import subprocess
+    import sys
+
+    root = os.path.join(os.path.dirname(__file__), os.pardir)
+    with open(os.path.join(root, "docs", "schedules.rst"), encoding="utf-8") as page:
+        blocks = re.findall(r"\.\. code-block:: python\n\n((?:   .*\n|\n)+)", page.read())
+    (block,) = [b for b in blocks if "SequentialSchedule([" in b]
+    script = tmp_path / "recipe.py"
+    script.write_text("\n".join(line[3:] for line in block.splitlines()) + "\n"
+                      "import json\nlrs = []\nfor _ in range(50001):\n    lrs.append(scheduler())\n"
+                      "    scheduler.step()\nprint(json.dumps(lrs))\n")
+    env = dict(os.environ, PYTHONPATH=os.path.abspath(root))
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, check=True).stdout
+    lrs = json.loads(out.strip().splitlines()[-1])
+    curves = [lambda k: formula.inverse_sqrt(5e-5, 1000, k), lambda k: formula.cosine(2e-5, 0, 40000, k)]
+    np.testing.assert_allclose(lrs, sequential_expected(curves, [10000], 50001), rtol=1e-12, atol=1e-18)

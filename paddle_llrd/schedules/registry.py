@@ -1122,7 +1122,10 @@ def get_scheduler(
 
     Raises:
         ValueError: ``name`` is unknown (the message lists the valid names),
-            or the schedule needs an argument that is ``None`` or missing.
+            the schedule needs an argument that is ``None`` or missing, or
+            ``lr_warmup_init`` is not finite, negative or above ``learning_rate``.
+        TypeError: an argument the schedule does not take (``lr_warmup_init``
+            for one without a warmup, such as ``"constant"``).
 
     Examples:
         >>> from paddle_llrd import get_scheduler
