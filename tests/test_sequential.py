@@ -273,6 +273,8 @@ def test_through_a_trainer_style_call_with_kwargs_from_a_config():
         ([{"name": "linear", "num_steps": 4, "last_epoch": 3}, {"name": "cosine"}], 10, ValueError,
          r"`stages\[0\]` sets 'last_epoch'"),
         ([{"name": "cosine"}], None, ValueError, r"`stages\[0\]` \('cosine'\): .*requires `num_training_steps`"),
+        ([{"name": "cosine", "num_training_steps": 10}], 10, ValueError,
+         r"`stages\[0\]` sets 'num_training_steps'; a stage's length is its 'num_steps'"),
     ],
 )
 def test_bad_stages_name_the_stage_and_key(stages, total, error, match):

@@ -723,6 +723,11 @@ def _stage_spec(stages: Any) -> List[Mapping]:
             )
         if "name" not in stage:
             raise ValueError(f"`stages[{index}]` lacks 'name', the registry name of its schedule: {dict(stage)!r}.")
+        if "num_training_steps" in stage:
+            raise ValueError(
+                f"`stages[{index}]` sets 'num_training_steps'; a stage's length is its 'num_steps' "
+                "(the stage's schedule spans it)."
+            )
         if "last_epoch" in stage:
             raise ValueError(
                 f"`stages[{index}]` sets 'last_epoch'; every stage starts at its own step 0, "
