@@ -43,6 +43,8 @@ def _generate_figures(app):
         writer(out_dir)
     else:
         schedule_table.plot_schedules(os.path.join(out_dir, "schedules.png"))
+    # The tables python -m paddle_llrd schedules prints, included by schedules.rst.
+    schedule_table.write_doc_tables(out_dir)
 
 
 def setup(app):

@@ -39,6 +39,8 @@ from paddle_llrd.schedules.registry import (
     get_cosine_with_min_lr_schedule_with_warmup,
     get_inverse_sqrt_schedule,
     get_linear_annealing_schedule_with_warmup,
+    get_reduce_on_plateau_schedule,
+    get_sequential_schedule,
     get_wsd_schedule,
 )
 
@@ -120,6 +122,8 @@ def test_new_names_map_to_their_functions():
         "warmup_stable_decay": get_wsd_schedule,
         "cosine_annealing_with_warmup": get_cosine_annealing_schedule_with_warmup,
         "linear_annealing_with_warmup": get_linear_annealing_schedule_with_warmup,
+        "sequential": get_sequential_schedule,
+        "reduce_lr_on_plateau": get_reduce_on_plateau_schedule,
     }
     for name, fn in table.items():
         assert TYPE_TO_SCHEDULER_FUNCTION[SchedulerType(name)] is fn

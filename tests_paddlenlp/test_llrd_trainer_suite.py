@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from support import KIT
 from trainer_suite import *  # noqa: F401,F403  (the shared tests, collected here)
+from schedule_toolkit_suite import *  # noqa: F401,F403  (lr_warmup_init and "sequential" in a Trainer)
 
 
 @pytest.fixture
