@@ -7,6 +7,7 @@ Every formula takes the peak lr first and the step ``s`` last; ``warmup`` and
 """
 from __future__ import annotations
 
+import contextlib
 import inspect
 import math
 
@@ -14,6 +15,13 @@ import numpy as np
 import pytest
 
 from paddle_llrd import TYPE_TO_SCHEDULER_FUNCTION
+
+
+def warns_if_warmup_outlasts(warmup, total):
+    """``pytest.warns`` the long-warmup ``UserWarning`` when the warmup (steps or fraction) is longer than training."""
+    if warmup_steps(warmup, total) > total:
+        return pytest.warns(UserWarning, match="is longer than training")
+    return contextlib.nullcontext()
 
 
 def warmup_steps(warmup, total):

@@ -136,7 +136,8 @@ def test_new_names_map_to_their_functions():
 @pytest.mark.parametrize("cycles", [1, 2, 3.0, 0.5, 1.5, 0.0])
 @pytest.mark.parametrize("warmup,total", STEP_CASES)
 def test_cosine_with_restarts_whole_run(warmup, total, cycles):
-    scheduler = get_cosine_with_hard_restarts_schedule_with_warmup(4e-4, warmup, total, num_cycles=cycles)
+    with formula.warns_if_warmup_outlasts(warmup, total):
+        scheduler = get_cosine_with_hard_restarts_schedule_with_warmup(4e-4, warmup, total, num_cycles=cycles)
     assert isinstance(scheduler, LambdaDecay)
     assert_run(scheduler, lambda s: formula.hard_restarts(4e-4, warmup, total, cycles, s), total + 8)
 
@@ -211,14 +212,16 @@ def test_inverse_sqrt_ignores_num_training_steps_through_get_scheduler():
 @pytest.mark.parametrize("rate", [0.0, 0.1, 0.5, 1.0])
 @pytest.mark.parametrize("warmup,total", STEP_CASES)
 def test_cosine_with_min_lr_rate_whole_run(warmup, total, rate, cycles):
-    scheduler = get_cosine_with_min_lr_schedule_with_warmup(4e-4, warmup, total, num_cycles=cycles, min_lr_rate=rate)
+    with formula.warns_if_warmup_outlasts(warmup, total):
+        scheduler = get_cosine_with_min_lr_schedule_with_warmup(4e-4, warmup, total, num_cycles=cycles, min_lr_rate=rate)
     assert isinstance(scheduler, LambdaDecay)
     assert_run(scheduler, lambda s: ref_cosine_min_lr(4e-4, warmup, total, cycles, rate, s), total + 8)
 
 
 @pytest.mark.parametrize("warmup,total", STEP_CASES)
 def test_cosine_with_min_lr_matches_hugging_face_up_to_the_end(warmup, total):
-    scheduler = get_cosine_with_min_lr_schedule_with_warmup(4e-4, warmup, total, min_lr=4e-5)
+    with formula.warns_if_warmup_outlasts(warmup, total):
+        scheduler = get_cosine_with_min_lr_schedule_with_warmup(4e-4, warmup, total, min_lr=4e-5)
     last = max(total, warmup)
     assert_run(scheduler, lambda s: ref_cosine_min_lr_hf(4e-4, warmup, total, 0.5, 0.1, s), last + 1)
 

@@ -59,7 +59,8 @@ WARMUP_CASES = [(50, 10), (50, 0.1), (37, 0.33), (40, 0), (40, 0.0), (12, 1), (2
 def test_linear_decay_with_warmup_whole_run(total, warmup):
     lr = 3e-4
     w = formula.warmup_steps(warmup, total)
-    scheduler = LinearDecayWithWarmup(lr, total, warmup)
+    with formula.warns_if_warmup_outlasts(warmup, total):
+        scheduler = LinearDecayWithWarmup(lr, total, warmup)
     assert isinstance(scheduler, LambdaDecay)
     assert scheduler.warmup_steps == w
     assert_run(scheduler, lambda s: formula.linear(lr, w, total, s), total + 10)
@@ -78,7 +79,8 @@ def test_const_schedule_with_warmup_whole_run(total, warmup):
 def test_cosine_default_is_a_half_cosine_decay_to_zero(total, warmup):
     lr = 1e-3
     w = formula.warmup_steps(warmup, total)
-    scheduler = CosineDecayWithWarmup(lr, total, warmup)
+    with formula.warns_if_warmup_outlasts(warmup, total):
+        scheduler = CosineDecayWithWarmup(lr, total, warmup)
     assert isinstance(scheduler, LambdaDecay)
     values = run(scheduler, total + 10)
     np.testing.assert_allclose(values, expected(lambda s: formula.cosine(lr, w, total, s), total + 10),
@@ -130,7 +132,8 @@ def test_cosine_hard_restarts_jump_back_to_the_peak():
 def test_poly_decay_with_warmup(total, warmup, lr_end, power):
     lr = 1e-2
     w = formula.warmup_steps(warmup, total)
-    scheduler = PolyDecayWithWarmup(lr, total, warmup, lr_end, power)
+    with formula.warns_if_warmup_outlasts(warmup, total):
+        scheduler = PolyDecayWithWarmup(lr, total, warmup, lr_end, power)
     assert isinstance(scheduler, LambdaDecay)
     assert_run(scheduler, lambda s: formula.polynomial(lr, w, total, s, lr_end, power), total + 10)
 
