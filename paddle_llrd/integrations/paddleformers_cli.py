@@ -21,7 +21,7 @@ start, each with its reason (see :func:`changed_defaults`).
 One device trains in this process. Several GPUs (``device: gpu`` with more
 than one visible, or ``--nproc_per_node N``) are started the way
 ``paddleformers-cli`` starts them, through ``paddle.distributed.launch``
-running this module on each rank; ``device: cpu`` with ``--nproc_per_node N``
+running ``python -m paddle_llrd train`` on each rank; ``device: cpu`` with ``--nproc_per_node N``
 starts N CPU ranks over gloo.
 
 Examples:
@@ -258,7 +258,7 @@ def _is_launched_rank() -> bool:
 
 
 def _launch_command(nproc: int, device: str, argv: List[str]) -> Tuple[List[str], Dict[str, str]]:
-    """``python -m paddle.distributed.launch ... this_module.py train CONFIG ...``
+    """``python -m paddle.distributed.launch ... python -m paddle_llrd train CONFIG ...``
     and its environment, as ``paddleformers-cli`` starts its ranks (log
     directory ``PADDLEFORMERS_DIST_LOG``, master ``MASTER_ADDR:MASTER_PORT``,
     ``NNODES``, ``RANK``)."""
@@ -283,7 +283,8 @@ def _launch_command(nproc: int, device: str, argv: List[str]) -> Tuple[List[str]
     # the package's root on each rank's path, as paddleformers-cli puts its own
     package_root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
-    return command + [__file__, "train", *argv], env
+    # A training script that is no .py file is run as a command: each rank runs `python -m paddle_llrd train`.
+    return command + [sys.executable, "-m", "paddle_llrd", "train", *argv], env
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -306,7 +307,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Optional[List[str]] = None) -> int:
     """The ``train`` command: ``python -m paddle_llrd train CONFIG [key=value ...]``."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    options = _parser().parse_args(argv)
+    options = _parser().parse_intermixed_args(argv)
     config = read_config(options.config, options.overrides)
     device = str(config.get("device", "gpu")).split(":")[0]
     if options.nproc_per_node is not None and options.nproc_per_node < 1:
@@ -321,9 +322,3 @@ def main(argv: Optional[List[str]] = None) -> int:
     run_workflow(config)
     return 0
 
-
-if __name__ == "__main__":  # each rank started by paddle.distributed.launch
-    arguments = sys.argv[1:]
-    if arguments[:1] == ["train"]:
-        arguments = arguments[1:]
-    sys.exit(main(arguments))
