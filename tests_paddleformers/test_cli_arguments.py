@@ -95,3 +95,34 @@ def test_nproc_per_node_below_one_is_refused(tmp_path):
     path.write_text("stage: SFT\n")
     with pytest.raises(ValueError, match="--nproc_per_node must be >= 1, got 0"):
         cli.main([str(path), "--nproc_per_node", "0"])
+
+
+def _yaml_blocks(path):
+    import re
+    import textwrap
+    from pathlib import Path
+
+    import yaml
+
+    text = (Path(__file__).resolve().parents[1] / path).read_text(encoding="utf-8")
+    if path.endswith(".md"):
+        blocks = re.findall(r"```yaml\n(.*?)```", text, flags=re.S)
+    else:
+        blocks = [textwrap.dedent(match) for match in re.findall(r"\.\. code-block:: yaml\n\n((?:   .*\n|\n)+)", text)]
+    return [yaml.safe_load(block) for block in blocks]
+
+
+@pytest.mark.parametrize("path", ["README.md", "README_cn.md", "docs/paddleformers_cli.rst"])
+def test_the_documented_configs_are_accepted(tmp_path, path):
+    from paddleformers.trainer import PdArgumentParser
+
+    configs = _yaml_blocks(path)
+    assert configs, f"{path} shows no YAML config"
+    with cli._llrd_classes():
+        parser = PdArgumentParser(cli_parser._TRAIN_ARGS)
+        for config in configs:
+            config = {"output_dir": str(tmp_path), "device": "cpu", "compute_type": "float32", **config}
+            config.update(device="cpu", compute_type="float32", report_to="none")
+            *parsed, unknown = parser.parse_dict(config, return_unknown_ars=True)
+            assert not unknown, f"{path}: {unknown}"
+            assert isinstance(parsed[-1], cli.LLRDFinetuningArguments)
