@@ -49,10 +49,11 @@ def _generate_figures(app):
 
 
 # Where a long identifier in a table cell may wrap: after "_", ".", "(" or ","
-# when a name follows, and
-# between a lower-case letter and the capital that starts the next word of a
+# when a name follows, and before the capital that starts the next word of a
 # CamelCase name. Without these the cell wrapped it at any letter.
-_IDENTIFIER_BREAK = re.compile(r"(?<=[_.(,])(?=[A-Za-z_])|(?<=[a-z0-9])(?=[A-Z])")
+_IDENTIFIER_BREAK = re.compile(r"(?<=[_.(,])(?=[A-Za-z_])|(?<=[a-z0-9])(?=[A-Z][a-z])")
+# Shorter code (AdamWDL, min_lr) fits any cell whole.
+_SHORTEST_BROKEN = 16
 
 
 def _identifier_breaks(app, doctree, docname):
@@ -64,6 +65,8 @@ def _identifier_breaks(app, doctree, docname):
         for entry in list(row.children)[1:]:
             for literal in list(entry.findall(nodes.literal)):
                 for text in list(literal.findall(nodes.Text)):
+                    if len(text) < _SHORTEST_BROKEN:
+                        continue
                     pieces = _IDENTIFIER_BREAK.split(str(text))
                     if len(pieces) < 2:
                         continue

@@ -29,7 +29,6 @@ import os
 import sys
 import traceback
 
-import paddle
 import paddle.distributed as dist
 from paddle.distributed import fleet
 

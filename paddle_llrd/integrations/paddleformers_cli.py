@@ -75,7 +75,7 @@ __all__ = [
 ]
 
 #: The ``stage`` values whose PaddleFormers workflow trains through a trainer this module replaces.
-LLRD_STAGES = {"SFT": "sft", "PT": "sft", "VL-SFT": "sft", "VL-PT": "sft", "DPO": "dpo", "VL-DPO": "dpo"}
+LLRD_STAGES = ("SFT", "PT", "VL-SFT", "VL-PT", "DPO", "VL-DPO")
 
 # compute_type values that FinetuningArguments turns into bf16=False and fp16=False.
 _NO_AMP_COMPUTE_TYPES = ("float32",)
