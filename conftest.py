@@ -8,3 +8,5 @@ collect_ignore = ["setup.py", "paddle_llrd/__main__.py", "examples", "benchmarks
 for trainer_package in ("paddlenlp", "paddleformers"):
     if importlib.util.find_spec(trainer_package) is None:
         collect_ignore.append(f"paddle_llrd/integrations/{trainer_package}.py")
+if importlib.util.find_spec("paddleformers") is None:
+    collect_ignore.append("paddle_llrd/integrations/paddleformers_cli.py")

@@ -1,4 +1,4 @@
-"""Command line: ``python -m paddle_llrd {demo,schedules,lr-table} [flags]``.
+"""Command line: ``python -m paddle_llrd {demo,schedules,lr-table,train} [flags]``.
 
 Each sub-command lives in its own module, which owns its flags; this file only
 dispatches, so ``python -m paddle_llrd demo --help`` shows the demo's flags.
@@ -12,6 +12,8 @@ COMMANDS = {
     "demo": ("paddle_llrd.demo", "pretrain a small ViT on digits, fine-tune it with AdamW and with AdamWDL, compare"),
     "schedules": ("paddle_llrd.schedules.table", "print every registered schedule at characteristic steps"),
     "lr-table": ("paddle_llrd.layer_decay.lr_table", "print each parameter's layer, ratio and effective lr"),
+    "train": ("paddle_llrd.integrations.paddleformers_cli",
+              "run a paddleformers-cli train config (SFT, LoRA, PT, DPO) with LLRDTrainer (needs PaddleFormers)"),
 }
 
 

@@ -4,7 +4,8 @@
 # multi-GPU data parallel and sharding) plus the execution-mode and
 # distributed tests, run against a CUDA build of Paddle; optionally (see
 # PADDLEFORMERS_PYTHON) the PaddleFormers Trainer on a GPU,
-# tests_paddleformers/test_gpu_trainer.py. Prints a PASS/FAIL/SKIP line per
+# tests_paddleformers/test_gpu_trainer.py, and `python -m paddle_llrd train`
+# in bf16 and with pipeline parallel on 2 GPUs, tests_paddleformers/test_gpu_cli.py. Prints a PASS/FAIL/SKIP line per
 # suite and exits non-zero if any suite failed.
 #
 # Not part of CI (CI has no GPU): run it by hand on a CUDA machine,
@@ -137,6 +138,9 @@ elif ! "$TRAINER_PYTHON" -c "import paddleformers" >/dev/null 2>&1; then
     STATUS=1
 else
     run_suite paddleformers-trainer "$TRAINER_PYTHON" tests_paddleformers/test_gpu_trainer.py
+    # python -m paddle_llrd train: bf16 (the CLI's default) and pipeline parallel on 2 GPUs
+    run_suite paddleformers-cli "$TRAINER_PYTHON" tests_paddleformers/test_gpu_cli.py
+    run_suite paddleformers-pipeline-layer-map "$TRAINER_PYTHON" tests_paddleformers/test_pipeline_layer_map.py
 fi
 
 echo

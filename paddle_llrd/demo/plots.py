@@ -1,11 +1,12 @@
 """The demo's figures (PNG, via matplotlib's Agg backend).
 
 * ``layer_change.png``: each layer's relative weight change from the
-  pretrained weights, one bar per arm (mean over seeds, whiskers one std);
+  pretrained weights, one bar per arm (mean over seeds, whiskers one sample
+  standard deviation across seeds, as the figure says);
 * ``transfer.png``: target accuracy against source accuracy kept, one point
   per seed and arm, the arm's mean as a large marker;
 * ``layer_lrs.png``: each layer's effective learning rate over the steps of
-  one AdamWDL run, AdamW's single rate dashed.
+  one AdamWDL run, over AdamW's single rate drawn as a wide grey band.
 """
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ def _pyplot():
 
 def _save(fig, path: str) -> str:
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    # "tight" keeps a legend placed outside the axes inside the image
+    fig.savefig(path, dpi=100, bbox_inches="tight")
     return path
 
 
@@ -45,9 +47,12 @@ def plot_layer_change(plt, runs: Sequence[FineTuneRun], path: str) -> str:
     for i, arm in enumerate(arms):
         stats = [mean_and_spread([r.layer_change[label] for r in arm]) for label in labels]
         ax.bar(x + (i - (len(arms) - 1) / 2) * width, [m for m, _ in stats], width, yerr=[s for _, s in stats], capsize=2, label=arm_name(arm[0]))
+    seeds = len(arms[0])
     ax.set_xticks(x, labels)
     ax.set_ylabel("||W - W_pretrained|| / ||W_pretrained||")
-    ax.set_title("How far fine-tuning moved each layer")
+    ax.set_title("How far fine-tuning moved each layer\n"
+                 f"bar: mean over {seeds} seeds, whiskers: \u00b11 standard deviation across seeds",
+                 fontsize="medium")
     ax.legend()
     path = _save(fig, path)
     plt.close(fig)
@@ -66,7 +71,8 @@ def plot_transfer(plt, runs: Sequence[FineTuneRun], pretrained_source_accuracy: 
     ax.set_xlabel("target accuracy (new digits, few labels)")
     ax.set_ylabel("source accuracy kept (old head, new backbone)")
     ax.set_title("Learning the new task vs keeping the old one (X = mean)")
-    ax.legend(fontsize="small", loc="lower left")
+    # below the axes: inside, it covered the seeds that keep least of the old task
+    ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2, frameon=False)
     path = _save(fig, path)
     plt.close(fig)
     return path
@@ -74,10 +80,17 @@ def plot_transfer(plt, runs: Sequence[FineTuneRun], pretrained_source_accuracy: 
 
 def plot_layer_lrs(plt, layerwise: FineTuneRun, baseline: FineTuneRun | None, path: str) -> str:
     fig, ax = plt.subplots(figsize=(7, 4))
-    for label, lrs in layerwise.layer_lrs.items():
-        ax.plot(lrs, label=label)
     if baseline is not None and baseline.layer_lrs:
-        ax.plot(next(iter(baseline.layer_lrs.values())), color="black", linestyle="--", label="AdamW (every layer)")
+        # a wide light band under the layers' lines: the layers at ratio 1 (final norm, head)
+        # run on it and stay visible instead of hiding under a dashed line on top
+        ax.plot(next(iter(baseline.layer_lrs.values())), color="0.75", linewidth=6, solid_capstyle="butt",
+                label="AdamW (every layer)", zorder=1)
+    # layers with equal ratios (the final norm and the head, both at 1) share one line and one label
+    curves: dict[tuple[float, ...], list[str]] = {}
+    for label, lrs in layerwise.layer_lrs.items():
+        curves.setdefault(tuple(lrs), []).append(label)
+    for lrs, labels in curves.items():
+        ax.plot(list(lrs), label=" = ".join(labels), zorder=2)
     ax.set_xlabel("fine-tuning step")
     ax.set_ylabel("effective learning rate")
     ax.set_title(f"{arm_name(layerwise)}: per-layer effective lr")

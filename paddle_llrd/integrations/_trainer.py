@@ -233,6 +233,12 @@ class LLRDTrainerMixin:
 
         return apply_decay_param_fun
 
+    def _grouped_parameters_decay_fun(self, parameters: Any) -> Optional[Callable[[str], bool]]:
+        """The decay filter for ``set_optimizer_grouped_parameters(parameters)``:
+        none, so every parameter decays by its group's rule, as PaddleNLP's
+        ``Trainer`` has it (the PaddleFormers integration overrides this)."""
+        return None
+
     def _weight_decay(self) -> Any:
         """``weight_decay``, or a :class:`~paddle_llrd.WeightDecaySchedule` over the run's steps."""
         args = self.args
@@ -273,7 +279,7 @@ class LLRDTrainerMixin:
         args = self.args
         if self.optimizer_grouped_parameters is not None:
             parameters = self.optimizer_grouped_parameters
-            apply_decay_param_fun = None
+            apply_decay_param_fun = self._grouped_parameters_decay_fun(parameters)
         else:
             parameters = [param for param in self.model.parameters() if not param.stop_gradient]
             apply_decay_param_fun = self._apply_decay_param_fun()

@@ -89,7 +89,7 @@ Examples:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Callable, Optional
 
 PADDLEFORMERS_REQUIREMENT = "pip install paddleformers==1.2.0 'numpy<=1.26.4' 'pyarrow<26'"
 
@@ -202,3 +202,11 @@ class LLRDTrainer(LLRDTrainerMixin, Trainer):
 
     hooks_class = _LLRDHooks
     find_last_checkpoint = staticmethod(get_last_checkpoint)
+
+    def _grouped_parameters_decay_fun(self, parameters: Any) -> Optional[Callable[[str], bool]]:
+        """PaddleFormers' rule: a plain list of parameters (what its CLI
+        workflows pass) keeps the bias/norm exclusion; dict groups decay by
+        their own ``weight_decay``."""
+        if isinstance(parameters, (list, tuple)) and parameters and isinstance(parameters[0], dict):
+            return None
+        return self._apply_decay_param_fun()

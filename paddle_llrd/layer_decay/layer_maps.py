@@ -255,7 +255,14 @@ class LayerMap:
 
     @classmethod
     def from_model(cls, model: nn.Layer, n_layers: int | None = None, family: str = "auto", pattern: str | None = None) -> "LayerMap":
-        """:meth:`from_names` over ``model.named_parameters()``."""
+        """:meth:`from_names` over ``model.named_parameters()``; for a
+        pipeline-parallel model (a ``PipelineLayer`` such as PaddleFormers'
+        ``LlamaForCausalLMPipe``, whose names are positions), the
+        :class:`~paddle_llrd.layer_decay.pipeline.PipelineLayerMap` that gives
+        the model's global layer ids on every stage."""
+        pipeline_map = _pipeline_layer_map(model, n_layers, family, pattern)
+        if pipeline_map is not None:
+            return pipeline_map
         return cls.from_names(build_name_dict(model).values(), n_layers=n_layers, family=family, pattern=pattern)
 
     def table(self, model: nn.Layer, decay_rate: float) -> list[tuple[str, int, float]]:
@@ -348,6 +355,18 @@ def resolve_layer_map(
     names = _structured_names(model_or_names)
     if n_layers is not None and (isinstance(n_layers, bool) or not isinstance(n_layers, int) or n_layers < 1):
         raise ValueError(f"`n_layers` must be an int >= 1 or None, got {n_layers!r}")
+    if isinstance(layer_map, str) and isinstance(model_or_names, nn.Layer):
+        family, pattern = (layer_map, None) if layer_map == "auto" or layer_map in FAMILY_PATTERNS else (
+            "auto", _block_regex(layer_map))
+        pipeline_map = _pipeline_layer_map(model_or_names, n_layers, family, pattern)
+        if pipeline_map is not None:
+            if require_blocks and pipeline_map.n_layers == 0:
+                raise ValueError(
+                    f"layer_map={layer_map!r}: no prefix of the pipeline's layer sequence has a block index this "
+                    f"map recognises (prefixes: {pipeline_map.prefixes}); pass `layer_map` a family or a regular "
+                    "expression whose one group captures the block index"
+                )
+            return pipeline_map
     if isinstance(layer_map, LayerMap):
         if layer_map.n_layers is not None and n_layers is not None and n_layers != layer_map.n_layers:
             raise ValueError(
@@ -392,6 +411,15 @@ def resolve_layer_map(
             f"n_layers must be at least {counted} (or None, to count it)"
         )
     return resolved
+
+
+def _pipeline_layer_map(model: nn.Layer, n_layers: int | None, family: str, pattern: str | None) -> LayerMap | None:
+    """The pipeline map of a model holding a pipeline layer, else ``None``."""
+    from paddle_llrd.layer_decay.pipeline import PipelineLayerMap, find_pipeline_layer
+
+    if find_pipeline_layer(model) is None:
+        return None
+    return PipelineLayerMap.from_model(model, n_layers=n_layers, family=family, pattern=pattern)
 
 
 def _structured_names(model_or_names: nn.Layer | Iterable[str]) -> list[str]:

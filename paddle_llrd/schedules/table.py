@@ -456,13 +456,22 @@ def plot_schedules(
         )
     ]
     if include_classes:
-        panels.append(("scheduler classes",
-                       _curves(class_schedules(learning_rate, warmup_steps, total_steps), last_step, total_steps)))
-    figure = Figure(figsize=(7 * len(panels), 5.5), layout="constrained")
-    axes_list = figure.subplots(1, len(panels), squeeze=False)[0]
-    for axes, (title, curves) in zip(axes_list, panels):
+        panels.append(("scheduler classes", _curves(class_schedules(learning_rate, warmup_steps, total_steps), last_step,
+                                                      total_steps)))
+    # One panel above the other, each with its legend in a row of its own below it, at about
+    # the width a docs page shows it: side by side, the 14-inch figure was scaled to half
+    # and its legends read about 5 px tall.
+    columns = [2 if max(len(label) for label in curves) <= 32 else 1 for _, curves in panels]
+    legend_heights = [0.3 * math.ceil(len(curves) / ncol) + 0.2 for (_, curves), ncol in zip(panels, columns)]
+    heights = [size for legend_height in legend_heights for size in (4.5, legend_height)]
+    figure = Figure(figsize=(8, sum(heights) + 0.5), layout="constrained")
+    rows = figure.subplots(2 * len(panels), 1, squeeze=False, gridspec_kw={"height_ratios": heights})
+    for index, ((title, curves), ncol) in enumerate(zip(panels, columns)):
+        axes, legend_axes = rows[2 * index, 0], rows[2 * index + 1, 0]
         _draw(axes, curves, title, warmup_steps, total_steps)
-        _legend_below(axes)
+        legend_axes.axis("off")
+        legend_axes.legend(*axes.get_legend_handles_labels(), loc="upper center", ncol=ncol, frameon=False,
+                           fontsize="medium")
     figure.suptitle(f"peak lr {learning_rate:g}, {warmup_steps} warmup steps, {total_steps} training steps")
     return _save(figure, path)
 

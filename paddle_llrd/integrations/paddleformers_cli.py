@@ -1,0 +1,324 @@
+"""``python -m paddle_llrd train CONFIG.yaml [key=value ...]``: PaddleFormers'
+own ``paddleformers-cli train`` workflows, trained by :class:`LLRDTrainer`.
+
+The config is the CLI's YAML (or JSON) as it is, ``stage``, ``fine_tuning``,
+``train_dataset_path`` and all, plus any of paddle_llrd's fields
+(``layerwise_decay``, ``layer_map``, any registered ``lr_scheduler_type`` with
+``lr_scheduler_kwargs``, ``weight_decay_end``/``weight_decay_incr_style``,
+``ema_decay``/``ema_eval``); ``key=value`` pairs after the file override it,
+as with ``paddleformers-cli``. The workflow that runs is PaddleFormers' own
+for the ``stage`` (its data pipeline and collators, LoRA, checkpoint
+detection and resume, saving), with two of its classes replaced for the
+run: the arguments class by :class:`LLRDFinetuningArguments` (the CLI's
+``FinetuningArguments`` plus paddle_llrd's fields) and the trainer by a
+subclass of the CLI's own trainer with :class:`LLRDTrainer` mixed in
+(:class:`LLRDSFTTrainer` for ``SFT``/``PT``, :class:`LLRDDPOTrainer` for
+``DPO``).
+
+Defaults that differ from ``paddleformers-cli``'s are printed as a warning at
+start, each with its reason (see :func:`changed_defaults`).
+
+One device trains in this process. Several GPUs (``device: gpu`` with more
+than one visible, or ``--nproc_per_node N``) are started the way
+``paddleformers-cli`` starts them, through ``paddle.distributed.launch``
+running ``python -m paddle_llrd train`` on each rank; ``device: cpu`` with ``--nproc_per_node N``
+starts N CPU ranks over gloo.
+
+Examples:
+    >>> changed_defaults({"compute_type": "bf16"})
+    {'save_checkpoint_format': ('flex_checkpoint', 'unified_checkpoint'), 'load_checkpoint_format': ('flex_checkpoint', 'unified_checkpoint')}
+    >>> sorted(changed_defaults({"compute_type": "float32", "amp_master_grad": False}))
+    ['load_checkpoint_format', 'save_checkpoint_format', 'sharding']
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shlex
+import subprocess
+import sys
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+from paddle_llrd.integrations.paddleformers import PADDLEFORMERS_REQUIREMENT
+
+try:
+    import yaml
+    from omegaconf import OmegaConf
+    from paddleformers.cli.hparams import parser as cli_parser
+    from paddleformers.cli.hparams.finetuning_args import FinetuningArguments
+    from paddleformers.cli.train import tuner as cli_tuner
+    from paddleformers.cli.train.dpo import workflow as dpo_workflow
+    from paddleformers.cli.train.dpo.dpo_trainer import DPOTrainer
+    from paddleformers.cli.train.sft import workflow as sft_workflow
+    from paddleformers.cli.train.sft.sft_trainer import SFTTrainer
+except ImportError as exc:  # paddleformers' CLI extras (omegaconf, ...) absent
+    from paddle_llrd.integrations._trainer import framework_import_error
+
+    raise framework_import_error(__name__, "PaddleFormers 1.2.0 with its CLI", PADDLEFORMERS_REQUIREMENT, exc) from exc
+
+from paddle_llrd.integrations.paddleformers import LLRDTrainer, LLRDTrainingArguments
+
+__all__ = [
+    "LLRD_STAGES",
+    "LLRDDPOTrainer",
+    "LLRDFinetuningArguments",
+    "LLRDSFTTrainer",
+    "changed_defaults",
+    "main",
+    "read_config",
+    "run_workflow",
+]
+
+#: The ``stage`` values whose PaddleFormers workflow trains through a trainer this module replaces.
+LLRD_STAGES = ("SFT", "PT", "VL-SFT", "VL-PT", "DPO", "VL-DPO")
+
+# compute_type values that FinetuningArguments turns into bf16=False and fp16=False.
+_NO_AMP_COMPUTE_TYPES = ("float32",)
+
+
+def _uses_amp(compute_type: Any) -> bool:
+    """Whether the CLI's ``compute_type`` switches AMP on: ``FinetuningArguments``
+    sets ``bf16`` for every type but ``fp16`` (then ``fp16``) and ``float32``."""
+    return compute_type not in _NO_AMP_COMPUTE_TYPES
+
+
+@dataclass
+class LLRDFinetuningArguments(LLRDTrainingArguments, FinetuningArguments):
+    """The CLI's ``FinetuningArguments`` (``compute_type``, ``decay_steps``,
+    the DPO fields, ...) with :class:`LLRDTrainingArguments`' fields and checks.
+
+    ``amp_master_grad`` and ``sharding`` default by the AMP that
+    ``compute_type`` selects, which ``FinetuningArguments`` resolves only in
+    its own ``__post_init__``: with ``bf16``/``fp16`` (the CLI's default)
+    they stay PaddleFormers' ``True`` and ``"stage1"``; with ``float32`` they
+    are ``False`` (PaddleFormers refuses ``True`` without AMP) and ``""``.
+    """
+
+    def __post_init__(self) -> None:
+        amp = _uses_amp(self.compute_type)
+        if self.amp_master_grad is None:
+            self.amp_master_grad = amp
+        if self.sharding is None:
+            self.sharding = _paddleformers_default("sharding") if amp else ""
+        super().__post_init__()
+
+
+class LLRDSFTTrainer(LLRDTrainer, SFTTrainer):
+    """The CLI's ``SFTTrainer`` (its evaluation with generation, logging and
+    PTQ hooks) training with :class:`paddle_llrd.AdamWDL` as
+    :class:`LLRDTrainer` does."""
+
+
+class LLRDDPOTrainer(LLRDTrainer, DPOTrainer):
+    """The CLI's ``DPOTrainer`` (its reference model and preference losses)
+    training with :class:`paddle_llrd.AdamWDL` as :class:`LLRDTrainer` does."""
+
+
+def _paddleformers_default(name: str) -> Any:
+    spec = FinetuningArguments.__dataclass_fields__[name]
+    return spec.default
+
+
+def changed_defaults(config: Dict[str, Any]) -> Dict[str, Tuple[Any, Any]]:
+    """The fields the config leaves unset whose default here differs from
+    ``paddleformers-cli``'s: ``{field: (paddleformers_default, default_here)}``.
+
+    The checkpoint formats are ``unified_checkpoint`` (PaddleFormers'
+    ``flex_checkpoint`` cannot resume in one process that has not initialised
+    ``fleet``: ``AttributeError: 'Fleet' object has no attribute '_hcg'``);
+    without AMP (``compute_type: float32``) ``amp_master_grad`` is ``False``
+    (PaddleFormers' ``True`` raises ``ValueError: [ConfigConflict]`` there)
+    and ``sharding`` is ``""`` (its ``stage1`` refuses several ranks without
+    ``amp_master_grad``).
+    """
+    amp = _uses_amp(config.get("compute_type", _paddleformers_default("compute_type")))
+    here = {
+        "save_checkpoint_format": LLRDTrainingArguments.__dataclass_fields__["save_checkpoint_format"].default,
+        "load_checkpoint_format": LLRDTrainingArguments.__dataclass_fields__["load_checkpoint_format"].default,
+        "amp_master_grad": amp,
+        "sharding": _paddleformers_default("sharding") if amp else "",
+    }
+    return {
+        name: (_paddleformers_default(name), value)
+        for name, value in here.items()
+        if name not in config and value != _paddleformers_default(name)
+    }
+
+
+_REASONS = {
+    "save_checkpoint_format": "PaddleFormers' flex_checkpoint does not resume in one process",
+    "load_checkpoint_format": "PaddleFormers' flex_checkpoint does not resume in one process",
+    "amp_master_grad": "compute_type float32 has no AMP, where PaddleFormers refuses amp_master_grad: true",
+    "sharding": "without AMP PaddleFormers' stage1 cannot start on several ranks",
+}
+
+
+def _announce_changed_defaults(config: Dict[str, Any]) -> None:
+    changed = changed_defaults(config)
+    if not changed:
+        return
+    lines = [
+        f"  {name}: {new!r} (paddleformers-cli: {old!r}) because {_REASONS[name]}"
+        for name, (old, new) in changed.items()
+    ]
+    message = (
+        "paddle_llrd train changes these paddleformers-cli defaults; set them in the config to choose:\n"
+        + "\n".join(lines)
+    )
+    warnings.warn(message, UserWarning, stacklevel=3)
+
+
+def read_config(path: str, overrides: List[str]) -> Dict[str, Any]:
+    """The config file (``.yaml``/``.yml`` or ``.json``) as a dict, with
+    ``key=value`` overrides (OmegaConf's dotted command-line syntax, as
+    ``paddleformers-cli`` reads them) merged in.
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist.
+        ValueError: another file type, a file that is not a mapping, or an
+            override that is not ``key=value``.
+    """
+    file = Path(path)
+    if file.suffix not in (".yaml", ".yml", ".json"):
+        raise ValueError(f"CONFIG must be a .yaml, .yml or .json file, got {path!r}")
+    if not file.is_file():
+        raise FileNotFoundError(f"CONFIG {path!r} does not exist")
+    text = file.read_text()
+    loaded = json.loads(text) if file.suffix == ".json" else yaml.safe_load(text)
+    if not isinstance(loaded, dict):
+        raise ValueError(f"CONFIG {path!r} must hold a mapping of argument names to values, got {type(loaded).__name__}")
+    bad = [item for item in overrides if "=" not in item or item.startswith("=")]
+    if bad:
+        raise ValueError(f"overrides after CONFIG must be key=value, got {bad}")
+    merged = OmegaConf.merge(OmegaConf.create(loaded), OmegaConf.from_cli(list(overrides)))
+    return OmegaConf.to_container(merged)
+
+
+@contextlib.contextmanager
+def _llrd_classes() -> Iterator[None]:
+    """PaddleFormers' workflows with this module's arguments and trainer classes;
+    the CLI's own classes are back afterwards, whatever happens."""
+    replaced = [
+        (cli_parser, "_TRAIN_ARGS", [
+            LLRDFinetuningArguments if cls is FinetuningArguments else cls for cls in cli_parser._TRAIN_ARGS
+        ]),
+        (sft_workflow, "SFTTrainer", LLRDSFTTrainer),
+        (dpo_workflow, "DPOTrainer", LLRDDPOTrainer),
+    ]
+    saved = [(module, name, getattr(module, name)) for module, name, _ in replaced]
+    try:
+        for module, name, value in replaced:
+            setattr(module, name, value)
+        yield
+    finally:
+        for module, name, value in saved:
+            setattr(module, name, value)
+
+
+def run_workflow(config: Dict[str, Any]) -> None:
+    """Run PaddleFormers' workflow for ``config["stage"]`` in this process with
+    :class:`LLRDFinetuningArguments` and the LLRD trainers.
+
+    Raises:
+        ValueError: a ``stage`` whose workflow trains with a trainer of its own
+            that is not replaced here (``dsv3_pretrain``, ``ernie_pretrain``,
+            ``auto-parallel``); PaddleFormers' ``ValueError`` for a key no
+            arguments class knows.
+    """
+    stage = config.get("stage", cli_parser.ModelArguments.__dataclass_fields__["stage"].default)
+    if stage not in LLRD_STAGES:
+        raise ValueError(
+            f"stage must be one of {sorted(LLRD_STAGES)} for paddle_llrd train, got {stage!r}: the other "
+            "PaddleFormers workflows build trainers of their own, which would train without layer decay; "
+            "run them with paddleformers-cli"
+        )
+    _announce_changed_defaults(config)
+    with _llrd_classes():
+        cli_tuner.run_tuner(dict(config))
+
+
+def _visible_gpus() -> List[str]:
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return [device for device in visible.split(",") if device.strip()]
+    import paddle
+
+    if not paddle.is_compiled_with_cuda():
+        return []
+    return [str(index) for index in range(paddle.device.cuda.device_count())]
+
+
+def _is_launched_rank() -> bool:
+    return "PADDLE_TRAINER_ID" in os.environ and "PADDLE_TRAINERS_NUM" in os.environ
+
+
+def _launch_command(nproc: int, device: str, argv: List[str]) -> Tuple[List[str], Dict[str, str]]:
+    """``python -m paddle.distributed.launch ... python -m paddle_llrd train CONFIG ...``
+    and its environment, as ``paddleformers-cli`` starts its ranks (log
+    directory ``PADDLEFORMERS_DIST_LOG``, master ``MASTER_ADDR:MASTER_PORT``,
+    ``NNODES``, ``RANK``)."""
+    env = dict(os.environ)
+    command = [
+        sys.executable, "-m", "paddle.distributed.launch",
+        "--log_dir", env.get("PADDLEFORMERS_DIST_LOG", "paddleformers_dist_log"),
+        "--nnodes", env.get("NNODES", "1"),
+        "--rank", env.get("RANK", "0"),
+        "--run_mode=collective",
+    ]
+    if "MASTER_ADDR" in env or "MASTER_PORT" in env:
+        command += ["--master", f"{env.get('MASTER_ADDR', '127.0.0.1')}:{env.get('MASTER_PORT', '8080')}"]
+    if device == "cpu":
+        env["PADDLE_DISTRI_BACKEND"] = "gloo"
+        command += ["--nproc_per_node", str(nproc)]
+    else:
+        gpus = _visible_gpus()
+        if nproc > len(gpus):
+            raise ValueError(f"--nproc_per_node {nproc} asks for more GPUs than the {len(gpus)} visible ({gpus})")
+        command += ["--gpus", ",".join(gpus[:nproc])]
+    # the package's root on each rank's path, as paddleformers-cli puts its own
+    package_root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+    # A training script that is no .py file is run as a command: each rank runs `python -m paddle_llrd train`.
+    return command + [sys.executable, "-m", "paddle_llrd", "train", *argv], env
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m paddle_llrd train",
+        description="Run PaddleFormers' CLI workflow for the config's stage (SFT, PT, DPO; full or LoRA) "
+                    "with LLRDTrainer: the CLI's YAML plus layerwise_decay, layer_map, registry schedules, "
+                    "weight-decay ramps and EMA.",
+    )
+    parser.add_argument("config", help="the paddleformers-cli config file (.yaml, .yml or .json)")
+    parser.add_argument("overrides", nargs="*", help="key=value pairs that override the file's entries")
+    parser.add_argument(
+        "--nproc_per_node", type=int, default=None,
+        help="ranks to start through paddle.distributed.launch (default: every visible GPU with device gpu, "
+             "else 1, in this process)",
+    )
+    return parser
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """The ``train`` command: ``python -m paddle_llrd train CONFIG [key=value ...]``."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    options = _parser().parse_intermixed_args(argv)
+    config = read_config(options.config, options.overrides)
+    device = str(config.get("device", "gpu")).split(":")[0]
+    if options.nproc_per_node is not None and options.nproc_per_node < 1:
+        raise ValueError(f"--nproc_per_node must be >= 1, got {options.nproc_per_node}")
+    nproc = options.nproc_per_node
+    if nproc is None:
+        nproc = max(1, len(_visible_gpus())) if device == "gpu" else 1
+    if nproc > 1 and not _is_launched_rank():
+        command, env = _launch_command(nproc, device, [options.config, *options.overrides])
+        print(f"[paddle_llrd] launching {nproc} ranks: {shlex.join(command)}", file=sys.stderr, flush=True)
+        return subprocess.call(command, env=env)
+    run_workflow(config)
+    return 0
+
