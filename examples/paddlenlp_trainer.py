@@ -119,7 +119,6 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, object]:
         weight_decay=options.weight_decay,
         logging_steps=1 if options.short else 25,
         save_strategy="no",
-        report_to=[],
         disable_tqdm=options.short,
         seed=options.seed,
     )

@@ -46,7 +46,7 @@ def test_a_registered_schedule_needs_llrd_training_arguments(tmp_path):
 
 
 QUIET_COMMAND_LINE = ["--per_device_train_batch_size", "8", "--logging_steps", "1", "--save_strategy", "no",
-                      "--report_to", "none", "--disable_tqdm", "true", "--seed", "11"]
+                      "--disable_tqdm", "true", "--seed", "11"]
 
 
 def test_lr_scheduler_kwargs_from_the_command_line_win_over_the_fields(tmp_path):

@@ -96,6 +96,7 @@ PADDLEFORMERS_REQUIREMENT = "pip install paddleformers==1.2.0 'numpy<=1.26.4' 'p
 try:
     from paddleformers.trainer import Trainer, TrainerCallback, TrainingArguments
     from paddleformers.trainer.trainer_utils import get_last_checkpoint
+    from paddleformers.utils.log import logger
 except ImportError as exc:  # absent, or present without the pins it needs
     from paddle_llrd.integrations._trainer import framework_import_error
 
@@ -202,3 +203,4 @@ class LLRDTrainer(LLRDTrainerMixin, Trainer):
 
     hooks_class = _LLRDHooks
     find_last_checkpoint = staticmethod(get_last_checkpoint)
+    logger = logger

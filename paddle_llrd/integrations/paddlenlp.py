@@ -92,7 +92,9 @@ PADDLENLP_REQUIREMENT = (
 
 try:
     from paddlenlp.trainer import Trainer, TrainerCallback, TrainingArguments
+    from paddlenlp.trainer.integrations import VisualDLCallback
     from paddlenlp.trainer.trainer_utils import get_last_checkpoint
+    from paddlenlp.utils.log import logger
 except ImportError as exc:  # absent, or present without the pins it needs
     from paddle_llrd.integrations._trainer import framework_import_error
 
@@ -128,6 +130,30 @@ class LLRDTrainingArguments(LLRDArgumentsMixin, TrainingArguments):
 
 class _LLRDHooks(TrainerHooks, TrainerCallback):
     """The LLRDTrainer's own callback events."""
+
+
+class _IntHyperparameters:
+    """``TrainingArguments`` as VisualDL's callback reads them, bools as ints
+    in ``to_sanitized_dict`` (everything else is the arguments' own)."""
+
+    def __init__(self, args: TrainingArguments) -> None:
+        self._args = args
+
+    def __getattr__(self, name: str):
+        return getattr(self._args, name)
+
+    def to_sanitized_dict(self) -> dict:
+        return {key: int(value) if isinstance(value, bool) else value
+                for key, value in self._args.to_sanitized_dict().items()}
+
+
+class _VisualDLCallback(VisualDLCallback):
+    """PaddleNLP 2.8.1's VisualDL callback, whose hyperparameter record
+    (``add_hparams``) fails on any bool field (``Expected an int, got a
+    boolean``) with PaddleNLP's own ``TrainingArguments`` too: it gets ints."""
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        return super().on_train_begin(_IntHyperparameters(args), state, control, **kwargs)
 
 
 class LLRDTrainer(LLRDTrainerMixin, Trainer):
@@ -170,3 +196,11 @@ class LLRDTrainer(LLRDTrainerMixin, Trainer):
 
     hooks_class = _LLRDHooks
     find_last_checkpoint = staticmethod(get_last_checkpoint)
+    logger = logger
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # report_to's VisualDL (PaddleNLP's default), whatever TrainingArguments the trainer was given
+        for index, callback in enumerate(self.callback_handler.callbacks):
+            if type(callback) is VisualDLCallback:
+                self.callback_handler.callbacks[index] = _VisualDLCallback(callback.vdl_writer)

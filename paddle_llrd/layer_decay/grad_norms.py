@@ -92,8 +92,9 @@ def _gradient(param: Any) -> Any:
     return main_grad if main_grad is not None else param.grad
 
 
-def group_grad_norms(groups: Mapping[str, List[Any]], loss_scale: float = 1.0) -> Dict[str, paddle.Tensor]:
-    """The norms of :func:`layer_grad_norms` as float32 scalar tensors,
+def group_grad_norms(groups: Mapping[str, List[Any]], loss_scale: Any = 1.0) -> Dict[str, paddle.Tensor]:
+    """The norms of :func:`layer_grad_norms` as float32 scalar tensors
+    (``loss_scale`` a float or a scalar tensor),
     ``{"total": ..., group: ...}``, over groups from :func:`layer_groups`;
     nothing is copied to the host (no device synchronisation), so a training
     loop can take them at every step and read them only when it logs."""
@@ -106,9 +107,9 @@ def group_grad_norms(groups: Mapping[str, List[Any]], loss_scale: float = 1.0) -
                 squares[name] = paddle.add_n(sums) if len(sums) > 1 else sums[0]
         if not squares:
             return {}
-        scale = 1.0 / float(loss_scale)
-        norms = {TOTAL: paddle.sqrt(paddle.add_n(list(squares.values()))) * scale}
-        norms.update({name: paddle.sqrt(value) * scale for name, value in squares.items()})
+        # a float, or the AMP scaler's scale tensor (kept on the device)
+        norms = {TOTAL: paddle.sqrt(paddle.add_n(list(squares.values()))) / loss_scale}
+        norms.update({name: paddle.sqrt(value) / loss_scale for name, value in squares.items()})
     return norms
 
 
