@@ -65,10 +65,14 @@ from .schedules.registry import (  # noqa: E402
     get_linear_annealing_schedule_with_warmup,
     get_linear_schedule_with_warmup,
     get_polynomial_decay_schedule_with_warmup,
+    get_reduce_on_plateau_schedule,
     get_scheduler,
+    get_sequential_schedule,
     get_wsd_schedule,
     register_scheduler,
 )
+from .schedules.plateau import ReduceOnPlateauSchedule  # noqa: E402
+from .schedules.sequential import SequentialSchedule  # noqa: E402
 from .layer_decay.layerwise import layerwise_lr_decay  # noqa: E402
 from .layer_decay.layer_maps import LayerMap, build_name_dict, make_layerwise_fn, no_decay_parameter_names, resolve_layer_map  # noqa: E402
 from .layer_decay.param_groups import layer_decay_param_groups, param_groups_table  # noqa: E402
@@ -90,7 +94,9 @@ __all__ = [
     "LinearAnnealingWithWarmupDecay",
     "LinearDecayWithWarmup",
     "PolyDecayWithWarmup",
+    "ReduceOnPlateauSchedule",
     "SchedulerType",
+    "SequentialSchedule",
     "TYPE_TO_SCHEDULER_FUNCTION",
     "WeightDecaySchedule",
     "build_name_dict",
@@ -104,7 +110,9 @@ __all__ = [
     "get_linear_annealing_schedule_with_warmup",
     "get_linear_schedule_with_warmup",
     "get_polynomial_decay_schedule_with_warmup",
+    "get_reduce_on_plateau_schedule",
     "get_scheduler",
+    "get_sequential_schedule",
     "get_wsd_schedule",
     "layer_decay_param_groups",
     "layer_grad_norms",

@@ -36,6 +36,9 @@ ADDED_NAMES = [
     "cosine_annealing_with_warmup",
     "linear_annealing_with_warmup",
 ]
+# Built from more than (learning_rate, num_warmup_steps, num_training_steps): tests/test_sequential.py and
+# tests/test_plateau.py cover them.
+COMPOSITE_NAMES = ["sequential", "reduce_lr_on_plateau"]
 
 pytestmark = pytest.mark.usefixtures("restore_registry")
 
@@ -44,7 +47,7 @@ pytestmark = pytest.mark.usefixtures("restore_registry")
 # The names and the table.
 # --------------------------------------------------------------------------
 def test_scheduler_type_holds_paddlenlp_names():
-    assert [member.value for member in SchedulerType] == PADDLENLP_NAMES + ADDED_NAMES
+    assert [member.value for member in SchedulerType] == PADDLENLP_NAMES + ADDED_NAMES + COMPOSITE_NAMES
     assert all(isinstance(member, str) for member in SchedulerType)
     assert SchedulerType("polynomial") is SchedulerType.POLYNOMIAL
     assert str(SchedulerType.CONSTANT_WITH_WARMUP) == "constant_with_warmup"

@@ -8,6 +8,7 @@ import re
 import sys
 
 import pytest
+import paddle
 from paddle.optimizer.lr import LambdaDecay, LRScheduler
 
 import schedule_formulas as formula
@@ -23,13 +24,29 @@ DOCS = os.path.join(os.path.dirname(__file__), os.pardir, "docs")
 pytestmark = pytest.mark.usefixtures("restore_registry")
 
 
+def paddle_plateau_lr(lr, total, s, min_lr):
+    """Paddle's own ReduceOnPlateau (factor 0.5, patience total // 10) after the losses of steps 0..s-1:
+    2 falling linearly to 1 at round(0.4 * total), flat afterwards (the table's documented metric)."""
+    fall = max(1, round(0.4 * total))
+    scheduler = paddle.optimizer.lr.ReduceOnPlateau(lr, factor=0.5, patience=total // 10, min_lr=min_lr)
+    for step in range(s):
+        scheduler.step(1.0 + max(0, fall - step) / fall)
+    return scheduler()
+
+
 def reference(name, lr, warmup, total, s, num_cycles=None, lr_end=1e-7, power=1.0, min_lr=None,
-              min_lr_rate=None, decay_style="cosine"):
+              min_lr_rate=None, decay_style="cosine", lr_warmup_init=0.0):
     """The formulas of schedule_formulas.py with the table's defaults: 0.5 cosine waves, 1 restart cycle,
-    floor 0 (0.1 * lr for cosine_with_min_lr), timescale W (10 000 without warmup), the last 10 % decaying."""
+    floor 0 (0.1 * lr for cosine_with_min_lr), timescale W (10 000 without warmup), the last 10 % decaying;
+    sequential: inverse_sqrt for total // 2 steps, then cosine from lr / 2 over the rest, each from its step 0;
+    reduce_lr_on_plateau: Paddle's class on the table's metric. ``lr_warmup_init``: Megatron-LM's warmup
+    ``init + (lr - init) * s / W`` for s < W."""
+    if lr_warmup_init and s < warmup and name not in ("constant", "reduce_lr_on_plateau"):
+        return lr_warmup_init + (lr - lr_warmup_init) * s / warmup
     floor = min_lr or 0.0
     if name == "cosine_with_min_lr":
         floor = min_lr if min_lr is not None else lr * (0.1 if min_lr_rate is None else min_lr_rate)
+    half = total // 2
     schedules = {
         "linear": lambda: formula.linear(lr, warmup, total, s),
         "cosine": lambda: formula.cosine(lr, warmup, total, s, 0.5 if num_cycles is None else num_cycles, floor),
@@ -44,6 +61,11 @@ def reference(name, lr, warmup, total, s, num_cycles=None, lr_end=1e-7, power=1.
         "warmup_stable_decay": lambda: formula.wsd(lr, warmup, total, int(0.1 * total), decay_style, floor / lr, s),
         "cosine_annealing_with_warmup": lambda: formula.annealing(lr, floor, warmup, total, "cosine", s),
         "linear_annealing_with_warmup": lambda: formula.annealing(lr, floor, warmup, total, "linear", s),
+        "sequential": lambda: (
+            formula.inverse_sqrt_timescale(lr, warmup, warmup or 10_000, s) if s < half
+            else formula.cosine(lr / 2, 0, total - half, s - half, 0.5 if num_cycles is None else num_cycles,
+                                min_lr or 0.0)),
+        "reduce_lr_on_plateau": lambda: paddle_plateau_lr(lr, total, s, min_lr or 0.0),
     }
     return schedules[name]()
 
@@ -86,6 +108,7 @@ def test_characteristic_steps():
 ALL_NAMES = {
     "linear", "cosine", "constant", "constant_with_warmup", "polynomial", "cosine_with_restarts", "inverse_sqrt",
     "cosine_with_min_lr", "warmup_stable_decay", "cosine_annealing_with_warmup", "linear_annealing_with_warmup",
+    "sequential", "reduce_lr_on_plateau",
 }
 
 
@@ -103,6 +126,10 @@ ALL_NAMES = {
             ["--learning-rate", "1e-3", "--warmup-steps", "10", "--total-steps", "120",
              "--min-lr-rate", "0.3", "--decay-style", "1-sqrt"],
             1e-3, 10, 120, {"min_lr_rate": 0.3, "decay_style": "1-sqrt"},
+        ),
+        (
+            ["--learning-rate", "1e-3", "--warmup-steps", "40", "--total-steps", "300", "--lr-warmup-init", "2e-4"],
+            1e-3, 40, 300, {"lr_warmup_init": 2e-4},
         ),
     ],
 )

@@ -3,14 +3,21 @@ r"""Schedules by name: ``get_scheduler("cosine", ...)``, as PaddleNLP's Trainer 
 The names are the ``lr_scheduler_type`` strings of PaddleNLP's
 ``TrainingArguments``, then Hugging Face's ``cosine_with_restarts``,
 ``inverse_sqrt``, ``cosine_with_min_lr`` and ``warmup_stable_decay`` (with
-Megatron-LM's decay styles) and the Megatron-style annealing schedulers. Every
-schedule function takes ``learning_rate`` first; all but the two annealing
-ones return a :class:`paddle.optimizer.lr.LambdaDecay` whose lr at step
-:math:`s` is ``learning_rate * f(s)``, with :math:`W` = ``num_warmup_steps``,
-:math:`T` = ``num_training_steps`` and the linear warmup
-:math:`f(s) = s / \max(1, W)` for :math:`s < W`. Each ``f`` is the shared
-warmup followed by one small decay function of :mod:`paddle_llrd.schedules.warmup`,
-bound with :func:`functools.partial` (so the schedulers pickle).
+Megatron-LM's decay styles), the Megatron-style annealing schedulers,
+``sequential`` (stages one after another, :class:`~paddle_llrd.SequentialSchedule`)
+and ``reduce_lr_on_plateau`` (Paddle's ``ReduceOnPlateau``, stepped with a
+metric). Every schedule function takes ``learning_rate`` first; all but the
+two annealing ones and those two return a
+:class:`paddle.optimizer.lr.LambdaDecay` whose lr at step :math:`s` is
+``learning_rate * f(s)``, with :math:`W` = ``num_warmup_steps``, :math:`T` =
+``num_training_steps`` and the linear warmup :math:`f(s) = s / \max(1, W)`
+for :math:`s < W`. Each ``f`` is the shared warmup followed by one small decay
+function of :mod:`paddle_llrd.schedules.warmup`, bound with
+:func:`functools.partial` (so the schedulers pickle).
+
+Every schedule with a warmup takes Megatron-LM's ``lr_warmup_init`` through
+:func:`get_scheduler`: the warmup then rises from ``lr_warmup_init`` instead
+of 0, and every later step keeps its value.
 
 :func:`register_scheduler` adds a schedule under a new name;
 :func:`get_scheduler` passes each schedule only the arguments it accepts.
@@ -20,10 +27,13 @@ from __future__ import annotations
 import enum
 import inspect
 import math
-from typing import Any, Callable, Dict, Optional, Union
+from collections.abc import Mapping, Sequence
+from typing import Any, Callable, Dict, List, Optional, Union
 
 from paddle.optimizer.lr import LambdaDecay, LRScheduler
 
+from .plateau import ReduceOnPlateauSchedule
+from .sequential import SequentialSchedule
 from .warmup import (
     _WSD_DECAY_STYLES,
     _LambdaSchedule,
@@ -42,7 +52,9 @@ from .warmup import (
     _learning_rate,
     _lr_lambda,
     _stable_then_decay,
+    _start_warmup_at,
     _step_count,
+    _warmup_init_lr,
 )
 
 __all__ = [
@@ -58,7 +70,9 @@ __all__ = [
     "get_linear_annealing_schedule_with_warmup",
     "get_linear_schedule_with_warmup",
     "get_polynomial_decay_schedule_with_warmup",
+    "get_reduce_on_plateau_schedule",
     "get_scheduler",
+    "get_sequential_schedule",
     "get_wsd_schedule",
     "register_scheduler",
     "DEFAULT_INVERSE_SQRT_TIMESCALE",
@@ -72,7 +86,8 @@ class SchedulerType(str, enum.Enum):
     The first five are PaddleNLP's ``lr_scheduler_type`` values; then come
     Hugging Face's ``cosine_with_restarts``, ``inverse_sqrt``,
     ``cosine_with_min_lr`` and ``warmup_stable_decay`` (with Megatron-LM's
-    decay styles), and the Megatron-style annealing schedulers.
+    decay styles), the Megatron-style annealing schedulers, ``sequential``
+    (schedules one after another) and Hugging Face's ``reduce_lr_on_plateau``.
 
     Examples:
         >>> from paddle_llrd import SchedulerType
@@ -93,6 +108,8 @@ class SchedulerType(str, enum.Enum):
     WARMUP_STABLE_DECAY = "warmup_stable_decay"
     COSINE_ANNEALING_WITH_WARMUP = "cosine_annealing_with_warmup"
     LINEAR_ANNEALING_WITH_WARMUP = "linear_annealing_with_warmup"
+    SEQUENTIAL = "sequential"
+    REDUCE_LR_ON_PLATEAU = "reduce_lr_on_plateau"
 
     def __str__(self) -> str:
         return self.value
@@ -686,6 +703,217 @@ def get_linear_annealing_schedule_with_warmup(
     return LinearAnnealingWithWarmupDecay(**arguments, last_epoch=last_epoch)
 
 
+#: Keys of a ``"sequential"`` stage that are not arguments of the stage's schedule.
+_STAGE_KEYS = ("name", "num_steps")
+
+
+def _stage_spec(stages: Any) -> List[Mapping]:
+    if isinstance(stages, (str, bytes, Mapping)) or not isinstance(stages, Sequence):
+        raise TypeError(
+            '`stages` must be a list of dicts such as {"name": "cosine", "num_steps": 1000, ...}, '
+            f"got {type(stages).__name__}."
+        )
+    if not stages:
+        raise ValueError("`stages` must hold at least one stage.")
+    for index, stage in enumerate(stages):
+        if not isinstance(stage, Mapping):
+            raise TypeError(
+                f'`stages[{index}]` must be a dict such as {{"name": "cosine", "num_steps": 1000}}, '
+                f"got {type(stage).__name__} {stage!r}."
+            )
+        if "name" not in stage:
+            raise ValueError(f"`stages[{index}]` lacks 'name', the registry name of its schedule: {dict(stage)!r}.")
+        if "last_epoch" in stage:
+            raise ValueError(
+                f"`stages[{index}]` sets 'last_epoch'; every stage starts at its own step 0, "
+                "pass last_epoch to the sequential schedule to resume."
+            )
+    return list(stages)
+
+
+def _stage_lengths(stages: List[Mapping], num_training_steps: Optional[int]) -> List[Optional[int]]:
+    """Each stage's ``num_steps``; the last one's may be left out, it then fills up ``num_training_steps``."""
+    lengths: List[Optional[int]] = []
+    for index, stage in enumerate(stages):
+        if "num_steps" in stage:
+            lengths.append(_step_count(stage["num_steps"], f"stages[{index}]['num_steps']", minimum=1))
+        elif index < len(stages) - 1:
+            raise ValueError(
+                f"`stages[{index}]` lacks 'num_steps' (the stage's length); only the last stage may leave it out."
+            )
+        else:
+            lengths.append(None)
+    earlier = sum(lengths[:-1])
+    if num_training_steps is None:
+        return lengths
+    if lengths[-1] is None:
+        if num_training_steps - earlier < 1:
+            raise ValueError(
+                f"The stages before the last take {earlier} steps, which leaves no step of `num_training_steps` "
+                f"({num_training_steps}) for `stages[{len(stages) - 1}]`."
+            )
+        lengths[-1] = num_training_steps - earlier
+    elif earlier + lengths[-1] != num_training_steps:
+        raise ValueError(
+            f"The stages' 'num_steps' add up to {earlier + lengths[-1]}, but `num_training_steps` is "
+            f"{num_training_steps}; leave out the last stage's 'num_steps' to let it fill the rest."
+        )
+    return lengths
+
+
+def _first_stage_option(stage: Mapping, key: str, value: Any, given: bool) -> Dict[str, Any]:
+    """The run's ``num_warmup_steps`` / ``lr_warmup_init`` for the first stage, unless it sets its own."""
+    if key in stage:
+        if given and stage[key] != value:
+            raise ValueError(
+                f"`stages[0]['{key}']` ({stage[key]!r}) contradicts `{key}` ({value!r}) given to the sequential "
+                "schedule, which applies to the first stage: keep one."
+            )
+        return {}
+    return {key: value} if given else {}
+
+
+def get_sequential_schedule(
+    learning_rate: float,
+    stages: List[Mapping],
+    num_warmup_steps: Optional[int] = None,
+    num_training_steps: Optional[int] = None,
+    num_cycles: Optional[float] = None,
+    lr_end: Optional[float] = None,
+    power: Optional[float] = None,
+    min_lr: Optional[float] = None,
+    lr_warmup_init: Optional[float] = None,
+    last_epoch: int = -1,
+) -> SequentialSchedule:
+    r"""Registry schedules one after another (``"sequential"``): a :class:`~paddle_llrd.SequentialSchedule`.
+
+    Each entry of ``stages`` is a dict ``{"name": ..., "num_steps": ...,
+    **options}``: the stage is ``get_scheduler(name, learning_rate,
+    num_training_steps=num_steps, **options)`` and starts, at its own step 0,
+    where the stages before it end. ``options`` may hold the stage's own
+    ``learning_rate`` (its peak; the run's by default), ``num_warmup_steps``
+    and any argument of its schedule. The last stage may leave ``num_steps``
+    out: it then takes what is left of ``num_training_steps``; otherwise the
+    lengths must add up to ``num_training_steps`` (when it is given).
+
+    The run's ``num_warmup_steps`` and ``lr_warmup_init`` (a Trainer's
+    ``warmup_steps`` / ``warmup_ratio``) are the first stage's, unless it sets
+    its own (a different non-zero value for both raises ``ValueError``); later
+    stages have no warmup unless they set ``num_warmup_steps``.
+    ``num_cycles``, ``lr_end``, ``power`` and ``min_lr``, when given, go to
+    every stage that takes them and does not set its own.
+
+    Args:
+        learning_rate (float): The peak lr of every stage that does not set its own.
+        stages (list[dict]): The stages, as above.
+        num_warmup_steps (int, optional): The first stage's warmup.
+        num_training_steps (int, optional): The whole run's steps.
+        num_cycles, lr_end, power, min_lr (float, optional): Shared stage options.
+        lr_warmup_init (float, optional): The first stage's warmup start.
+        last_epoch (int, optional): The last step already taken. Default: ``-1``.
+
+    Raises:
+        ValueError / TypeError: a stage that is not a dict, lacks ``name`` or
+            (but for the last) ``num_steps``, sets ``last_epoch``, or that its
+            schedule refuses; the message names the stage (``stages[i]``).
+
+    Examples:
+        >>> from paddle_llrd import get_scheduler
+        >>> scheduler = get_scheduler(
+        ...     "sequential", 1.0, num_warmup_steps=2, num_training_steps=8,
+        ...     stages=[{"name": "inverse_sqrt", "num_steps": 4},
+        ...             {"name": "cosine", "learning_rate": 0.5}])
+        >>> lrs = []
+        >>> for _ in range(9):
+        ...     lrs.append(round(scheduler(), 6))
+        ...     scheduler.step()
+        >>> lrs
+        [0.0, 0.5, 1.0, 0.816497, 0.5, 0.426777, 0.25, 0.073223, 0.0]
+    """
+    stages = _stage_spec(stages)
+    if num_training_steps is not None:
+        num_training_steps = _step_count(num_training_steps, "num_training_steps", minimum=1)
+    lengths = _stage_lengths(stages, num_training_steps)
+    given_warmup = num_warmup_steps is not None and num_warmup_steps != 0
+    shared = {
+        key: value
+        for key, value in (("num_cycles", num_cycles), ("lr_end", lr_end), ("power", power), ("min_lr", min_lr))
+        if value is not None
+    }
+    schedules = []
+    for index, (stage, length) in enumerate(zip(stages, lengths)):
+        options = {key: value for key, value in stage.items() if key not in _STAGE_KEYS}
+        stage_lr = options.pop("learning_rate", learning_rate)
+        if index == 0:
+            options.update(_first_stage_option(stage, "num_warmup_steps", num_warmup_steps, given_warmup))
+            options.update(_first_stage_option(stage, "lr_warmup_init", lr_warmup_init, lr_warmup_init is not None))
+        options.setdefault("num_warmup_steps", 0)
+        options = {**shared, **options}
+        try:
+            schedule = get_scheduler(stage["name"], stage_lr, num_training_steps=length, **options)
+        except (TypeError, ValueError, KeyError) as exc:
+            raise type(exc)(f"`stages[{index}]` ({stage['name']!r}): {exc}") from exc
+        schedules.append(schedule)
+    milestones = []
+    for length in lengths[:-1]:
+        milestones.append((milestones[-1] if milestones else 0) + length)
+    try:
+        return SequentialSchedule(schedules, milestones, last_epoch=last_epoch)
+    except TypeError as exc:  # a stage the sequence cannot hold (reduce_lr_on_plateau)
+        raise TypeError(str(exc).replace("`schedules[", "`stages[")) from exc
+
+
+def get_reduce_on_plateau_schedule(
+    learning_rate: float,
+    mode: str = "min",
+    factor: float = 0.1,
+    patience: int = 10,
+    threshold: float = 1e-4,
+    threshold_mode: str = "rel",
+    cooldown: int = 0,
+    min_lr: float = 0.0,
+    epsilon: float = 1e-8,
+    num_warmup_steps: Optional[int] = None,
+) -> ReduceOnPlateauSchedule:
+    r"""Lower the lr when a metric stops improving (``"reduce_lr_on_plateau"``).
+
+    A :class:`~paddle_llrd.schedules.plateau.ReduceOnPlateauSchedule`, i.e.
+    Paddle's :class:`paddle.optimizer.lr.ReduceOnPlateau` with these
+    arguments (its numbers, checked arguments): step it with the metric,
+    ``scheduler.step(eval_loss)``; after more than ``patience`` calls without
+    an improvement the lr becomes ``max(lr * factor, min_lr)``. The Trainer
+    integrations step it on the evaluation metric (``metric_for_best_model``).
+    It has no warmup: a ``num_warmup_steps`` above 0 raises ``ValueError``
+    (rather than being dropped); ``num_training_steps`` plays no part.
+
+    Examples:
+        >>> from paddle_llrd import get_scheduler
+        >>> scheduler = get_scheduler(
+        ...     "reduce_lr_on_plateau", 0.1, num_warmup_steps=0, num_training_steps=100,
+        ...     factor=0.5, patience=0)
+        >>> for loss in [1.0, 0.5, 0.6, 0.7]:
+        ...     scheduler.step(loss)
+        >>> scheduler()
+        0.025
+    """
+    if num_warmup_steps is not None and _step_count(num_warmup_steps, "num_warmup_steps") > 0:
+        raise ValueError(
+            f"`num_warmup_steps` is {num_warmup_steps}, but 'reduce_lr_on_plateau' has no warmup (its lr moves "
+            "only with the metric): set the warmup to 0."
+        )
+    return ReduceOnPlateauSchedule(
+        learning_rate,
+        mode=mode,
+        factor=factor,
+        patience=patience,
+        threshold=threshold,
+        threshold_mode=threshold_mode,
+        cooldown=cooldown,
+        min_lr=min_lr,
+        epsilon=epsilon,
+    )
+
+
 SchedulerFunction = Callable[..., LRScheduler]
 
 
@@ -710,7 +938,23 @@ TYPE_TO_SCHEDULER_FUNCTION: Dict[Union[SchedulerType, str], SchedulerFunction] =
     SchedulerType.WARMUP_STABLE_DECAY: get_wsd_schedule,
     SchedulerType.COSINE_ANNEALING_WITH_WARMUP: get_cosine_annealing_schedule_with_warmup,
     SchedulerType.LINEAR_ANNEALING_WITH_WARMUP: get_linear_annealing_schedule_with_warmup,
+    SchedulerType.SEQUENTIAL: get_sequential_schedule,
+    SchedulerType.REDUCE_LR_ON_PLATEAU: get_reduce_on_plateau_schedule,
 })
+
+#: The built-in schedule functions with a linear warmup, which take ``lr_warmup_init`` through get_scheduler.
+_WARMUP_SCHEDULE_FUNCTIONS = (
+    get_linear_schedule_with_warmup,
+    get_cosine_schedule_with_warmup,
+    get_constant_schedule_with_warmup,
+    get_polynomial_decay_schedule_with_warmup,
+    get_cosine_with_hard_restarts_schedule_with_warmup,
+    get_inverse_sqrt_schedule,
+    get_cosine_with_min_lr_schedule_with_warmup,
+    get_wsd_schedule,
+    get_cosine_annealing_schedule_with_warmup,
+    get_linear_annealing_schedule_with_warmup,
+)
 
 _BUILTIN_VALUES = frozenset(member.value for member in SchedulerType)
 
@@ -864,11 +1108,17 @@ def get_scheduler(
             ``"cosine_with_min_lr"``, ``"warmup_stable_decay"``, the annealing
             schedules). Default: ``0.0``.
         **kwargs: Further arguments for the schedule function: ``last_epoch``,
-            ``min_lr_rate`` (``"cosine_with_min_lr"``), ``timescale``
-            (``"inverse_sqrt"``), ``num_decay_steps``, ``decay_ratio``,
-            ``decay_style``, ``min_lr_ratio`` (``"warmup_stable_decay"``), or
-            those of a registered schedule; one it does not accept raises
-            ``TypeError``.
+            ``lr_warmup_init`` (every schedule with a warmup: Megatron-LM's
+            warmup start, ``0 <= lr_warmup_init <= learning_rate``; the lr at
+            step :math:`s < W` is then ``lr_warmup_init + (learning_rate -
+            lr_warmup_init) * s / W``), ``min_lr_rate``
+            (``"cosine_with_min_lr"``), ``timescale`` (``"inverse_sqrt"``),
+            ``num_decay_steps``, ``decay_ratio``, ``decay_style``,
+            ``min_lr_ratio`` (``"warmup_stable_decay"``), ``stages``
+            (``"sequential"``), ``mode``, ``factor``, ``patience``,
+            ``threshold``, ``threshold_mode``, ``cooldown``, ``epsilon``
+            (``"reduce_lr_on_plateau"``), or those of a registered schedule;
+            one it does not accept raises ``TypeError``.
 
     Raises:
         ValueError: ``name`` is unknown (the message lists the valid names),
@@ -903,6 +1153,10 @@ def get_scheduler(
     if key not in TYPE_TO_SCHEDULER_FUNCTION:
         raise ValueError(f"Unknown scheduler name {str(key)!r}; valid names are: {', '.join(_valid_names())}.")
     fn = TYPE_TO_SCHEDULER_FUNCTION[key]
+    if "lr_warmup_init" in kwargs and fn in _WARMUP_SCHEDULE_FUNCTIONS:
+        return _get_with_warmup_init(
+            key, learning_rate, num_warmup_steps, num_training_steps, num_cycles, lr_end, power, min_lr, **kwargs
+        )
     parameters = list(inspect.signature(fn).parameters.values())[1:]  # the first one takes learning_rate
     named = {
         p.name: p
@@ -944,3 +1198,18 @@ def get_scheduler(
                 f"Scheduler {str(key)!r} requires `{parameter.name}`, please provide that argument."
             )
     return fn(learning_rate, **arguments)
+
+
+def _get_with_warmup_init(
+    name: Union[str, SchedulerType], learning_rate: float, *args: Any, lr_warmup_init: Any, **kwargs: Any
+) -> LRScheduler:
+    """:func:`get_scheduler` for a built-in warmup schedule, its warmup started at ``lr_warmup_init``.
+
+    ``lr_warmup_init`` is checked against the peak before the schedule is built.
+    """
+    if lr_warmup_init is None:
+        return get_scheduler(name, learning_rate, *args, **kwargs)
+    peak = _learning_rate(learning_rate)
+    lr_warmup_init = _warmup_init_lr(lr_warmup_init, peak)
+    scheduler = get_scheduler(name, learning_rate, *args, **kwargs)
+    return _start_warmup_at(scheduler, lr_warmup_init, peak)

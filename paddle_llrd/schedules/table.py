@@ -10,6 +10,12 @@ with matplotlib when it is installed (``pip install paddle_llrd[plot]``).
 Options left unset keep each schedule's own defaults; an option goes only to
 the schedules that take it. ``"cosine_with_min_lr"``, which needs a floor, is
 shown with ``min_lr_rate=0.1`` unless ``--min-lr`` or ``--min-lr-rate`` is given.
+Two schedules need more than a peak, a warmup and a length, and are shown
+with illustrative settings (:func:`showcase_options`): ``"sequential"`` as
+``inverse_sqrt`` (with the run's warmup) for the first half, then a cosine
+from half the peak; ``"reduce_lr_on_plateau"`` (no warmup, ``factor=0.5``,
+``patience`` a tenth of the run) stepped on :func:`plateau_metric`, a loss
+that falls until 40 % of training and is flat afterwards.
 
 Every lr is read from a real scheduler stepped from step 0, as an optimizer
 would see it, never from a formula.
@@ -17,12 +23,13 @@ would see it, never from a formula.
 from __future__ import annotations
 
 import argparse
+import functools
 import inspect
 import math
 import os
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
-from paddle.optimizer.lr import LRScheduler
+from paddle.optimizer.lr import LRScheduler, ReduceOnPlateau
 
 from . import registry
 from .warmup import (
@@ -37,9 +44,14 @@ from .warmup import (
 
 __all__ = [
     "characteristic_steps",
+    "plateau_metric",
+    "showcase_options",
     "registry_schedules",
     "class_schedules",
     "wsd_style_schedules",
+    "warmup_init_schedules",
+    "schedule_table_text",
+    "write_doc_tables",
     "lr_curve",
     "format_table",
     "plot_schedules",
@@ -91,12 +103,52 @@ def characteristic_steps(warmup_steps: int, total_steps: int) -> List[Tuple[str,
 
 
 def _options_taken_by(fn: Callable[..., Any], options: Dict[str, Any]) -> Dict[str, Any]:
-    """Those of ``options`` that ``fn``'s signature names (all of them if it takes ``**kwargs``)."""
+    """Those of ``options`` that ``fn``'s signature names (all of them if it takes ``**kwargs``).
+
+    ``lr_warmup_init`` also reaches the built-in warmup schedules, which take it through ``get_scheduler``.
+    """
     parameters = inspect.signature(fn).parameters.values()
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
         return dict(options)
     names = {p.name for p in parameters}
+    if fn in registry._WARMUP_SCHEDULE_FUNCTIONS:
+        names.add("lr_warmup_init")
     return {key: value for key, value in options.items() if key in names}
+
+
+#: The share of training over which :func:`plateau_metric` falls.
+PLATEAU_FALL_SHARE = 0.4
+
+
+def plateau_metric(step: int, total_steps: int) -> float:
+    """The loss the table steps ``"reduce_lr_on_plateau"`` on: from 2 down to 1 at 40 % of training, then flat.
+
+    Examples:
+        >>> [plateau_metric(step, 10) for step in (0, 2, 4, 8)]
+        [2.0, 1.5, 1.0, 1.0]
+    """
+    fall = max(1, round(PLATEAU_FALL_SHARE * total_steps))
+    return 1.0 + max(0, fall - step) / fall
+
+
+def showcase_options(name: str, learning_rate: float, warmup_steps: int, total_steps: int) -> Dict[str, Any]:
+    """The settings the table and the docs show ``"sequential"`` and ``"reduce_lr_on_plateau"`` with.
+
+    ``"sequential"``: ``inverse_sqrt`` (with the run's warmup) for the first
+    half of training, then ``cosine`` from half the peak to 0 over the rest.
+    ``"reduce_lr_on_plateau"``: no warmup, ``factor=0.5`` and ``patience`` a
+    tenth of the run, stepped on :func:`plateau_metric`. Other names: ``{}``.
+
+    Examples:
+        >>> showcase_options("reduce_lr_on_plateau", 1e-3, 100, 1000)
+        {'num_warmup_steps': 0, 'factor': 0.5, 'patience': 100}
+    """
+    if name == "sequential":
+        return {"stages": [{"name": "inverse_sqrt", "num_steps": total_steps // 2},
+                           {"name": "cosine", "learning_rate": learning_rate / 2}]}
+    if name == "reduce_lr_on_plateau":
+        return {"num_warmup_steps": 0, "factor": 0.5, "patience": total_steps // 10}
+    return {}
 
 
 def registry_schedules(
@@ -110,13 +162,16 @@ def registry_schedules(
     *,
     min_lr_rate: Optional[float] = None,
     decay_style: Optional[str] = None,
+    lr_warmup_init: Optional[float] = None,
 ) -> List[Schedule]:
     """One entry per registered name, built by :func:`paddle_llrd.get_scheduler` with these arguments.
 
     An option left ``None`` is not passed (the schedule's default applies);
-    ``min_lr_rate`` and ``decay_style`` go only to the schedules whose function
-    takes them. Without ``min_lr`` and ``min_lr_rate``, ``"cosine_with_min_lr"``
-    gets ``min_lr_rate=DEFAULT_MIN_LR_RATE``.
+    ``min_lr_rate``, ``decay_style`` and ``lr_warmup_init`` go only to the
+    schedules that take them. Without ``min_lr`` and ``min_lr_rate``,
+    ``"cosine_with_min_lr"`` gets ``min_lr_rate=DEFAULT_MIN_LR_RATE``.
+    ``"sequential"`` and ``"reduce_lr_on_plateau"`` also get
+    :func:`showcase_options`.
     """
     common = {
         key: value
@@ -125,14 +180,14 @@ def registry_schedules(
     }
     if min_lr is None and min_lr_rate is None:
         min_lr_rate = DEFAULT_MIN_LR_RATE
-    extras = {key: value for key, value in (("min_lr_rate", min_lr_rate), ("decay_style", decay_style))
+    extras = {key: value for key, value in (("min_lr_rate", min_lr_rate), ("decay_style", decay_style),
+                                            ("lr_warmup_init", lr_warmup_init))
               if value is not None}
 
     def factory(name: str, fn: Callable[..., Any]) -> Callable[[], LRScheduler]:
-        options = {**common, **_options_taken_by(fn, extras)}
-        return lambda: registry.get_scheduler(
-            name, learning_rate, num_warmup_steps=warmup_steps, num_training_steps=total_steps, **options
-        )
+        options = {"num_warmup_steps": warmup_steps, **common, **_options_taken_by(fn, extras),
+                   **showcase_options(name, learning_rate, warmup_steps, total_steps)}
+        return lambda: registry.get_scheduler(name, learning_rate, num_training_steps=total_steps, **options)
 
     return [
         (str(key), f"registry_{key}", factory(str(key), fn))
@@ -195,6 +250,33 @@ def _inverse_sqrt_timescale_schedules(learning_rate: float, warmup_steps: int, t
     ]
 
 
+#: The warmup start the docs show ``lr_warmup_init`` with, as a fraction of the peak.
+DOC_WARMUP_INIT_SHARE = 0.1
+
+
+def warmup_init_schedules(
+    learning_rate: float = DEFAULT_LEARNING_RATE,
+    warmup_steps: int = DEFAULT_WARMUP_STEPS,
+    total_steps: int = DEFAULT_TOTAL_STEPS,
+    share: float = DOC_WARMUP_INIT_SHARE,
+) -> List[Schedule]:
+    """``"cosine"`` from 0 and ``"linear"``, ``"cosine"``, ``"warmup_stable_decay"`` with ``lr_warmup_init = share * peak``."""
+    init = share * learning_rate
+
+    def factory(name: str, lr_warmup_init: Optional[float]) -> Callable[[], LRScheduler]:
+        options = {} if lr_warmup_init is None else {"lr_warmup_init": lr_warmup_init}
+        return lambda: registry.get_scheduler(
+            name, learning_rate, num_warmup_steps=warmup_steps, num_training_steps=total_steps, **options
+        )
+
+    return [
+        ("cosine (warmup from 0)", "warmup_init_none", factory("cosine", None)),
+        (f"cosine, lr_warmup_init={init:g}", "warmup_init_cosine", factory("cosine", init)),
+        (f"linear, lr_warmup_init={init:g}", "warmup_init_linear", factory("linear", init)),
+        (f"warmup_stable_decay, lr_warmup_init={init:g}", "warmup_init_wsd", factory("warmup_stable_decay", init)),
+    ]
+
+
 def class_schedules(
     learning_rate: float = DEFAULT_LEARNING_RATE,
     warmup_steps: int = DEFAULT_WARMUP_STEPS,
@@ -240,21 +322,34 @@ def class_schedules(
     ]
 
 
-def lr_curve(factory: Callable[[], LRScheduler], last_step: int) -> List[float]:
-    """The lr at steps ``0..last_step`` of a fresh scheduler, advanced with ``step()`` as in training."""
+def lr_curve(
+    factory: Callable[[], LRScheduler], last_step: int, metric: Optional[Callable[[int], float]] = None
+) -> List[float]:
+    """The lr at steps ``0..last_step`` of a fresh scheduler, advanced with ``step()`` as in training.
+
+    A :class:`~paddle.optimizer.lr.ReduceOnPlateau` is stepped with
+    ``metric(step)`` after each step instead, which it then needs.
+    """
     scheduler = factory()
+    if isinstance(scheduler, ReduceOnPlateau) and metric is None:
+        raise TypeError("A ReduceOnPlateau is stepped with a metric: pass `metric`, a function of the step.")
     values = [scheduler()]
-    for _ in range(last_step):
-        scheduler.step()
+    for step in range(last_step):
+        if isinstance(scheduler, ReduceOnPlateau):
+            scheduler.step(metric(step))
+        else:
+            scheduler.step()
         values.append(scheduler())
     return values
 
 
-def _curves(schedules: Sequence[Schedule], last_step: int) -> Dict[str, Curve]:
+def _curves(schedules: Sequence[Schedule], last_step: int, total_steps: int) -> Dict[str, Curve]:
+    """Each schedule's :func:`lr_curve`; a ``ReduceOnPlateau`` is stepped on :func:`plateau_metric`."""
+    metric = functools.partial(plateau_metric, total_steps=total_steps)
     curves: Dict[str, Curve] = {}
     for label, _, factory in schedules:
         try:
-            curves[label] = lr_curve(factory, last_step)
+            curves[label] = lr_curve(factory, last_step, metric)
         except (TypeError, ValueError) as exc:  # a schedule these settings do not fit: report, go on
             curves[label] = exc
     return curves
@@ -329,6 +424,7 @@ def plot_schedules(
     min_lr: Optional[float] = None,
     min_lr_rate: Optional[float] = None,
     decay_style: Optional[str] = None,
+    lr_warmup_init: Optional[float] = None,
 ) -> str:
     """Write a PNG of every registered schedule's curve (and the scheduler classes') to ``path``.
 
@@ -349,14 +445,16 @@ def plot_schedules(
             _curves(
                 registry_schedules(
                     learning_rate, warmup_steps, total_steps, num_cycles, lr_end, power, min_lr,
-                    min_lr_rate=min_lr_rate, decay_style=decay_style,
+                    min_lr_rate=min_lr_rate, decay_style=decay_style, lr_warmup_init=lr_warmup_init,
                 ),
                 last_step,
+                total_steps,
             ),
         )
     ]
     if include_classes:
-        panels.append(("scheduler classes", _curves(class_schedules(learning_rate, warmup_steps, total_steps), last_step)))
+        panels.append(("scheduler classes",
+                       _curves(class_schedules(learning_rate, warmup_steps, total_steps), last_step, total_steps)))
     figure = Figure(figsize=(7 * len(panels), 5.5), layout="constrained")
     axes_list = figure.subplots(1, len(panels), squeeze=False)[0]
     for axes, (title, curves) in zip(axes_list, panels):
@@ -380,7 +478,8 @@ def write_doc_figures(
     shows :func:`wsd_style_schedules` together,
     ``registry_cosine_with_restarts_cycles.png`` three ``num_cycles`` and
     ``registry_inverse_sqrt_timescales.png`` the ``timescale`` with and
-    without warmup.
+    without warmup, ``registry_lr_warmup_init.png``
+    :func:`warmup_init_schedules`.
 
     Returns:
         The paths written, ``schedules.png`` first.
@@ -392,9 +491,10 @@ def write_doc_figures(
         ("warmup_stable_decay: the decay styles", "registry_warmup_stable_decay_styles", wsd_style_schedules),
         ("cosine_with_restarts: num_cycles", "registry_cosine_with_restarts_cycles", _restart_cycle_schedules),
         ("inverse_sqrt: warmup and timescale", "registry_inverse_sqrt_timescales", _inverse_sqrt_timescale_schedules),
+        ("lr_warmup_init: the warmup starts above 0", "registry_lr_warmup_init", warmup_init_schedules),
     ]
     for title, stem, make_schedules in groups:
-        curves = _curves(make_schedules(learning_rate, warmup_steps, total_steps), last_step)
+        curves = _curves(make_schedules(learning_rate, warmup_steps, total_steps), last_step, total_steps)
         figure = Figure(figsize=(5.5, 4.2), layout="constrained")
         axes = figure.subplots()
         _draw(axes, curves, title, warmup_steps, total_steps)
@@ -404,13 +504,56 @@ def write_doc_figures(
         learning_rate, warmup_steps, total_steps
     )
     for label, stem, factory in schedules:
-        curves = _curves([(label, stem, factory)], last_step)
+        curves = _curves([(label, stem, factory)], last_step, total_steps)
         if isinstance(curves[label], Exception):
             continue
         figure = Figure(figsize=(5.5, 3.2), layout="constrained")
         axes = figure.subplots()
         _draw(axes, curves, label, warmup_steps, total_steps)
         written.append(_save(figure, os.path.join(directory, f"{stem}.png")))
+    return written
+
+
+def schedule_table_text(
+    learning_rate: float = DEFAULT_LEARNING_RATE,
+    warmup_steps: int = DEFAULT_WARMUP_STEPS,
+    total_steps: int = DEFAULT_TOTAL_STEPS,
+    *,
+    include_classes: bool = False,
+    **options: Any,
+) -> str:
+    """The table ``python -m paddle_llrd schedules`` prints, ``options`` those of :func:`registry_schedules`."""
+    last_step = total_steps + max(1, total_steps // 10)
+    schedules = registry_schedules(learning_rate, warmup_steps, total_steps, **options)
+    if include_classes:
+        schedules += class_schedules(learning_rate, warmup_steps, total_steps)
+    return format_table(_curves(schedules, last_step, total_steps), characteristic_steps(warmup_steps, total_steps))
+
+
+def write_doc_tables(
+    directory: str,
+    learning_rate: float = DEFAULT_LEARNING_RATE,
+    warmup_steps: int = DEFAULT_WARMUP_STEPS,
+    total_steps: int = DEFAULT_TOTAL_STEPS,
+) -> List[str]:
+    """Write ``schedules_table.txt`` (every registered schedule) and
+    ``schedules_table_lr_warmup_init.txt`` (the same with ``lr_warmup_init``
+    a tenth of the peak) into ``directory``, for the docs.
+
+    Returns:
+        The paths written.
+    """
+    os.makedirs(directory, exist_ok=True)
+    tables = [
+        ("schedules_table.txt", {}),
+        ("schedules_table_lr_warmup_init.txt", {"lr_warmup_init": DOC_WARMUP_INIT_SHARE * learning_rate}),
+    ]
+    written = []
+    for file_name, options in tables:
+        path = os.path.join(directory, file_name)
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(schedule_table_text(learning_rate, warmup_steps, total_steps, **options) + "\n")
+        written.append(path)
     return written
 
 
@@ -463,6 +606,9 @@ def _parser() -> argparse.ArgumentParser:
                              f"(default: {DEFAULT_MIN_LR_RATE:g} when --min-lr is not given)")
     parser.add_argument("--decay-style", choices=["linear", "cosine", "exponential", "1-sqrt"], default=None,
                         help="decay stage of 'warmup_stable_decay' (default: cosine)")
+    parser.add_argument("--lr-warmup-init", type=_non_negative_float, default=None,
+                        help="lr the warmup starts from (Megatron-LM's --lr-warmup-init), for every schedule "
+                             "with a warmup (default: 0)")
     parser.add_argument("--classes", action="store_true",
                         help="also list the scheduler classes (LinearDecayWithWarmup, ...)")
     parser.add_argument("--output", default=DEFAULT_OUTPUT,
@@ -474,18 +620,14 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run ``python -m paddle_llrd schedules [flags]``; returns the exit status."""
     args = _parser().parse_args(argv)
-    last_step = args.total_steps + max(1, args.total_steps // 10)
-    points = characteristic_steps(args.warmup_steps, args.total_steps)
     options = dict(num_cycles=args.num_cycles, lr_end=args.lr_end, power=args.power, min_lr=args.min_lr,
-                   min_lr_rate=args.min_lr_rate, decay_style=args.decay_style)
-    schedules = registry_schedules(args.learning_rate, args.warmup_steps, args.total_steps, **options)
-    if args.classes:
-        schedules += class_schedules(args.learning_rate, args.warmup_steps, args.total_steps)
+                   min_lr_rate=args.min_lr_rate, decay_style=args.decay_style, lr_warmup_init=args.lr_warmup_init)
     print(
         f"Learning rate at characteristic steps: peak lr {args.learning_rate:g}, "
         f"{args.warmup_steps} warmup steps, {args.total_steps} training steps"
     )
-    print(format_table(_curves(schedules, last_step), points))
+    print(schedule_table_text(args.learning_rate, args.warmup_steps, args.total_steps,
+                              include_classes=args.classes, **options))
     if args.no_plot:
         return 0
     try:

@@ -124,15 +124,20 @@ def _floor_lr(min_lr: Any, peak: float, peak_name: str) -> float:
 # ----------------------------------------------------------------------------
 # lr factors f(step): the scheduler's lr is learning_rate * f(step).
 # ----------------------------------------------------------------------------
-def _warmup_fraction(step: int, warmup_steps: int) -> float:
-    """Linear warmup from 0: ``step / max(1, warmup_steps)``."""
-    return step / max(1, warmup_steps)
+def _warmup_fraction(step: int, warmup_steps: int, start: float = 0.0) -> float:
+    """Linear warmup from ``start`` (a fraction of the peak) to 1: ``start + (1 - start) * step / max(1, W)``.
+
+    With ``start=0`` this is exactly ``step / max(1, W)``, bit for bit.
+    """
+    return start + (1.0 - start) * (step / max(1, warmup_steps))
 
 
-def _factor_with_warmup(step: int, *, warmup_steps: int, decay: Callable[..., float], **decay_args: Any) -> float:
-    """Linear warmup for ``warmup_steps`` steps, then ``decay(step, warmup_steps=..., **decay_args)``."""
+def _factor_with_warmup(
+    step: int, *, warmup_steps: int, decay: Callable[..., float], warmup_start: float = 0.0, **decay_args: Any
+) -> float:
+    """Linear warmup from ``warmup_start`` for ``warmup_steps`` steps, then ``decay(step, warmup_steps=..., **decay_args)``."""
     if step < warmup_steps:
-        return _warmup_fraction(step, warmup_steps)
+        return _warmup_fraction(step, warmup_steps, warmup_start)
     return decay(step, warmup_steps=warmup_steps, **decay_args)
 
 
@@ -554,6 +559,9 @@ class _AnnealingWithWarmupDecay(_CheckedResume, LRScheduler):
     """Warmup to ``max_lr`` over ``warmup_step`` steps, anneal to ``min_lr`` at
     ``decay_step`` with :meth:`_anneal`, then stay at ``min_lr``."""
 
+    #: Where the warmup starts, as a fraction of ``max_lr`` (set by ``get_scheduler(..., lr_warmup_init=...)``).
+    warmup_start = 0.0
+
     def __init__(
         self,
         max_lr: float,
@@ -581,7 +589,7 @@ class _AnnealingWithWarmupDecay(_CheckedResume, LRScheduler):
     def get_lr(self) -> float:
         step = self.last_epoch
         if self.warmup_step > 0 and step <= self.warmup_step:
-            return self.max_lr * _warmup_fraction(step, self.warmup_step)
+            return self.max_lr * _warmup_fraction(step, self.warmup_step, self.warmup_start)
         if step > self.decay_step:
             return self.min_lr
         ratio = (step - self.warmup_step) / (self.decay_step - self.warmup_step)
@@ -715,3 +723,44 @@ class InverseSquareRootSchedule(_CheckedResume, LRScheduler):
         if step < self.warmup_steps:
             return self.peak_lr * _warmup_fraction(step, self.warmup_steps)
         return self.peak_lr * math.sqrt(self.warmup_steps) / math.sqrt(step)
+
+
+# ----------------------------------------------------------------------------
+# Megatron-LM's lr_warmup_init: a warmup that starts above 0.
+# ----------------------------------------------------------------------------
+def _warmup_init_lr(lr_warmup_init: Any, peak: float) -> float:
+    """``lr_warmup_init`` as a learning rate in ``[0, peak]``; errors name it."""
+    value = _finite_real(lr_warmup_init, "lr_warmup_init")
+    if value < 0:
+        raise ValueError(f"`lr_warmup_init` must be >= 0, got {value!r}.")
+    if value > peak:
+        raise ValueError(
+            f"`lr_warmup_init` ({value!r}) must be <= the peak learning rate ({peak!r}): the warmup rises from it."
+        )
+    return value
+
+
+def _start_warmup_at(scheduler: LRScheduler, lr_warmup_init: float, peak: float) -> LRScheduler:
+    """Make the linear warmup of a built-in schedule start at ``lr_warmup_init`` instead of 0.
+
+    The lr at step :math:`s < W` becomes ``lr_warmup_init + (peak -
+    lr_warmup_init) * s / W``; every other step keeps its value. The
+    scheduler's current lr is recomputed, so this works at any position.
+
+    Raises:
+        TypeError: ``scheduler`` is not one of this module's warmup schedules.
+    """
+    start = lr_warmup_init / peak if peak > 0 else 0.0
+    if isinstance(scheduler, _AnnealingWithWarmupDecay):
+        scheduler.warmup_start = start
+    elif (
+        isinstance(scheduler, LambdaDecay)
+        and isinstance(scheduler.lr_lambda, functools.partial)
+        and scheduler.lr_lambda.func is _factor_with_warmup
+    ):
+        keywords = {**scheduler.lr_lambda.keywords, "warmup_start": start}
+        scheduler.lr_lambda = functools.partial(_factor_with_warmup, *scheduler.lr_lambda.args, **keywords)
+    else:
+        raise TypeError(f"{type(scheduler).__name__} has no linear warmup that `lr_warmup_init` could start.")
+    scheduler.last_lr = scheduler.get_lr()
+    return scheduler
