@@ -127,6 +127,19 @@ def test_each_step_uses_the_learning_rate_of_the_named_schedule(kit, tmp_path, n
     check_step_learning_rates(kit, tmp_path, name, **SCHEDULES[name])
 
 
+def test_lr_warmup_init_from_lr_scheduler_kwargs_starts_the_warmup_there(kit, tmp_path):
+    """Megatron-LM's warmup from an initial lr, from a config: init + (peak - init) * s / W, then the schedule."""
+    lr, init, warmup, steps = 2e-3, 5e-4, 4, 10
+    recorder = make_recorder(kit)
+    args = kit.args(tmp_path, max_steps=steps, learning_rate=lr, warmup_steps=warmup, lr_scheduler_type="linear",
+                    lr_scheduler_kwargs={"lr_warmup_init": "5e-4"})
+    assert args.lr_scheduler_kwargs == {"lr_warmup_init": 5e-4}
+    kit.trainer(args, callbacks=[recorder], layerwise_decay=0.8).train()
+    expected = [init + (lr - init) * s / warmup if s < warmup else lr * schedule_factor("linear", s, warmup, steps)
+                for s in range(steps)]
+    assert recorder.lrs == pytest.approx(expected, rel=1e-6, abs=1e-12)
+
+
 def test_a_schedule_added_with_register_scheduler_drives_the_trainer(kit, tmp_path):
     from paddle.optimizer.lr import LambdaDecay
 
@@ -143,28 +156,8 @@ def test_a_schedule_added_with_register_scheduler_drives_the_trainer(kit, tmp_pa
     assert recorder.lrs == pytest.approx([1e-3 * 0.5 ** (s // 2) for s in range(6)], rel=1e-12)
 
 
-@pytest.fixture
-def plateau_schedule():
-    """"reduce_lr_on_plateau" in the registry: the registry's own, else (until it has one) Paddle's
-    ReduceOnPlateau registered for the test."""
-    if "reduce_lr_on_plateau" in {str(getattr(key, "value", key)) for key in paddle_llrd.TYPE_TO_SCHEDULER_FUNCTION}:
-        yield
-        return
-
-    def get_reduce_on_plateau(learning_rate, mode="min", factor=0.1, patience=10, threshold=1e-4,
-                              threshold_mode="rel", cooldown=0, min_lr=0.0, epsilon=1e-8):
-        return paddle.optimizer.lr.ReduceOnPlateau(learning_rate, mode, factor, patience, threshold, threshold_mode,
-                                                   cooldown, min_lr, epsilon)
-
-    paddle_llrd.register_scheduler("reduce_lr_on_plateau", get_reduce_on_plateau)
-    try:
-        yield
-    finally:
-        del paddle_llrd.TYPE_TO_SCHEDULER_FUNCTION["reduce_lr_on_plateau"]
-
-
-def test_reduce_lr_on_plateau_is_stepped_on_the_eval_metric_with_the_layer_ratios_kept(kit, tmp_path, plateau_schedule):
-    """Each step's lr is that of Paddle's ReduceOnPlateau fed the eval losses
+def test_reduce_lr_on_plateau_is_stepped_on_the_eval_metric_with_the_layer_ratios_kept(kit, tmp_path):
+    """"reduce_lr_on_plateau" from the registry: each step's lr is that of Paddle's ReduceOnPlateau fed the eval losses
     of the evaluations before it (not stepped per optimizer step), and every
     parameter follows a float64 AdamW at that lr times its layer ratio."""
     steps, lr, decay = 8, 5e-3, 0.5
@@ -200,7 +193,7 @@ def test_reduce_lr_on_plateau_is_stepped_on_the_eval_metric_with_the_layer_ratio
             np.testing.assert_allclose(value, trajectory[t][name], rtol=1e-5, atol=1e-6, err_msg=f"{name} step {t}")
 
 
-def test_reduce_lr_on_plateau_refuses_a_mode_against_greater_is_better(kit, tmp_path, plateau_schedule):
+def test_reduce_lr_on_plateau_refuses_a_mode_against_greater_is_better(kit, tmp_path):
     args = kit.args(tmp_path, lr_scheduler_type="reduce_lr_on_plateau", metric_for_best_model="accuracy",
                     evaluation_strategy="steps", eval_steps=2)
     trainer = kit.trainer(args)
@@ -414,4 +407,4 @@ def test_a_bad_value_on_the_command_line_is_refused(kit, tmp_path, field, value)
         )
 
 
-__all__ = [name for name in dir() if name.startswith("test_")] + ["plateau_schedule"]
+__all__ = [name for name in dir() if name.startswith("test_")]

@@ -247,11 +247,14 @@ def check_scheduler_kwargs(name: str, options: Mapping[str, Any]) -> SchedulerKw
         >>> check_scheduler_kwargs("warmup_stable_decay", {"decay_styl": "linear"})
         Traceback (most recent call last):
         ...
-        ValueError: lr_scheduler_kwargs has the key 'decay_styl', which lr_scheduler_type='warmup_stable_decay' does not take; valid keys: decay_ratio, decay_style, min_lr, min_lr_ratio, num_decay_steps
+        ValueError: lr_scheduler_kwargs has the key 'decay_styl', which lr_scheduler_type='warmup_stable_decay' does not take; valid keys: decay_ratio, decay_style, lr_warmup_init, min_lr, min_lr_ratio, num_decay_steps
     """
     function = registry.TYPE_TO_SCHEDULER_FUNCTION[registry._registry_key(name)]
     parameters = list(inspect.signature(function).parameters.values())[1:]  # the first one takes learning_rate
     named = {p.name: p for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    if function in getattr(registry, "_WARMUP_SCHEDULE_FUNCTIONS", ()):  # get_scheduler adds Megatron's warmup start
+        named.setdefault("lr_warmup_init", inspect.Parameter("lr_warmup_init", inspect.Parameter.KEYWORD_ONLY,
+                                                             default=0.0))
     takes_any = any(p.kind is p.VAR_KEYWORD for p in parameters)
     valid = sorted(key for key in named if key not in _SET_BY_THE_TRAINER)
     checked = SchedulerKwargs()
