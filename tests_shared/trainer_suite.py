@@ -193,6 +193,31 @@ def test_reduce_lr_on_plateau_is_stepped_on_the_eval_metric_with_the_layer_ratio
             np.testing.assert_allclose(value, trajectory[t][name], rtol=1e-5, atol=1e-6, err_msg=f"{name} step {t}")
 
 
+def test_a_run_with_reduce_lr_on_plateau_resumes_as_the_uninterrupted_run(kit, tmp_path):
+    """The plateau's state (best metric, bad evaluations, reduced lr) comes back from the checkpoint (taken
+    mid-epoch: PaddleNLP 2.8.1 resumed at an epoch boundary does not repeat the uninterrupted run, with any
+    schedule)."""
+    options = {"factor": 0.5, "patience": 0, "threshold": 0.5}
+
+    def run(output_dir, resume=None):
+        recorder = make_recorder(kit)
+        with paddle.utils.unique_name.guard():
+            args = kit.args(output_dir, max_steps=6, learning_rate=5e-3, lr_scheduler_type="reduce_lr_on_plateau",
+                            lr_scheduler_kwargs=options, evaluation_strategy="steps", eval_steps=2,
+                            save_strategy="steps", save_steps=3, layerwise_decay=0.5)
+            trainer = kit.trainer(args, model=kit.make_model(seed=7 if resume is None else 99),
+                                  callbacks=[recorder], eval_dataset=kit.make_dataset())
+            trainer.train(resume_from_checkpoint=resume)
+        return recorder.lrs, parameters_numpy(trainer.model)
+
+    whole_lrs, whole_weights = run(tmp_path / "whole")
+    assert len(set(whole_lrs[3:])) == 2  # the lr is lowered after the resume point too
+    resumed_lrs, resumed_weights = run(tmp_path / "resumed", resume=str(tmp_path / "whole" / "checkpoint-3"))
+    assert resumed_lrs == whole_lrs[3:]
+    for name, value in whole_weights.items():
+        np.testing.assert_array_equal(resumed_weights[name], value, err_msg=name)
+
+
 def test_reduce_lr_on_plateau_refuses_a_mode_against_greater_is_better(kit, tmp_path):
     args = kit.args(tmp_path, lr_scheduler_type="reduce_lr_on_plateau", metric_for_best_model="accuracy",
                     evaluation_strategy="steps", eval_steps=2)

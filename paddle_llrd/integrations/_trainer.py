@@ -401,7 +401,7 @@ class LLRDTrainerMixin:
         args = self.args
         greater_is_better = getattr(args, "greater_is_better", None)
         if greater_is_better is None:
-            greater_is_better = _metric_key(args) not in ("eval_loss",)
+            greater_is_better = not _metric_key(args).endswith("loss")  # the frameworks' rule
         if (scheduler.mode == "max") != bool(greater_is_better):
             raise ValueError(
                 f"lr_scheduler_type={plain_name(args.lr_scheduler_type)!r} lowers the lr when "
