@@ -457,19 +457,30 @@ class LLRDTrainerMixin:
         self.logger.info(self._summary())
 
     def _optimizer(self) -> Any:
-        """The AdamWDL (or an optimizer passed in) under a framework's distributed wrapper."""
-        return getattr(self.optimizer, "_inner_opt", self.optimizer)
+        """The AdamWDL (or an optimizer passed in) under the framework's distributed wrappers (two for sharding)."""
+        optimizer = self.optimizer
+        while getattr(optimizer, "_inner_opt", None) is not None:
+            optimizer = optimizer._inner_opt
+        return optimizer
 
     def _set_up_logged_groups(self) -> None:
         optimizer = self._optimizer()
         self._lr_ratios = {}
-        if isinstance(optimizer, AdamWDL):
-            ratios: Dict[str, set] = {}
+        ratios: Dict[str, set] = {}
+        if self.set_param_lr_fun is self.layer_map and isinstance(optimizer, AdamWDL):
+            # every trainable parameter of the model, also those a sharded optimizer keeps on other ranks
+            for name, param in self.model.named_parameters():
+                if not param.stop_gradient:
+                    layer_id = self.layer_map.layer_id(name, self.n_layers)
+                    ratio = float(self.layer_map.ratio(name, optimizer.layerwise_decay, self.n_layers))
+                    ratios.setdefault(layer_group_name(layer_id, self.n_layers), set()).add(ratio)
+        elif isinstance(optimizer, AdamWDL):  # a set_param_lr_fun: the ratios the optimizer's table shows
             for row in optimizer.param_lr_table():
                 if row.layer_id is None:
                     ratios = {}
                     break
                 ratios.setdefault(layer_group_name(row.layer_id, self.n_layers), set()).add(row.ratio)
+        if ratios:
             if any(ratio != 1.0 for values in ratios.values() for ratio in values):
                 # one ratio per group with a LayerMap; a set_param_lr_fun may give several (then left out)
                 self._lr_ratios = {name: values.pop() for name, values in ratios.items() if len(values) == 1}
