@@ -25,6 +25,8 @@ model of the same size. Run it in an environment with PaddleFormers (see
     python examples/paddleformers_llama.py --output_dir out          # ~1 min on 2 CPU cores
     python examples/paddleformers_llama.py --output_dir out --short  # a few steps (the tests' mode)
     python examples/paddleformers_llama.py config.json               # or config.yaml; flags after it win
+    python examples/paddleformers_llama.py --output_dir out --save_strategy steps --save_steps 50
+    python examples/paddleformers_llama.py --output_dir out --resume_from_checkpoint out/checkpoint-50
     python examples/paddleformers_llama.py --output_dir out --layerwise_decay 0.65 \\
         --lr_scheduler_type cosine_with_min_lr --lr_scheduler_kwargs '{"min_lr_rate": 0.1}'
 
@@ -39,11 +41,20 @@ A config file holds the same names as the flags, e.g.::
 Settings come in this order, each overriding the one before: the example's
 defaults (``EXAMPLE_DEFAULTS``), the config file, ``--short`` (which only
 shortens the run: ``SHORT_RUN``), then the other command-line flags.
+
+A run resumes from ``--resume_from_checkpoint`` or, without it, from the last
+checkpoint in ``output_dir`` (as PaddleFormers' own scripts do: its
+``Trainer.train()`` does not read ``resume_from_checkpoint`` from the
+arguments); ``--overwrite_output_dir`` starts afresh. The logs (and VisualDL,
+PaddleFormers' default ``report_to``, under ``output_dir/runs``) show each
+layer group's learning rate (``learning_rate/layer_0``, ...), the weight decay
+and the gradient norms.
 """
 # No `from __future__ import annotations`: PdArgumentParser reads the dataclass
 # fields' types at run time.
 import argparse
 import json
+import os
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence
@@ -65,7 +76,6 @@ EXAMPLE_DEFAULTS: Dict[str, Any] = {
     "ema_decay": 0.99,
     "logging_steps": 20,
     "save_strategy": "no",
-    "report_to": "none",
     "seed": 42,
 }
 #: ``--short``: a few steps on little data, for a quick check (the tests' mode).
@@ -187,13 +197,15 @@ def layer_groups(trainer, model) -> Dict[str, float]:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
-    """Train, evaluate, save, print the per-layer learning rates; returns
-    ``learning_rates`` and ``weight_decays`` (one per optimizer step),
-    ``layer_ratios``, ``train_loss``, ``eval_loss``, ``ema_updates`` and the
-    parsed ``training_args``."""
+    """Train (resuming as above), evaluate, save, print the per-layer learning
+    rates; returns ``learning_rates`` and ``weight_decays`` (one per optimizer
+    step this run took), ``layer_ratios``, ``train_loss``, ``eval_loss``,
+    ``eval_ema_loss`` (None without an EMA), ``ema_updates`` and the parsed
+    ``training_args``."""
     options, training_args = parse(sys.argv[1:] if argv is None else argv)
 
     import paddle
+    from paddleformers.trainer.trainer_utils import get_last_checkpoint
 
     from paddle_llrd.integrations.paddleformers import LLRDTrainer
 
@@ -208,8 +220,12 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
         eval_dataset=counting_sequences(n_eval, options.vocab_size, seed=training_args.seed + 1),
         callbacks=[recorder],
     )
-    train_output = trainer.train()
-    eval_metrics = trainer.evaluate()  # with the averaged weights while ema_eval is on
+    # PaddleFormers' Trainer.train() ignores args.resume_from_checkpoint: pass it, or the last checkpoint
+    last_checkpoint = None
+    if os.path.isdir(training_args.output_dir) and not training_args.overwrite_output_dir:
+        last_checkpoint = get_last_checkpoint(training_args.output_dir)
+    train_output = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint or last_checkpoint)
+    eval_metrics = trainer.evaluate()  # eval_loss; with an EMA and ema_eval also eval_ema_loss (averaged weights)
     trainer.save_model()  # the trained weights, and with an EMA the averaged ones in <output_dir>/ema
 
     ratios = layer_groups(trainer, model)
@@ -222,8 +238,8 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
     print(f"weight decay {recorder.weight_decays[0]:g} -> {recorder.weight_decays[-1]:g} "
           f"({training_args.weight_decay_incr_style})")
     ema_updates = trainer.ema.num_updates if trainer.ema is not None else 0
-    print(f"train loss {train_output.training_loss:.4f}, eval loss {eval_metrics['eval_loss']:.4f} "
-          f"(EMA of {ema_updates} steps: {trainer.ema is not None and training_args.ema_eval}); "
+    averaged = f", of the EMA of {ema_updates} steps {eval_metrics['eval_ema_loss']:.4f}" if "eval_ema_loss" in eval_metrics else ""
+    print(f"train loss {train_output.training_loss:.4f}, eval loss {eval_metrics['eval_loss']:.4f}{averaged}; "
           f"saved to {training_args.output_dir}")
     return {
         "learning_rates": recorder.learning_rates,
@@ -231,6 +247,7 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
         "layer_ratios": ratios,
         "train_loss": train_output.training_loss,
         "eval_loss": eval_metrics["eval_loss"],
+        "eval_ema_loss": eval_metrics.get("eval_ema_loss"),
         "ema_updates": ema_updates,
         "training_args": training_args,
     }

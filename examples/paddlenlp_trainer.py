@@ -20,10 +20,20 @@ Run it in an environment with PaddleNLP (see ``requirements-paddlenlp.txt``)::
     python examples/paddlenlp_trainer.py                  # about 30 s on 2 CPU cores
     python examples/paddlenlp_trainer.py --short          # a few steps (the tests' mode)
     python examples/paddlenlp_trainer.py --lr-scheduler-type cosine --layerwise-decay 0.65
+    python examples/paddlenlp_trainer.py --output-dir out --save-steps 100    # checkpoints in out/
+    python examples/paddlenlp_trainer.py --output-dir out --resume-from-checkpoint out/checkpoint-100
+
+A run resumes from ``--resume-from-checkpoint`` or, without it, from the last
+checkpoint in ``--output-dir`` (PaddleNLP's ``Trainer.train()`` does not read
+``resume_from_checkpoint`` from the arguments, so the script passes it). The
+logs (and VisualDL, PaddleNLP's default ``report_to``, under
+``<output-dir>/runs``) show each layer group's learning rate, e.g.
+``learning_rate/layer_0``, and the gradient norms.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 import tempfile
@@ -72,13 +82,17 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser.add_argument("--weight-decay", type=float, default=0.01, help="decoupled weight decay (default 0.01)")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--output-dir", default=None, help="Trainer output folder (default: a temporary one)")
+    parser.add_argument("--save-steps", type=int, default=0, help="save a checkpoint every N steps (default 0: none)")
+    parser.add_argument("--resume-from-checkpoint", default=None,
+                        help="a checkpoint folder to resume from (default: the last one in --output-dir)")
     parser.add_argument("--short", action="store_true", help="a few steps on little data, for a quick check")
     return parser.parse_args(argv)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> Dict[str, object]:
     """Train, evaluate and print the per-layer learning rates; returns the
-    metrics (``train_loss``, ``eval_accuracy``, ``learning_rates`` logged per
+    metrics (``train_loss``, ``eval_accuracy``, ``start_step`` (0, or the
+    resumed checkpoint's step), ``learning_rates`` logged per
     step, ``layer_ratios``)."""
     options = parse_args(argv)
     if options.short:
@@ -86,6 +100,8 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, object]:
 
     # Imported here so that --help works without PaddleNLP installed.
     import paddle
+    from paddlenlp.trainer import TrainerCallback
+    from paddlenlp.trainer.trainer_utils import get_last_checkpoint
     from paddlenlp.transformers import BertConfig, BertForSequenceClassification
 
     from paddle_llrd import layerwise_lr_decay
@@ -118,11 +134,20 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, object]:
         lr_scheduler_type=options.lr_scheduler_type,
         weight_decay=options.weight_decay,
         logging_steps=1 if options.short else 25,
-        save_strategy="no",
-        report_to=[],
+        save_strategy="steps" if options.save_steps > 0 else "no",
+        save_steps=max(options.save_steps, 1),
         disable_tqdm=options.short,
         seed=options.seed,
     )
+    class StartingStep(TrainerCallback):
+        """The global step training starts from (0, or a resumed checkpoint's)."""
+
+        step = 0
+
+        def on_train_begin(self, args, state, control, **kwargs):
+            self.step = state.global_step
+
+    starting_step = StartingStep()
     trainer = LLRDTrainer(
         model=model,
         args=training_args,
@@ -130,8 +155,11 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, object]:
         eval_dataset=eval_data,
         compute_metrics=accuracy,
         layerwise_decay=options.layerwise_decay,
+        callbacks=[starting_step],
     )
-    train_output = trainer.train()
+    # PaddleNLP's Trainer.train() does not read args.resume_from_checkpoint: pass it, or the last checkpoint
+    last_checkpoint = get_last_checkpoint(output_dir) if os.path.isdir(output_dir) else None
+    train_output = trainer.train(resume_from_checkpoint=options.resume_from_checkpoint or last_checkpoint)
     eval_metrics = trainer.evaluate()
 
     name_dict = {param.name: name for name, param in model.named_parameters()}
@@ -150,6 +178,7 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, object]:
         "train_loss": train_output.training_loss,
         "eval_accuracy": eval_metrics["eval_accuracy"],
         "learning_rates": learning_rates,
+        "start_step": starting_step.step,
         "layer_ratios": layer_ratios,
     }
 

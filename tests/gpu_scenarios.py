@@ -164,10 +164,14 @@ def expected_group_decay(name: str, ndim: int) -> float:
 
 def check_layer_decay_groups_with_paddle_adamw(amp_level: Optional[str]) -> None:
     """``layer_decay_param_groups`` with ``paddle.optimizer.AdamW``: each
-    parameter steps and decays with the global lr times its layer ratio
-    (Paddle's AdamW decays with the group's lr). ``amp_level`` "O2": float16
-    weights, float32 master weights and a ``GradScaler``; None: float32."""
+    parameter steps and decays with the global lr times its layer ratio times
+    its own ParamAttr lr factor (the runner's model gives the pooler 2 and the
+    classifier 0.5; Paddle's AdamW decays with the group's lr). ``amp_level``
+    "O2": float16 weights, float32 master weights and a ``GradScaler``; None:
+    float32."""
     model = start_model()
+    own_factors = {name: float(param.optimize_attr["learning_rate"]) for name, param in model.named_parameters()}
+    assert sorted(set(own_factors.values())) == [0.5, 1.0, 2.0]  # the factors matter below
     shapes = {name: len(param.shape) for name, param in model.named_parameters()}
     groups = layer_decay_param_groups(model, runner.LAYERWISE_DECAY, weight_decay=runner.WEIGHT_DECAY, layer_map="bert")
     scheduler = runner.make_learning_rate("scheduler")
@@ -202,7 +206,8 @@ def check_layer_decay_groups_with_paddle_adamw(amp_level: Optional[str]) -> None
         opt.clear_grad()
         scheduler.step()
         reference.step(
-            grads, lr, lr_scale=expected_group_ratio, weight_decay=lambda name: expected_group_decay(name, shapes[name])
+            grads, lr, lr_scale=lambda name: expected_group_ratio(name) * own_factors[name],
+            weight_decay=lambda name: expected_group_decay(name, shapes[name])
         )
     assert_close_to_reference(model, opt, reference)
 

@@ -249,6 +249,38 @@ def test_building_groups_again_after_an_optimizer_gives_the_same_ratios():
     assert [g["learning_rate"] for g in again] == [g["learning_rate"] for g in first]
 
 
+def test_a_parameters_own_lr_factor_is_kept_as_adamwdl_keeps_it():
+    """A ParamAttr(learning_rate=s) factor (PaddleFormers' LoRA+ lora_plus_scale on lora_B) multiplies the
+    layer ratio, in a group of its own; building the groups again after an optimizer gives the same."""
+    model = build("llama")
+    boosted = {name: param for name, param in model.named_parameters() if name.endswith("mlp.weight")}
+    assert len(boosted) == N_BLOCKS
+    for param in boosted.values():
+        param.optimize_attr["learning_rate"] = 4.0
+    for attempt in range(2):
+        groups = layer_decay_param_groups(model, DECAY, WEIGHT_DECAY)
+        by_param = {id(p): g["learning_rate"] for g in groups for p in g["params"]}
+        for name, param in model.named_parameters():
+            factor = 4.0 if name in boosted else 1.0
+            assert by_param[id(param)] == pytest.approx(expected_ratio(name) * factor, rel=1e-12), (attempt, name)
+        paddle.optimizer.AdamW(learning_rate=LR, parameters=groups)  # writes the group lrs into optimize_attr
+
+    # the numbers: a float64 AdamW at lr * ratio * 4 for the boosted parameters
+    model = build("llama")
+    for name, param in model.named_parameters():
+        if name.endswith("mlp.weight"):
+            param.optimize_attr["learning_rate"] = 4.0
+    start = weights(model)
+    grads = train(model, paddle.optimizer.AdamW(learning_rate=LR, parameters=layer_decay_param_groups(model, DECAY),
+                                                weight_decay=0.0), "llama")
+    reference = ReferenceAdamW(start, weight_decay=0.0)
+    for step_grads in grads:
+        reference.step(step_grads, LR, lr_scale=lambda n: expected_ratio(n) * (4.0 if n.endswith("mlp.weight")
+                                                                             else 1.0))
+    for name, value in weights(model).items():  # float32 steps at up to 4x the lr: a little more rounding
+        np.testing.assert_allclose(value, reference.params[name], rtol=RTOL, atol=5e-6, err_msg=name)
+
+
 # ------------------------------------------------------------ AdamW numbers
 @pytest.mark.parametrize("family", sorted(MODELS))
 def test_adamw_with_groups_scales_the_decay_by_the_group_lr(family):

@@ -68,11 +68,22 @@ def train(out_dir: str, sharding: str = "", max_grad_norm: float = 1.0) -> None:
             seed=11,
             logging_steps=1,
             save_strategy="no",
-            report_to=[],
             disable_tqdm=True,
         )
+        from paddleformers.trainer import TrainerCallback
+
+        class LastTrainingLog(TrainerCallback):
+            """What the last training log says about the layer groups and the gradients."""
+
+            def on_log(self, args, state, control, logs=None, **kwargs):
+                if logs and "loss" in logs:
+                    for key, value in logs.items():
+                        if key.startswith(("learning_rate/", "grad_norm", "weight_decay")):
+                            result[f"logged/{key}"] = np.asarray(value)
+
         model = make_llama()
-        trainer = LLRDTrainer(model=model, args=args, train_dataset=TokenDataset(n_examples=GLOBAL_BATCH))
+        trainer = LLRDTrainer(model=model, args=args, train_dataset=TokenDataset(n_examples=GLOBAL_BATCH),
+                              callbacks=[LastTrainingLog()])
         trainer.train()
         result["world_size"] = np.asarray(dist.get_world_size())
         result["backend"] = np.asarray(str(dist.get_backend()) if world_size > 1 else "none")

@@ -80,7 +80,6 @@ def write_config(workspace: Path, name: str, **entries) -> Path:
         "seed": 23,
         "device": "cpu",
         "compute_type": "float32",
-        "report_to": "none",  # PENDING: the default crashes until branch trainer-logs' fix is merged
         "output_dir": str(workspace / name),
         # paddle_llrd's fields
         "layerwise_decay": DECAY,

@@ -104,6 +104,15 @@ def test_two_ranks_end_with_the_weights_of_one_process(
         assert str(result["model_class"]) == model_class
         assert str(result["optimizer_wrapper"]) == optimizer_wrapper
         assert bool(result["inner_is_adamwdl"])
+    # every rank logs each group's lr, the weight decay and the gradient norms of the last step; under data
+    # parallelism the gradients are all-reduced first, so the norms are those of one process on the whole batch
+    logged = weights(single_process(max_grad_norm), "logged/")
+    assert {"grad_norm", "grad_norm/layer_0", "learning_rate/layer_0", "learning_rate/head", "weight_decay"} <= set(logged)
+    for result in ranks:
+        assert sorted(weights(result, "logged/")) == sorted(logged)
+        if not sharding:
+            for key, value in weights(result, "logged/").items():
+                np.testing.assert_allclose(value, logged[key], rtol=1e-4, err_msg=key)
     for prefix in ("final/", "ema/"):
         reference = weights(single_process(max_grad_norm), prefix)
         rank0, rank1 = (weights(result, prefix) for result in ranks)

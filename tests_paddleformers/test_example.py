@@ -7,6 +7,7 @@ import importlib.util
 import json
 import math
 import pathlib
+import shutil
 import sys
 
 import pytest
@@ -42,6 +43,10 @@ def check_run_outputs(result, output_dir: pathlib.Path) -> None:
     assert len(result["learning_rates"]) == len(result["weight_decays"]) == SHORT_STEPS
     assert result["ema_updates"] == SHORT_STEPS
     assert math.isfinite(result["train_loss"]) and math.isfinite(result["eval_loss"])
+    if result["training_args"].ema_eval:  # the averaged weights' evaluation, under its own name
+        assert math.isfinite(result["eval_ema_loss"]) and result["eval_ema_loss"] != result["eval_loss"]
+    else:
+        assert result["eval_ema_loss"] is None
     # save_model(): the trained weights, and the averaged ones under ema/
     for directory in (output_dir, output_dir / "ema"):
         assert any(path.suffix == ".safetensors" for path in directory.iterdir()), sorted(directory.iterdir())
@@ -121,6 +126,32 @@ def test_a_yaml_config_with_the_command_line_winning(tmp_path):
     expected_lr = [3e-3 * cosine_with_floor(s, warmup=5, total=SHORT_STEPS, floor=0.1) for s in range(SHORT_STEPS)]
     assert result["learning_rates"] == pytest.approx(expected_lr, rel=1e-6, abs=1e-12)
     assert result["layer_ratios"] == pytest.approx(llama_ratios(0.7, 3))
+
+
+def run_in_a_fresh_name_scope(argv):
+    """main(argv) with Paddle's parameter-name counter from 0, as in a new process (optimizer checkpoints are
+    keyed by the generated names)."""
+    import paddle
+
+    with paddle.utils.unique_name.guard():
+        return load_example().main(argv)
+
+
+def test_a_run_resumes_from_the_flag_or_else_from_the_last_checkpoint_in_output_dir(tmp_path):
+    """PaddleFormers' Trainer.train() ignores args.resume_from_checkpoint; the example passes it on."""
+    whole = run_in_a_fresh_name_scope(["--output_dir", str(tmp_path / "whole"), "--short",
+                                       "--save_strategy", "steps", "--save_steps", "10"])
+    checkpoint = tmp_path / "whole" / "checkpoint-10"
+    assert len(whole["learning_rates"]) == SHORT_STEPS and checkpoint.is_dir()
+    resumed = run_in_a_fresh_name_scope(["--output_dir", str(tmp_path / "resumed"), "--short",
+                                         "--resume_from_checkpoint", str(checkpoint)])
+    assert resumed["learning_rates"] == pytest.approx(whole["learning_rates"][10:], rel=1e-12)
+    assert resumed["weight_decays"] == pytest.approx(whole["weight_decays"][10:], rel=1e-12)
+    assert resumed["eval_loss"] == pytest.approx(whole["eval_loss"], rel=1e-5)  # the same final weights
+    shutil.copytree(checkpoint, tmp_path / "latest" / "checkpoint-10")
+    latest = run_in_a_fresh_name_scope(["--output_dir", str(tmp_path / "latest"), "--short"])
+    assert latest["learning_rates"] == pytest.approx(whole["learning_rates"][10:], rel=1e-12)
+    assert latest["eval_loss"] == pytest.approx(whole["eval_loss"], rel=1e-5)
 
 
 def test_ernie_4_5_trains_with_the_same_layer_ratios(tmp_path):

@@ -60,8 +60,8 @@ def test_min_lr_and_a_floor_in_lr_scheduler_kwargs_are_refused_together(tmp_path
 
 def test_a_yaml_config_sets_every_new_field(tmp_path, monkeypatch):
     config = tmp_path / "config.yaml"
-    settings = {"output_dir": str(tmp_path / "out"), "report_to": "none", "disable_tqdm": True,
-                "per_device_train_batch_size": 8, **every_field(KIT)}
+    settings = {"output_dir": str(tmp_path / "out"), "disable_tqdm": True, "per_device_train_batch_size": 8,
+                **every_field(KIT)}
     config.write_text(yaml.safe_dump(settings))
     monkeypatch.setattr(sys, "argv", ["finetune.py", str(config)])
     (args,) = PdArgumentParser(LLRDTrainingArguments).parse_yaml_file_and_cmd_lines()
@@ -72,13 +72,12 @@ def test_defaults_let_one_cpu_process_train_and_resume(tmp_path):
     """PaddleFormers' own defaults refuse to run on a CPU (amp_master_grad)
     and cannot resume in one process (flex_checkpoint)."""
     with pytest.raises(ValueError, match="amp_master_grad"):
-        PaddleFormersArguments(output_dir=str(tmp_path), report_to=[])
-    for args in (LLRDTrainingArguments(output_dir=str(tmp_path), report_to=[]),
-                 PdArgumentParser(LLRDTrainingArguments).parse_args_into_dataclasses(
-                     ["--output_dir", str(tmp_path), "--report_to", "none"])[0]):
+        PaddleFormersArguments(output_dir=str(tmp_path))
+    for args in (LLRDTrainingArguments(output_dir=str(tmp_path)),
+                 PdArgumentParser(LLRDTrainingArguments).parse_args_into_dataclasses(["--output_dir", str(tmp_path)])[0]):
         assert args.save_checkpoint_format == args.load_checkpoint_format == "unified_checkpoint"
         assert args.amp_master_grad is False
-    chosen = LLRDTrainingArguments(output_dir=str(tmp_path), report_to=[], save_checkpoint_format="sharding_io",
+    chosen = LLRDTrainingArguments(output_dir=str(tmp_path), save_checkpoint_format="sharding_io",
                                    load_checkpoint_format="sharding_io", amp_master_grad=False)
     assert (chosen.save_checkpoint_format, chosen.load_checkpoint_format) == ("sharding_io", "sharding_io")
 

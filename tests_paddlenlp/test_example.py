@@ -32,6 +32,29 @@ def test_short_mode_with_defaults(tmp_path):
     assert 0.0 <= result["eval_accuracy"] <= 1.0
 
 
+def test_a_run_resumes_from_the_flag_or_else_from_the_last_checkpoint_in_the_output_dir(tmp_path):
+    """PaddleNLP's Trainer.train() ignores args.resume_from_checkpoint; the example passes it on."""
+    import shutil
+
+    import paddle
+
+    def run(*argv):
+        with paddle.utils.unique_name.guard():  # the parameter names of a new process (checkpoints are keyed by them)
+            return load_example().main(["--short", *argv])
+
+    whole = run("--output-dir", str(tmp_path / "whole"), "--save-steps", "4")
+    assert len(whole["learning_rates"]) == 8 and whole["start_step"] == 0
+    assert (tmp_path / "whole" / "checkpoint-4").is_dir()
+    resumed = run("--output-dir", str(tmp_path / "resumed"), "--resume-from-checkpoint",
+                  str(tmp_path / "whole" / "checkpoint-4"))
+    shutil.copytree(tmp_path / "whole" / "checkpoint-4", tmp_path / "latest" / "checkpoint-4")
+    latest = run("--output-dir", str(tmp_path / "latest"))
+    for result in (resumed, latest):
+        assert result["start_step"] == 4
+        # the log history of steps 1-4 comes back from the checkpoint; steps 5-8 are this run's
+        assert result["learning_rates"] == pytest.approx(whole["learning_rates"], rel=1e-12)
+
+
 def test_short_mode_with_a_cosine_and_two_layers(tmp_path):
     result = load_example().main(
         [

@@ -7,7 +7,10 @@ fixture returning its :class:`trainer_checks.Kit`; every test runs the real
 """
 from __future__ import annotations
 
+import glob
 import json
+import logging
+import math
 import re
 import shutil
 
@@ -16,6 +19,7 @@ import paddle
 import pytest
 from trainer_checks import (
     BAD_FIELDS,
+    adamw_reference,
     assert_every_field_reaches_the_trainer,
     assert_same_snapshots,
     check_ema_is_the_float64_average_of_the_weights_the_run_produced,
@@ -28,7 +32,10 @@ from trainer_checks import (
     command_line,
     every_field,
     make_recorder,
+    parameters_numpy,
+    schedule_factor,
     snapshot,
+    weight_decay_at,
 )
 
 import paddle_llrd
@@ -120,6 +127,19 @@ def test_each_step_uses_the_learning_rate_of_the_named_schedule(kit, tmp_path, n
     check_step_learning_rates(kit, tmp_path, name, **SCHEDULES[name])
 
 
+def test_lr_warmup_init_from_lr_scheduler_kwargs_starts_the_warmup_there(kit, tmp_path):
+    """Megatron-LM's warmup from an initial lr, from a config: init + (peak - init) * s / W, then the schedule."""
+    lr, init, warmup, steps = 2e-3, 5e-4, 4, 10
+    recorder = make_recorder(kit)
+    args = kit.args(tmp_path, max_steps=steps, learning_rate=lr, warmup_steps=warmup, lr_scheduler_type="linear",
+                    lr_scheduler_kwargs={"lr_warmup_init": "5e-4"})
+    assert args.lr_scheduler_kwargs == {"lr_warmup_init": 5e-4}
+    kit.trainer(args, callbacks=[recorder], layerwise_decay=0.8).train()
+    expected = [init + (lr - init) * s / warmup if s < warmup else lr * schedule_factor("linear", s, warmup, steps)
+                for s in range(steps)]
+    assert recorder.lrs == pytest.approx(expected, rel=1e-6, abs=1e-12)
+
+
 def test_a_schedule_added_with_register_scheduler_drives_the_trainer(kit, tmp_path):
     from paddle.optimizer.lr import LambdaDecay
 
@@ -134,6 +154,171 @@ def test_a_schedule_added_with_register_scheduler_drives_the_trainer(kit, tmp_pa
     finally:
         del paddle_llrd.TYPE_TO_SCHEDULER_FUNCTION["test-halving"]
     assert recorder.lrs == pytest.approx([1e-3 * 0.5 ** (s // 2) for s in range(6)], rel=1e-12)
+
+
+def test_reduce_lr_on_plateau_is_stepped_on_the_eval_metric_with_the_layer_ratios_kept(kit, tmp_path):
+    """"reduce_lr_on_plateau" from the registry: each step's lr is that of Paddle's ReduceOnPlateau fed the eval losses
+    of the evaluations before it (not stepped per optimizer step), and every
+    parameter follows a float64 AdamW at that lr times its layer ratio."""
+    steps, lr, decay = 8, 5e-3, 0.5
+    # an evaluation counts as better only when 50% below the best: every one after the first lowers the lr
+    options = {"factor": 0.5, "patience": 0, "threshold": 0.5}
+    evaluations = []
+
+    class EvaluationRecorder(kit.callback_class):
+        def on_evaluate(self, args, state, control, metrics=None, **kwargs):
+            evaluations.append((state.global_step, metrics["eval_loss"]))
+
+    model = kit.make_model()
+    initial = parameters_numpy(model)
+    recorder = make_recorder(kit)
+    args = kit.args(tmp_path, max_steps=steps, learning_rate=lr, lr_scheduler_type="reduce_lr_on_plateau",
+                    lr_scheduler_kwargs=options, evaluation_strategy="steps", eval_steps=2, layerwise_decay=decay,
+                    weight_decay=0.0)
+    kit.trainer(args, model=model, callbacks=[recorder, EvaluationRecorder()], eval_dataset=kit.make_dataset()).train()
+    assert [step for step, _ in evaluations] == [2, 4, 6, 8]
+    reference = paddle.optimizer.lr.ReduceOnPlateau(lr, **options)
+    pending, expected = list(evaluations), []
+    for step in range(steps):  # step s runs after the evaluations at global steps <= s
+        while pending and pending[0][0] <= step:
+            reference.step(pending.pop(0)[1])
+        expected.append(reference.last_lr)
+    assert recorder.lrs == pytest.approx(expected, rel=1e-12)
+    assert sorted(set(expected), reverse=True) == [lr, lr / 2, lr / 4]
+    trajectory = adamw_reference(initial, recorder.before, recorder.lrs, [0.0] * steps,
+                                 lambda name: kit.expected_ratio(name, decay, kit.n_layers),
+                                 beta1=0.9, beta2=0.999, eps=1e-8, clip_norm=args.max_grad_norm)
+    for t, produced in enumerate(recorder.after):
+        for name, value in produced.items():
+            np.testing.assert_allclose(value, trajectory[t][name], rtol=1e-5, atol=1e-6, err_msg=f"{name} step {t}")
+
+
+def test_a_run_with_reduce_lr_on_plateau_resumes_as_the_uninterrupted_run(kit, tmp_path):
+    """The plateau's state (best metric, bad evaluations, reduced lr) comes back from the checkpoint (taken
+    mid-epoch: PaddleNLP 2.8.1 resumed at an epoch boundary does not repeat the uninterrupted run, with any
+    schedule)."""
+    options = {"factor": 0.5, "patience": 0, "threshold": 0.5}
+
+    def run(output_dir, resume=None):
+        recorder = make_recorder(kit)
+        with paddle.utils.unique_name.guard():
+            args = kit.args(output_dir, max_steps=6, learning_rate=5e-3, lr_scheduler_type="reduce_lr_on_plateau",
+                            lr_scheduler_kwargs=options, evaluation_strategy="steps", eval_steps=2,
+                            save_strategy="steps", save_steps=3, layerwise_decay=0.5)
+            trainer = kit.trainer(args, model=kit.make_model(seed=7 if resume is None else 99),
+                                  callbacks=[recorder], eval_dataset=kit.make_dataset())
+            trainer.train(resume_from_checkpoint=resume)
+        return recorder.lrs, parameters_numpy(trainer.model)
+
+    whole_lrs, whole_weights = run(tmp_path / "whole")
+    assert len(set(whole_lrs[3:])) == 2  # the lr is lowered after the resume point too
+    resumed_lrs, resumed_weights = run(tmp_path / "resumed", resume=str(tmp_path / "whole" / "checkpoint-3"))
+    assert resumed_lrs == whole_lrs[3:]
+    for name, value in whole_weights.items():
+        np.testing.assert_array_equal(resumed_weights[name], value, err_msg=name)
+
+
+def test_reduce_lr_on_plateau_refuses_a_mode_against_greater_is_better(kit, tmp_path):
+    args = kit.args(tmp_path, lr_scheduler_type="reduce_lr_on_plateau", metric_for_best_model="accuracy",
+                    evaluation_strategy="steps", eval_steps=2)
+    trainer = kit.trainer(args)
+    with pytest.raises(ValueError, match=r"eval_accuracy \(metric_for_best_model\) stops falling \(mode='min'\) "
+                                         r"but greater_is_better=True: set lr_scheduler_kwargs \{'mode': 'max'\}"):
+        trainer.create_optimizer_and_scheduler(num_training_steps=4)
+
+
+# --- training logs -------------------------------------------------------------------------------------
+def visualdl_scalars(logging_dir) -> dict:
+    """Every scalar of the run's VisualDL log, read back with VisualDL's own LogReader: tag -> [(step, value)]."""
+    from visualdl import LogReader
+
+    (path,) = glob.glob(f"{logging_dir}/**/vdlrecords*", recursive=True)
+    reader = LogReader(file_path=path)
+    return {tag: [(record.id, record.value) for record in reader.get_data("scalar", tag)]
+            for tag in reader.get_tags()["scalar"]}
+
+
+def group_ratios(decay: float, n_layers: int) -> dict:
+    """The layer groups and their ratios written out: embeddings d**(L+1), block i d**(L-i), head 1."""
+    return {"embeddings": decay ** (n_layers + 1), **{f"layer_{i}": decay ** (n_layers - i) for i in range(n_layers)},
+            "head": 1.0}
+
+
+class LogLines(logging.Handler):
+    """The messages of the framework's logger (its own ``logging.Logger``, which does not propagate)."""
+
+    def __init__(self, kit):
+        super().__init__()
+        self.lines = []
+        self.target = kit.trainer_class.logger.logger
+
+    def emit(self, record):
+        self.lines.append(record.getMessage())
+
+    def __enter__(self):
+        self.target.addHandler(self)
+        return self.lines
+
+    def __exit__(self, *exc):
+        self.target.removeHandler(self)
+
+
+def test_the_default_report_to_logs_each_groups_lr_the_weight_decay_and_grad_norms_to_visualdl(kit, tmp_path):
+    """With the framework's default report_to (VisualDL): every logging step
+    writes learning_rate/<group> = the lr of the step just taken (the
+    schedule's formula) times the group's ratio, the scheduled weight decay of
+    that step, and the norms of the gradients that step used, before
+    clipping; the EMA's evaluation is logged as eval/ema_loss beside the
+    trained weights' eval/loss; one summary line opens the run."""
+    decay, steps, warmup, lr, clip = 0.7, 6, 2, 4e-3, 0.05
+    recorder = make_recorder(kit)
+    args = kit.args(tmp_path, max_steps=steps, learning_rate=lr, warmup_steps=warmup, lr_scheduler_type="linear",
+                    layerwise_decay=decay, weight_decay=0.1, weight_decay_end=0.4, weight_decay_incr_style="linear",
+                    logging_steps=2, max_grad_norm=clip, ema_decay=0.5, evaluation_strategy="steps", eval_steps=3)
+    assert "visualdl" in args.report_to  # the framework's default, left alone
+    with LogLines(kit) as lines:
+        kit.trainer(args, callbacks=[recorder], eval_dataset=kit.make_dataset()).train()
+    scalars = visualdl_scalars(args.logging_dir)
+    logged = [2, 4, 6]  # global steps; the step just taken is step - 1 of the schedule
+    ratios = group_ratios(decay, kit.n_layers)
+    for group, ratio in ratios.items():
+        expected = [lr * schedule_factor("linear", step - 1, warmup, steps) * ratio for step in logged]
+        got = scalars[f"train/learning_rate/{group}"]
+        assert [step for step, _ in got] == logged, group
+        assert [value for _, value in got] == pytest.approx(expected, rel=1e-6), group
+    wds = scalars["train/weight_decay"]
+    assert wds == [(step, pytest.approx(weight_decay_at(step - 1, 0.1, 0.4, steps, "linear"), rel=1e-6))
+                   for step in logged]
+
+    group_of = {ratio: group for group, ratio in ratios.items()}
+    for step in logged:
+        squares = dict.fromkeys(ratios, 0.0)
+        for name, (_, grad) in recorder.before[step - 1].items():
+            squares[group_of[kit.expected_ratio(name, decay, kit.n_layers)]] += float(np.sum(grad**2))
+        total = math.sqrt(sum(squares.values()))
+        assert total > clip  # clipping was active: these are the norms before it
+        assert dict(scalars["train/grad_norm"])[step] == pytest.approx(total, rel=1e-5)
+        for group, square in squares.items():
+            assert dict(scalars[f"train/grad_norm/{group}"])[step] == pytest.approx(math.sqrt(square), rel=1e-5), group
+
+    assert [step for step, _ in scalars["eval/loss"]] == [step for step, _ in scalars["eval/ema_loss"]] == [3, 6]
+    assert all(abs(a - b) > 1e-6 for (_, a), (_, b) in zip(scalars["eval/loss"], scalars["eval/ema_loss"]))
+    L = kit.n_layers
+    summary = (f"paddle_llrd: layerwise_decay=0.7 over L={L} blocks (lr ratios: embeddings {decay ** (L + 1):.4g}, "
+               f"layer_0 {decay ** L:.4g}, head 1); lr_scheduler_type=linear; weight_decay 0.1 -> 0.4 (linear); "
+               "ema_decay=0.5")
+    assert [line for line in lines if line.startswith("paddle_llrd:")] == [summary]
+    # the log lines carry the same numbers as VisualDL
+    head_lrs = [float(found) for line in lines for found in re.findall(r"learning_rate/head: ([0-9.e+-]+)", line)]
+    assert head_lrs == pytest.approx([value for _, value in scalars["train/learning_rate/head"]], rel=1e-6)
+
+
+def test_log_grad_norms_off_leaves_the_norms_out(kit, tmp_path):
+    args = kit.args(tmp_path, max_steps=2, log_grad_norms=False, layerwise_decay=0.5)
+    kit.trainer(args).train()
+    tags = visualdl_scalars(args.logging_dir)
+    assert not any(tag.startswith("train/grad_norm") for tag in tags)
+    assert "train/learning_rate/head" in tags and "train/weight_decay" not in tags  # no weight-decay schedule
 
 
 # --- EMA -----------------------------------------------------------------------------------------------
@@ -191,7 +376,7 @@ def test_a_resumed_run_ends_as_the_uninterrupted_run(kit, tmp_path):
 
 
 # --- config files and command lines --------------------------------------------------------------------
-QUIET_FILE_SETTINGS = {"report_to": "none", "disable_tqdm": True, "save_strategy": "no", "per_device_train_batch_size": 8}
+QUIET_FILE_SETTINGS = {"disable_tqdm": True, "save_strategy": "no", "per_device_train_batch_size": 8}
 
 
 def test_a_config_file_sets_every_new_field(kit, tmp_path):
@@ -213,12 +398,37 @@ def test_bad_fields_are_refused_when_the_arguments_are_built(kit, tmp_path, fiel
         kit.args(tmp_path, **fields)
 
 
+def test_numeric_strings_from_a_yaml_file_become_numbers_when_the_arguments_are_built(kit, tmp_path):
+    """PyYAML reads ``2e-1`` (no dot) as a string; so may a hand-built dict."""
+    args = kit.args(tmp_path, learning_rate="2e-1", max_steps="1e1", layerwise_decay="0.8", ema_decay="9e-1",
+                    lr_scheduler_type="warmup_stable_decay",
+                    lr_scheduler_kwargs={"min_lr_ratio": "2e-1", "num_decay_steps": "3", "decay_style": "linear"})
+    assert (args.learning_rate, args.max_steps, args.layerwise_decay, args.ema_decay) == (0.2, 10, 0.8, 0.9)
+    assert args.lr_scheduler_kwargs == {"min_lr_ratio": 0.2, "num_decay_steps": 3, "decay_style": "linear"}
+    assert type(args.max_steps) is int and type(args.lr_scheduler_kwargs["num_decay_steps"]) is int
+
+
+def test_a_schedule_added_with_register_scheduler_has_its_own_keys_checked(kit, tmp_path):
+    def get_stepped_schedule(learning_rate, num_warmup_steps, step_size: int = 2, gamma: float = 0.5, last_epoch=-1):
+        return paddle.optimizer.lr.StepDecay(learning_rate, step_size, gamma, last_epoch)
+
+    paddle_llrd.register_scheduler("test-stepped", get_stepped_schedule)
+    try:
+        args = kit.args(tmp_path, lr_scheduler_type="test-stepped", lr_scheduler_kwargs={"gamma": "2.5e-1"})
+        assert args.lr_scheduler_kwargs == {"gamma": 0.25}
+        with pytest.raises(ValueError, match="'gama', which lr_scheduler_type='test-stepped' does not take; "
+                                             "valid keys: gamma, step_size"):
+            kit.args(tmp_path, lr_scheduler_type="test-stepped", lr_scheduler_kwargs={"gama": 0.25})
+    finally:
+        del paddle_llrd.TYPE_TO_SCHEDULER_FUNCTION["test-stepped"]
+
+
 @pytest.mark.parametrize("field, value", [("ema_decay", "1.5"), ("layerwise_decay", "-1"), ("layer_map", "bart"),
                                           ("weight_decay_incr_style", "exp")])
 def test_a_bad_value_on_the_command_line_is_refused(kit, tmp_path, field, value):
     with pytest.raises(ValueError, match=field):
         kit.parser_class(kit.arguments_class).parse_args_into_dataclasses(
-            ["--output_dir", str(tmp_path), "--report_to", "none", f"--{field}", value]
+            ["--output_dir", str(tmp_path), f"--{field}", value]
         )
 
 

@@ -25,13 +25,15 @@ Examples:
 from __future__ import annotations
 
 import ast
+import dataclasses
+import inspect
 import json
 import math
 import numbers
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Dict, Optional
 
 from paddle_llrd.schedules import registry
 from paddle_llrd.layer_decay.layer_maps import FAMILY_PATTERNS
@@ -44,6 +46,8 @@ __all__ = [
     "check_ema_decay",
     "check_layer_map",
     "check_layerwise_decay",
+    "check_scheduler_kwargs",
+    "number_from_text",
     "plain_name",
 ]
 
@@ -52,6 +56,16 @@ EMA_DIRECTORY = "ema"
 
 # Keys of lr_scheduler_kwargs that give a schedule's floor another way than PaddleFormers' min_lr.
 _FLOOR_OPTIONS = ("min_lr", "min_lr_rate", "min_lr_ratio")
+# Schedule arguments the Trainer computes itself (from warmup_steps/warmup_ratio, the run's length, a resume).
+_SET_BY_THE_TRAINER = {
+    "num_warmup_steps": "warmup_steps or warmup_ratio",
+    "num_training_steps": "max_steps, num_train_epochs or decay_steps",
+    "last_epoch": "resume_from_checkpoint",
+}
+_NUMERIC_ANNOTATIONS = {
+    "float": float, "Optional[float]": float, "float|None": float, "Union[float,NoneType]": float,
+    "int": int, "Optional[int]": int, "int|None": int, "Union[int,NoneType]": int,
+}
 
 
 def plain_name(value: Any) -> str:
@@ -63,6 +77,56 @@ def _real(value: Any, field_name: str, expected: str) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{field_name} must be {expected}, got {type(value).__name__} {value!r}")
     return float(value)
+
+
+def _numeric_type(annotation: Any, default: Any) -> Optional[type]:
+    """``float`` or ``int`` for a field or parameter annotated (or defaulting to) a number, else ``None``."""
+    text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", str(annotation))
+    text = text.replace("typing.", "").replace(" ", "")
+    if text in _NUMERIC_ANNOTATIONS:
+        return _NUMERIC_ANNOTATIONS[text]
+    if type(default) in (int, float):
+        return type(default)
+    return None
+
+
+def number_from_text(text: str, kind: type, name: str) -> Any:
+    """``text`` (a numeric string, as PyYAML reads ``2e-1``) as a ``kind``
+    (``int`` or ``float``), else ``ValueError`` naming ``name``.
+
+    Examples:
+        >>> number_from_text("2e-1", float, "learning_rate"), number_from_text("1e3", int, "max_steps")
+        (0.2, 1000)
+        >>> number_from_text("fast", float, "learning_rate")
+        Traceback (most recent call last):
+        ...
+        ValueError: learning_rate must be a float, got the string 'fast'
+    """
+    stripped = text.strip()
+    try:
+        return kind(stripped)
+    except ValueError:
+        pass
+    try:
+        number = float(stripped)
+    except ValueError:
+        raise ValueError(f"{name} must be a{'n' if kind is int else ''} {kind.__name__}, got the string {text!r}") from None
+    if kind is int:
+        if not number.is_integer():
+            raise ValueError(f"{name} must be an int, got the string {text!r}")
+        return int(number)
+    return number
+
+
+def _numbers_from_text(arguments: Any) -> None:
+    """Numeric fields given as strings (a YAML ``2e-1``, a dict built by hand) become numbers, in place."""
+    for spec in dataclasses.fields(arguments):
+        value = getattr(arguments, spec.name, None)
+        if not isinstance(value, str):
+            continue
+        kind = _numeric_type(spec.type, spec.default)
+        if kind is not None:
+            setattr(arguments, spec.name, number_from_text(value, kind, spec.name))
 
 
 def check_layerwise_decay(value: Any) -> float:
@@ -147,6 +211,8 @@ class SchedulerKwargs(dict):
     def __init__(self, options: Any = None) -> None:
         if options is None:
             options = {}
+        elif isinstance(options, Iterator):  # (key, value) pairs: how dataclasses.asdict rebuilds a dict subclass
+            options = dict(options)
         elif isinstance(options, str):
             try:
                 options = json.loads(options)
@@ -161,6 +227,56 @@ class SchedulerKwargs(dict):
                 f"got {type(options).__name__} {options!r}"
             )
         super().__init__(options)
+
+
+def check_scheduler_kwargs(name: str, options: Mapping[str, Any]) -> SchedulerKwargs:
+    """``lr_scheduler_kwargs`` checked against the signature of the registry
+    function of schedule ``name``: each key must be one of its arguments (a
+    function taking ``**kwargs`` accepts any), none of those the Trainer sets
+    itself, and a numeric string (a YAML ``2e-1``) for an argument annotated
+    or defaulting to a number becomes that number.
+
+    Raises:
+        ValueError: a key the schedule does not take (the message lists those
+            it takes), a key the Trainer sets, or a numeric argument given a
+            string that is no number.
+
+    Examples:
+        >>> check_scheduler_kwargs("warmup_stable_decay", {"decay_style": "linear", "min_lr_ratio": "2e-1"})
+        {'decay_style': 'linear', 'min_lr_ratio': 0.2}
+        >>> check_scheduler_kwargs("warmup_stable_decay", {"decay_styl": "linear"})
+        Traceback (most recent call last):
+        ...
+        ValueError: lr_scheduler_kwargs has the key 'decay_styl', which lr_scheduler_type='warmup_stable_decay' does not take; valid keys: decay_ratio, decay_style, lr_warmup_init, min_lr, min_lr_ratio, num_decay_steps
+    """
+    function = registry.TYPE_TO_SCHEDULER_FUNCTION[registry._registry_key(name)]
+    parameters = list(inspect.signature(function).parameters.values())[1:]  # the first one takes learning_rate
+    named = {p.name: p for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    if function in getattr(registry, "_WARMUP_SCHEDULE_FUNCTIONS", ()):  # get_scheduler adds Megatron's warmup start
+        named.setdefault("lr_warmup_init", inspect.Parameter("lr_warmup_init", inspect.Parameter.KEYWORD_ONLY,
+                                                             default=0.0))
+    takes_any = any(p.kind is p.VAR_KEYWORD for p in parameters)
+    valid = sorted(key for key in named if key not in _SET_BY_THE_TRAINER)
+    checked = SchedulerKwargs()
+    for key, value in options.items():
+        if key in _SET_BY_THE_TRAINER or key == "learning_rate":
+            source = _SET_BY_THE_TRAINER.get(key, "learning_rate")
+            raise ValueError(
+                f"lr_scheduler_kwargs has the key {key!r}, which the Trainer sets itself (from {source}): "
+                "set that field instead"
+            )
+        parameter = named.get(key)
+        if parameter is None and not takes_any:
+            raise ValueError(
+                f"lr_scheduler_kwargs has the key {key!r}, which lr_scheduler_type={name!r} does not take; "
+                f"valid keys: {', '.join(valid) or 'none'}"
+            )
+        if parameter is not None and isinstance(value, str):
+            kind = _numeric_type(parameter.annotation, parameter.default)
+            if kind is not None:
+                value = number_from_text(value, kind, f"lr_scheduler_kwargs[{key!r}]")
+        checked[key] = value
+    return checked
 
 
 def _check_registered(name: str) -> None:
@@ -216,13 +332,20 @@ class LLRDArgumentsMixin:
     )
     ema_eval: bool = field(
         default=True,
-        metadata={"help": "Evaluate with the averaged weights when ema_decay > 0."},
+        metadata={"help": "Evaluate with the averaged weights when ema_decay > 0 (logged as eval_ema_*)."},
+    )
+    log_grad_norms: bool = field(
+        default=True,
+        metadata={"help": "Log the global gradient norm (grad_norm) and the norm of each layer group "
+                          "(grad_norm/embeddings, grad_norm/layer_<i>, grad_norm/head) every logging_steps: the "
+                          "norms of the gradients the step used, before clipping."},
     )
 
     def __post_init__(self) -> None:
+        _numbers_from_text(self)
         name = plain_name(self.lr_scheduler_type)
         _check_registered(name)
-        self.lr_scheduler_kwargs = SchedulerKwargs(self.lr_scheduler_kwargs)
+        self.lr_scheduler_kwargs = check_scheduler_kwargs(name, SchedulerKwargs(self.lr_scheduler_kwargs))
         self.layerwise_decay = check_layerwise_decay(self.layerwise_decay)
         self.layer_map = check_layer_map(self.layer_map)
         self.weight_decay_end = _check_weight_decay_schedule(
@@ -230,6 +353,7 @@ class LLRDArgumentsMixin:
         )
         self.ema_decay = check_ema_decay(self.ema_decay)
         self.ema_eval = _check_bool(self.ema_eval, "ema_eval")
+        self.log_grad_norms = _check_bool(self.log_grad_norms, "log_grad_norms")
         min_lr = getattr(self, "min_lr", 0.0)  # PaddleFormers' field; PaddleNLP has none
         clashing = [key for key in _FLOOR_OPTIONS if key in self.lr_scheduler_kwargs]
         if min_lr and clashing:
@@ -243,3 +367,10 @@ class LLRDArgumentsMixin:
             super().__post_init__()
         finally:
             self.lr_scheduler_type = name
+
+    def to_sanitized_dict(self) -> Dict[str, Any]:
+        """The framework's hyperparameter dict (what VisualDL's ``add_hparams``
+        records), with bools as ints: VisualDL's protobuf refuses a bool
+        (``Expected an int, got a boolean``), which PaddleNLP 2.8.1 passes on."""
+        sanitized = super().to_sanitized_dict()
+        return {key: int(value) if isinstance(value, bool) else value for key, value in sanitized.items()}

@@ -13,11 +13,15 @@ unified-checkpoint format keeps only the optimizer's tensors).
 """
 from __future__ import annotations
 
+import functools
+import inspect
+import logging
 import os
 import warnings
 from typing import Any, Callable, Dict, Optional
 
 import paddle
+from paddle.optimizer.lr import ReduceOnPlateau
 
 from paddle_llrd.optim.adamwdl import WEIGHT_DECAY_SCHEDULE_KEY, AdamWDL
 from paddle_llrd.argument_checks import checked_count
@@ -28,11 +32,14 @@ from paddle_llrd.integrations._arguments import (
     check_layerwise_decay,
     plain_name,
 )
+from paddle_llrd.layer_decay.grad_norms import TOTAL, group_grad_norms, layer_group_name, layer_groups
 from paddle_llrd.layer_decay.layer_maps import build_name_dict, no_decay_parameter_names, resolve_layer_map
+from paddle_llrd.schedules import registry
 from paddle_llrd.schedules.registry import get_scheduler
 from paddle_llrd.schedules.weight_decay import WeightDecaySchedule
 
-__all__ = ["STATE_FILE", "LLRDTrainerMixin", "TrainerAdamWDL", "TrainerHooks", "framework_import_error"]
+__all__ = ["STATE_FILE", "LLRDTrainerMixin", "TrainerAdamWDL", "TrainerHooks", "framework_import_error",
+           "metric_stepped"]
 
 #: The file each checkpoint directory gets for the EMA and the weight-decay schedule.
 STATE_FILE = "paddle_llrd_state.pdparams"
@@ -70,6 +77,30 @@ def _step_changed_weights(args: Any, scaler: Any) -> bool:
     return not bool(found_inf)
 
 
+class _MetricStepped:
+    """A ``ReduceOnPlateau`` (mixed in before it) for a Trainer: the step
+    without a metric that the Trainer takes after every optimizer step does
+    nothing; the ``LLRDTrainer`` steps it with the evaluation metric after
+    each evaluation instead (Hugging Face's Trainer does the same)."""
+
+    def step(self, metrics: Any = None, epoch: Optional[int] = None) -> None:
+        if metrics is None:
+            return None
+        return super().step(metrics, epoch)
+
+
+@functools.lru_cache(maxsize=None)
+def metric_stepped(plateau_class: type) -> type:
+    """``plateau_class`` (``ReduceOnPlateau`` or a subclass) whose ``step()`` without a metric does nothing."""
+    return type(f"MetricStepped{plateau_class.__name__}", (_MetricStepped, plateau_class), {})
+
+
+def _metric_key(args: Any) -> str:
+    """The key of ``metric_for_best_model`` in the metrics of ``evaluate`` (default: the eval loss)."""
+    metric = getattr(args, "metric_for_best_model", None) or "loss"
+    return metric if metric.startswith("eval_") else f"eval_{metric}"
+
+
 class TrainerAdamWDL(AdamWDL):
     """The :class:`~paddle_llrd.AdamWDL` an ``LLRDTrainer`` builds: its
     ``state_dict`` holds tensors only, because PaddleFormers' unified
@@ -100,6 +131,11 @@ class TrainerHooks:
         # Both frameworks call this after the model, optimizer and schedule are loaded.
         self.trainer._begin_run()
 
+    def on_optimizer_begin(self, args: Any, state: Any, control: Any, scaler: Any = None, **kwargs: Any) -> None:
+        # Both frameworks call this with the step's gradients in place (all-reduced, divided by the
+        # accumulation steps, still carrying an AMP loss scale) and the schedule at the step's lr.
+        self.trainer._record_step(scaler)
+
     def on_optimizer_end(self, args: Any, state: Any, control: Any, scaler: Any = None, **kwargs: Any) -> None:
         ema = self.trainer.ema
         if ema is not None and ema.registered and _step_changed_weights(args, scaler):
@@ -127,6 +163,8 @@ class LLRDTrainerMixin:
 
     hooks_class: type
     find_last_checkpoint: Callable[[str], Optional[str]]
+    #: Where the one-line summary at train start goes (each integration sets its framework's logger).
+    logger: Any = logging.getLogger("paddle_llrd")
 
     def __init__(
         self,
@@ -166,6 +204,14 @@ class LLRDTrainerMixin:
         self._resume_checkpoint: Optional[str] = None
         self._num_training_steps: Optional[int] = None
         self._saving_checkpoint = False
+        self._training = False  # inside train(): evaluations step a ReduceOnPlateau schedule
+        self._evaluating = False  # inside evaluate(): evaluation_loop adds the EMA's evaluation
+        # What the training logs add (see log()): set when training begins, and at every optimizer step.
+        self._lr_ratios: Dict[str, float] = {}
+        self._grad_groups: Optional[Dict[str, list]] = None
+        self._step_lr: Optional[float] = None
+        self._step_weight_decay: Optional[float] = None
+        self._step_grad_norms: Dict[str, Any] = {}
         self.add_callback(self.hooks_class(self))
 
     # ------------------------------------------------------------------ settings
@@ -327,14 +373,68 @@ class LLRDTrainerMixin:
             if getattr(args, "min_lr", 0.0):
                 options["min_lr"] = args.min_lr
             options.update(getattr(args, "lr_scheduler_kwargs", None) or {})
-            self.lr_scheduler = get_scheduler(
-                plain_name(args.lr_scheduler_type),
+            name = plain_name(args.lr_scheduler_type)
+            self._warn_about_an_ignored_warmup(name, warmup)
+            scheduler = get_scheduler(
+                name,
                 learning_rate=args.learning_rate,
                 num_warmup_steps=warmup,
                 num_training_steps=decay_steps if decay_steps > 0 else num_training_steps,
                 **options,
             )
+            if isinstance(scheduler, ReduceOnPlateau):
+                self._check_plateau(scheduler)
+                scheduler.__class__ = metric_stepped(type(scheduler))
+            self.lr_scheduler = scheduler
         return self.lr_scheduler
+
+    @staticmethod
+    def _warn_about_an_ignored_warmup(name: str, warmup: int) -> None:
+        function = registry.TYPE_TO_SCHEDULER_FUNCTION[registry._registry_key(name)]
+        parameters = inspect.signature(function).parameters
+        takes = "num_warmup_steps" in parameters or any(p.kind is p.VAR_KEYWORD for p in parameters.values())
+        if warmup > 0 and not takes:
+            warnings.warn(
+                f"lr_scheduler_type={name!r} has no warmup: the {warmup} warmup steps that warmup_steps/"
+                "warmup_ratio ask for are not taken",
+                UserWarning,
+                stacklevel=3,
+            )
+
+    def _check_plateau(self, scheduler: ReduceOnPlateau) -> None:
+        """A ``ReduceOnPlateau`` follows the evaluation metric: its mode must
+        agree with ``greater_is_better``, and training must evaluate."""
+        args = self.args
+        greater_is_better = getattr(args, "greater_is_better", None)
+        if greater_is_better is None:
+            greater_is_better = not _metric_key(args).endswith("loss")  # the frameworks' rule
+        if (scheduler.mode == "max") != bool(greater_is_better):
+            raise ValueError(
+                f"lr_scheduler_type={plain_name(args.lr_scheduler_type)!r} lowers the lr when "
+                f"{_metric_key(args)} (metric_for_best_model) stops {'rising' if scheduler.mode == 'max' else 'falling'} "
+                f"(mode={scheduler.mode!r}) but greater_is_better={greater_is_better}: set lr_scheduler_kwargs "
+                f"{{'mode': {'max' if greater_is_better else 'min'!r}}} or greater_is_better"
+            )
+        if plain_name(getattr(args, "evaluation_strategy", getattr(args, "eval_strategy", "no"))) == "no":
+            warnings.warn(
+                f"lr_scheduler_type={plain_name(args.lr_scheduler_type)!r} is stepped on {_metric_key(args)} after "
+                "each evaluation, but evaluation_strategy is 'no': the lr stays at learning_rate unless you call "
+                "evaluate() during training",
+                UserWarning,
+                stacklevel=3,
+            )
+
+    def _step_plateau(self, metrics: Dict[str, float]) -> None:
+        scheduler = self.lr_scheduler
+        if not (self._training and isinstance(scheduler, _MetricStepped)):
+            return
+        key = _metric_key(self.args)
+        if key not in metrics:
+            raise ValueError(
+                f"lr_scheduler_type={plain_name(self.args.lr_scheduler_type)!r} is stepped on {key} "
+                f"(metric_for_best_model), which the evaluation did not give; it gave {sorted(metrics)}"
+            )
+        scheduler.step(metrics[key])
 
     # ------------------------------------------------------------------ runs and checkpoints
     def train(self, resume_from_checkpoint: Any = None, *args: Any, **kwargs: Any):
@@ -349,10 +449,95 @@ class LLRDTrainerMixin:
             else:
                 resume_from_checkpoint = None
         self._resume_checkpoint = resume_from_checkpoint
-        return super().train(resume_from_checkpoint, *args, **kwargs)
+        self._training = True
+        try:
+            return super().train(resume_from_checkpoint, *args, **kwargs)
+        finally:
+            self._training = False
 
     def _begin_run(self) -> None:
-        """Start the EMA at the weights training starts from, and restore a resumed run's state."""
+        """Start the EMA at the weights training starts from, restore a resumed
+        run's state, find the layer groups the logs report, and log the summary line."""
+        self._restore_run_state()
+        self._set_up_logged_groups()
+        self.logger.info(self._summary())
+
+    def _optimizer(self) -> Any:
+        """The AdamWDL (or an optimizer passed in) under the framework's distributed wrappers (two for sharding)."""
+        optimizer = self.optimizer
+        while getattr(optimizer, "_inner_opt", None) is not None:
+            optimizer = optimizer._inner_opt
+        return optimizer
+
+    def _set_up_logged_groups(self) -> None:
+        optimizer = self._optimizer()
+        self._lr_ratios = {}
+        ratios: Dict[str, set] = {}
+        if self.set_param_lr_fun is self.layer_map and isinstance(optimizer, AdamWDL):
+            # every trainable parameter of the model, also those a sharded optimizer keeps on other ranks
+            for name, param in self.model.named_parameters():
+                if not param.stop_gradient:
+                    layer_id = self.layer_map.layer_id(name, self.n_layers)
+                    ratio = float(self.layer_map.ratio(name, optimizer.layerwise_decay, self.n_layers))
+                    ratios.setdefault(layer_group_name(layer_id, self.n_layers), set()).add(ratio)
+        elif isinstance(optimizer, AdamWDL):  # a set_param_lr_fun: the ratios the optimizer's table shows
+            for row in optimizer.param_lr_table():
+                if row.layer_id is None:
+                    ratios = {}
+                    break
+                ratios.setdefault(layer_group_name(row.layer_id, self.n_layers), set()).add(row.ratio)
+        if ratios:
+            if any(ratio != 1.0 for values in ratios.values() for ratio in values):
+                # one ratio per group with a LayerMap; a set_param_lr_fun may give several (then left out)
+                self._lr_ratios = {name: values.pop() for name, values in ratios.items() if len(values) == 1}
+        self._grad_groups = layer_groups(self.model, self.layer_map) if getattr(self.args, "log_grad_norms", True) else None
+
+    def _summary(self) -> str:
+        args = self.args
+        parts = [f"layerwise_decay={self.layerwise_decay} over L={self.n_layers} blocks"]
+        if self._lr_ratios:
+            shown = {name: self._lr_ratios[name] for name in ("embeddings", "layer_0", "head") if name in self._lr_ratios}
+            parts[0] += " (lr ratios: " + ", ".join(f"{name} {ratio:.4g}" for name, ratio in shown.items()) + ")"
+        parts.append(f"lr_scheduler_type={plain_name(args.lr_scheduler_type)}")
+        schedule = getattr(self._optimizer(), "weight_decay_schedule", None)
+        if schedule is not None:
+            parts.append(f"weight_decay {schedule.start_wd} -> {schedule.end_wd} ({schedule.style})")
+        if self.ema is not None:
+            parts.append(f"ema_decay={self.ema.decay}")
+        return "paddle_llrd: " + "; ".join(parts)
+
+    def _record_step(self, scaler: Any) -> None:
+        """What the coming optimizer step uses: its lr, weight decay and gradients (their norms, on the device)."""
+        optimizer = self._optimizer()
+        self._step_lr = float(optimizer.get_lr())
+        schedule = getattr(optimizer, "weight_decay_schedule", None)
+        self._step_weight_decay = float(optimizer._coeff) if schedule is not None else None
+        if self._grad_groups is not None:
+            loss_scale = getattr(scaler, "_scale", None) if scaler is not None else None
+            self._step_grad_norms = group_grad_norms(self._grad_groups, 1.0 if loss_scale is None else loss_scale)
+
+    def _training_log_entries(self) -> Dict[str, float]:
+        entries: Dict[str, float] = {}
+        if self._step_lr is not None:
+            entries.update({f"learning_rate/{name}": self._step_lr * ratio for name, ratio in self._lr_ratios.items()})
+        if self._step_weight_decay is not None:
+            entries["weight_decay"] = self._step_weight_decay
+        for name, norm in self._step_grad_norms.items():
+            entries["grad_norm" if name == TOTAL else f"grad_norm/{name}"] = float(norm)
+        return entries
+
+    def log(self, logs: Dict[str, float], *args: Any, **kwargs: Any) -> None:
+        """The framework's ``log``; a training log (one with ``loss``) also
+        gets, for the last optimizer step, ``learning_rate/<group>`` (the lr
+        each layer group's update used: the step's lr times the group's
+        ratio), ``weight_decay`` (when scheduled), and with
+        ``log_grad_norms`` ``grad_norm`` and ``grad_norm/<group>`` (the
+        norms of the gradients the step used, before clipping)."""
+        if "loss" in logs:
+            logs.update(self._training_log_entries())
+        return super().log(logs, *args, **kwargs)
+
+    def _restore_run_state(self) -> None:
         saved: Dict[str, Any] = {}
         if self._resume_checkpoint is not None:
             path = os.path.join(self._resume_checkpoint, STATE_FILE)
@@ -421,11 +606,36 @@ class LLRDTrainerMixin:
         return result
 
     def evaluate(self, *args: Any, **kwargs: Any) -> Dict[str, float]:
-        """The framework's ``evaluate``, with the averaged weights in the
-        model when there is an EMA and ``ema_eval`` is on (the trained weights
-        are back afterwards)."""
+        """The framework's ``evaluate`` of the trained weights (``eval_loss``,
+        ...); when there is an EMA and ``ema_eval`` is on, the averaged
+        weights are evaluated too, and their metrics logged and returned
+        beside under their own prefix (``eval_ema_loss``, ...; the trained
+        weights are back afterwards). During training, a ``ReduceOnPlateau``
+        schedule is then stepped on ``metric_for_best_model``."""
+        self._evaluating = True
+        try:
+            metrics = super().evaluate(*args, **kwargs)
+        finally:
+            self._evaluating = False
+        self._step_plateau(metrics)
+        return metrics
+
+    def evaluation_loop(self, *args: Any, **kwargs: Any) -> Any:
+        """The framework's ``evaluation_loop``; in ``evaluate`` with an EMA
+        and ``ema_eval``, once more with the averaged weights, its metrics
+        (prefix ``<metric_key_prefix>_ema``) merged into the output's."""
+        output = super().evaluation_loop(*args, **kwargs)
         ema = self.ema
-        if ema is not None and ema.registered and not ema.applied and getattr(self.args, "ema_eval", True):
+        if not (self._evaluating and ema is not None and ema.registered and not ema.applied
+                and getattr(self.args, "ema_eval", True)):
+            return output
+        prefix = kwargs.get("metric_key_prefix", "eval")
+        ema_kwargs = {**kwargs, "metric_key_prefix": f"{prefix}_ema", "description": "Evaluation of the EMA weights"}
+        self._evaluating = False  # one nested loop, not a recursion
+        try:
             with ema.average_parameters():
-                return super().evaluate(*args, **kwargs)
-        return super().evaluate(*args, **kwargs)
+                averaged = super().evaluation_loop(*args, **ema_kwargs)
+        finally:
+            self._evaluating = True
+        output.metrics.update(averaged.metrics)
+        return output

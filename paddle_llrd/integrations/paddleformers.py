@@ -36,10 +36,21 @@ the fields that switch everything on from a config file or command line:
     ``trainer.ema`` is a :class:`paddle_llrd.ExponentialMovingAverage` of the
     weights, updated after every optimizer step that changed them (not after
     a skipped AMP overflow step), kept in every checkpoint and restored by
-    ``train(resume_from_checkpoint=...)``. ``evaluate`` runs with the averaged
-    weights while ``ema_eval`` is on, and ``save_model(output_dir)`` also
-    writes the averaged model to ``<output_dir>/ema`` (load it with
-    ``from_pretrained``).
+    ``train(resume_from_checkpoint=...)``. While ``ema_eval`` is on,
+    ``evaluate`` also evaluates the averaged weights and reports them beside
+    the trained weights' ``eval_loss`` as ``eval_ema_loss`` (and
+    ``eval_ema_<metric>``), and ``save_model(output_dir)`` also writes the
+    averaged model to ``<output_dir>/ema`` (load it with ``from_pretrained``).
+``log_grad_norms`` (default ``True``)
+    every training log carries the global gradient norm ``grad_norm`` and
+    each layer group's ``grad_norm/<group>`` (the gradients the step used,
+    before clipping), beside each group's ``learning_rate/<group>`` and the
+    scheduled ``weight_decay``.
+
+``lr_scheduler_type="reduce_lr_on_plateau"`` is stepped on
+``metric_for_best_model`` after each evaluation. PaddleFormers'
+``Trainer.train()`` does not read ``resume_from_checkpoint`` from the
+arguments: pass it (``trainer.train(resume_from_checkpoint=...)``).
 
 Some defaults differ from PaddleFormers' ``TrainingArguments`` so that a run
 on CPUs works and resumes without further flags:
@@ -76,7 +87,7 @@ Examples:
     ...                              learning_rate=1e-3, lr_scheduler_type="warmup_stable_decay",
     ...                              layerwise_decay=0.5, weight_decay=0.0, weight_decay_end=0.1,
     ...                              weight_decay_incr_style="linear", ema_decay=0.9,
-    ...                              save_strategy="no", report_to=[], disable_tqdm=True)
+    ...                              save_strategy="no", disable_tqdm=True)
     >>> trainer = LLRDTrainer(model=model, args=args, train_dataset=data)
     >>> _ = trainer.train()
     >>> trainer.n_layers, trainer.ema.num_updates, trainer.optimizer.weight_decay_schedule.current_step
@@ -96,6 +107,7 @@ PADDLEFORMERS_REQUIREMENT = "pip install paddleformers==1.2.0 'numpy<=1.26.4' 'p
 try:
     from paddleformers.trainer import Trainer, TrainerCallback, TrainingArguments
     from paddleformers.trainer.trainer_utils import get_last_checkpoint
+    from paddleformers.utils.log import logger
 except ImportError as exc:  # absent, or present without the pins it needs
     from paddle_llrd.integrations._trainer import framework_import_error
 
@@ -118,8 +130,8 @@ class LLRDTrainingArguments(LLRDArgumentsMixin, TrainingArguments):
     """PaddleFormers' ``TrainingArguments`` plus paddle_llrd's fields (see the
     module documentation): ``lr_scheduler_type`` (any registry name),
     ``lr_scheduler_kwargs``, ``layerwise_decay``, ``layer_map``,
-    ``weight_decay_end``, ``weight_decay_incr_style``, ``ema_decay`` and
-    ``ema_eval``, each a field of a JSON/YAML config or a ``PdArgumentParser``
+    ``weight_decay_end``, ``weight_decay_incr_style``, ``ema_decay``,
+    ``ema_eval`` and ``log_grad_norms``, each a field of a JSON/YAML config or a ``PdArgumentParser``
     command line; a bad value raises ``ValueError``/``TypeError`` naming it
     when the arguments are built. The checkpoint formats default to
     ``"unified_checkpoint"``, ``amp_master_grad`` to ``bf16 or fp16``, and
@@ -128,7 +140,7 @@ class LLRDTrainingArguments(LLRDArgumentsMixin, TrainingArguments):
     Examples:
         >>> import tempfile
         >>> args = LLRDTrainingArguments(output_dir=tempfile.mkdtemp(), lr_scheduler_type="cosine_with_min_lr",
-        ...                              lr_scheduler_kwargs={"min_lr_rate": 0.1}, ema_decay=0.999, report_to=[])
+        ...                              lr_scheduler_kwargs={"min_lr_rate": 0.1}, ema_decay=0.999)
         >>> args.lr_scheduler_type, args.save_checkpoint_format, args.amp_master_grad
         ('cosine_with_min_lr', 'unified_checkpoint', False)
     """
@@ -202,6 +214,7 @@ class LLRDTrainer(LLRDTrainerMixin, Trainer):
 
     hooks_class = _LLRDHooks
     find_last_checkpoint = staticmethod(get_last_checkpoint)
+    logger = logger
 
     def _grouped_parameters_decay_fun(self, parameters: Any) -> Optional[Callable[[str], bool]]:
         """PaddleFormers' rule: a plain list of parameters (what its CLI

@@ -35,9 +35,17 @@ The blocks are found by ``layer_map`` (``"auto"``: BERT, GPT, LLaMA and ViT
 names) and ``L`` is ``config.num_hidden_layers`` (else counted from the
 names). With ``ema_decay > 0``, ``trainer.ema`` averages the weights after
 every step, each checkpoint keeps it (with the weight-decay schedule's
-position) in ``paddle_llrd_state.pdparams``, ``evaluate`` uses it while
-``ema_eval`` is on, and ``save_model(output_dir)`` also writes the averaged
-model to ``<output_dir>/ema``.
+position) in ``paddle_llrd_state.pdparams``, ``evaluate`` also evaluates it
+while ``ema_eval`` is on (``eval_ema_loss`` beside the trained weights'
+``eval_loss``), and ``save_model(output_dir)`` also writes the averaged
+model to ``<output_dir>/ema``. Every training log carries each layer
+group's ``learning_rate/<group>``, the scheduled ``weight_decay`` and (with
+``log_grad_norms``, the default) the gradient norms ``grad_norm`` and
+``grad_norm/<group>``; ``reduce_lr_on_plateau`` is stepped on
+``metric_for_best_model`` after each evaluation. PaddleNLP's default
+``report_to`` (VisualDL) works, also with PaddleNLP's own
+``TrainingArguments``, whose bool fields PaddleNLP's VisualDL callback
+cannot record.
 
 PaddleNLP is optional: importing this module without a working
 ``paddlenlp==2.8.1`` raises :class:`ImportError` that says what to install.
@@ -58,8 +66,7 @@ Examples:
     >>> args = TrainingArguments(output_dir=tempfile.mkdtemp(), max_steps=4,
     ...                          per_device_train_batch_size=8, learning_rate=1e-3,
     ...                          warmup_steps=2, lr_scheduler_type="cosine",
-    ...                          logging_steps=1, save_strategy="no", report_to=[],
-    ...                          disable_tqdm=True)
+    ...                          logging_steps=1, save_strategy="no", disable_tqdm=True)
     >>> trainer = LLRDTrainer(model=model, args=args, train_dataset=data,
     ...                       layerwise_decay=0.5)
     >>> result = trainer.train()
@@ -92,7 +99,9 @@ PADDLENLP_REQUIREMENT = (
 
 try:
     from paddlenlp.trainer import Trainer, TrainerCallback, TrainingArguments
+    from paddlenlp.trainer.integrations import VisualDLCallback
     from paddlenlp.trainer.trainer_utils import get_last_checkpoint
+    from paddlenlp.utils.log import logger
 except ImportError as exc:  # absent, or present without the pins it needs
     from paddle_llrd.integrations._trainer import framework_import_error
 
@@ -111,8 +120,8 @@ class LLRDTrainingArguments(LLRDArgumentsMixin, TrainingArguments):
     (see the module documentation): ``lr_scheduler_type`` may be any name in
     paddle_llrd's registry (PaddleNLP's own class refuses all but its five),
     ``lr_scheduler_kwargs``, ``layerwise_decay``, ``layer_map``,
-    ``weight_decay_end``, ``weight_decay_incr_style``, ``ema_decay`` and
-    ``ema_eval``. Each is a field of a JSON/YAML config or a
+    ``weight_decay_end``, ``weight_decay_incr_style``, ``ema_decay``,
+    ``ema_eval`` and ``log_grad_norms``. Each is a field of a JSON/YAML config or a
     ``PdArgumentParser`` command line (``lr_scheduler_kwargs`` as a JSON
     object), and a bad value raises ``ValueError``/``TypeError`` naming it
     when the arguments are built.
@@ -120,7 +129,7 @@ class LLRDTrainingArguments(LLRDArgumentsMixin, TrainingArguments):
     Examples:
         >>> import tempfile
         >>> args = LLRDTrainingArguments(output_dir=tempfile.mkdtemp(), lr_scheduler_type="warmup_stable_decay",
-        ...                              layerwise_decay=0.8, ema_decay=0.99, report_to=[])
+        ...                              layerwise_decay=0.8, ema_decay=0.99)
         >>> args.lr_scheduler_type, args.layerwise_decay, args.layer_map, args.ema_decay
         ('warmup_stable_decay', 0.8, 'auto', 0.99)
     """
@@ -128,6 +137,30 @@ class LLRDTrainingArguments(LLRDArgumentsMixin, TrainingArguments):
 
 class _LLRDHooks(TrainerHooks, TrainerCallback):
     """The LLRDTrainer's own callback events."""
+
+
+class _IntHyperparameters:
+    """``TrainingArguments`` as VisualDL's callback reads them, bools as ints
+    in ``to_sanitized_dict`` (everything else is the arguments' own)."""
+
+    def __init__(self, args: TrainingArguments) -> None:
+        self._args = args
+
+    def __getattr__(self, name: str):
+        return getattr(self._args, name)
+
+    def to_sanitized_dict(self) -> dict:
+        return {key: int(value) if isinstance(value, bool) else value
+                for key, value in self._args.to_sanitized_dict().items()}
+
+
+class _VisualDLCallback(VisualDLCallback):
+    """PaddleNLP 2.8.1's VisualDL callback, whose hyperparameter record
+    (``add_hparams``) fails on any bool field (``Expected an int, got a
+    boolean``) with PaddleNLP's own ``TrainingArguments`` too: it gets ints."""
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        return super().on_train_begin(_IntHyperparameters(args), state, control, **kwargs)
 
 
 class LLRDTrainer(LLRDTrainerMixin, Trainer):
@@ -170,3 +203,11 @@ class LLRDTrainer(LLRDTrainerMixin, Trainer):
 
     hooks_class = _LLRDHooks
     find_last_checkpoint = staticmethod(get_last_checkpoint)
+    logger = logger
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # report_to's VisualDL (PaddleNLP's default), whatever TrainingArguments the trainer was given
+        for index, callback in enumerate(self.callback_handler.callbacks):
+            if type(callback) is VisualDLCallback:
+                self.callback_handler.callbacks[index] = _VisualDLCallback(callback.vdl_writer)

@@ -83,7 +83,7 @@ def layer_decay_param_groups(
 ) -> list[dict[str, Any]]:
     """Parameter groups with layer-wise learning rates for any Paddle optimizer.
 
-    One group per (layer id, decays or not), in that order, each
+    One group per (layer id, decays or not, own lr factor), in that order, each
     ``{"params": [...], "learning_rate": ratio, "weight_decay": wd}``, with
     ``ratio = layer_decay ** (n_layers + 1 - layer_id)`` exactly as
     :class:`~paddle_llrd.layer_decay.layer_maps.LayerMap` gives it (0 = embeddings,
@@ -92,7 +92,11 @@ def layer_decay_param_groups(
     says which parameters decay.
 
     Paddle's optimizers set each parameter's lr factor to its group's
-    ``learning_rate``, replacing a ``ParamAttr(learning_rate=...)`` factor.
+    ``learning_rate``, replacing a ``ParamAttr(learning_rate=...)`` factor:
+    so a parameter with such a factor ``s`` (PaddleFormers' LoRA+
+    ``lora_plus_scale`` on ``lora_B``, for one) gets a group of its own whose
+    ``learning_rate`` is ``ratio * s``, which keeps it as
+    :class:`~paddle_llrd.AdamWDL` does.
     ``AdamW`` reads a group's ``weight_decay`` as its decoupled decay
     coefficient; ``Momentum``, ``SGD``, ``Adam`` and ``Lamb`` read it as L2
     regularisation added to the gradient (``Lamb`` has its own decoupled
@@ -152,31 +156,56 @@ def layer_decay_param_groups(
     resolved = resolve_layer_map(layer_map, model, n_layers=n_layers)
 
     kept_from_decay = no_decay_parameter_names(model)
-    members: dict[tuple[int, bool], list[Any]] = {}
+    members: dict[tuple[int, bool, float], list[Any]] = {}
     ratios: dict[int, float] = {}
     for name, param in model.named_parameters():
         if param.stop_gradient:
             continue
         layer_id = resolved.layer_id(name)
         ratios.setdefault(layer_id, resolved.ratio(name, decay))
+        factor = _own_lr_factor(param, name)
         decays = not (
             param.name in kept_from_decay
             or len(param.shape) <= 1
             or name.rsplit(".", 1)[-1] in VIT_NO_DECAY_NAMES
             or any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
         )
-        members.setdefault((layer_id, decays), []).append(param)
+        members.setdefault((layer_id, decays, factor), []).append(param)
     if not members:
         raise ValueError("`model` has no trainable parameter (every one has stop_gradient=True)")
     return [
         {
             "params": members[key],
-            "learning_rate": float(ratios[key[0]]),
+            "learning_rate": float(ratios[key[0]]) * key[2],
             # Paddle turns only a float (not an int) group weight_decay into a decay coefficient.
             "weight_decay": coefficient if key[1] else 0.0,
         }
-        for key in sorted(members, key=lambda key: (key[0], not key[1]))
+        for key in sorted(members, key=lambda key: (key[0], not key[1], key[2]))
     ]
+
+
+# Where the first call keeps a parameter's own factor: an optimizer given the groups overwrites
+# optimize_attr["learning_rate"] with its group's, which a second call must not read back (and square).
+_OWN_FACTOR_ATTRIBUTE = "_paddle_llrd_own_lr_factor"
+
+
+def _own_lr_factor(param: Any, name: str) -> float:
+    """The parameter's ``ParamAttr(learning_rate=...)`` factor (1 without one), e.g. PaddleFormers' LoRA+ scale."""
+    kept = getattr(param, _OWN_FACTOR_ATTRIBUTE, None)
+    if kept is not None:
+        return kept
+    factor = (getattr(param, "optimize_attr", None) or {}).get("learning_rate", 1.0)
+    try:
+        factor = float(factor)
+    except (TypeError, ValueError):
+        raise TypeError(f"parameter {name!r} has a learning-rate factor that is not a number: {factor!r}") from None
+    if not (math.isfinite(factor) and factor >= 0.0):
+        raise ValueError(f"parameter {name!r} has the learning-rate factor {factor!r}; expected a finite number >= 0")
+    try:
+        setattr(param, _OWN_FACTOR_ATTRIBUTE, factor)
+    except AttributeError:  # a static program's pir.Value takes no attribute (nor parameter groups)
+        pass
+    return factor
 
 
 def _name_patterns(no_weight_decay: Iterable[str] | None) -> tuple[str, ...]:
