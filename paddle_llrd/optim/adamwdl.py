@@ -27,12 +27,13 @@ from paddle.base import framework
 from paddle.optimizer import AdamW
 
 from .accumulators import AdamAccumulators
+from .checkpoint import check_state_names
 from .updates import adamw_update, decay_factor, decoupled_decay, densify, is_static_sparse
 from .arguments import (
-    check_group,
+    check_adamw_arguments,
+    check_added_group,
+    check_decay_factor,
     check_layerwise_arguments,
-    check_non_negative,
-    check_not_none,
     checked_parameters,
 )
 from ..layer_decay.layerwise import layerwise_lr_decay
@@ -42,7 +43,7 @@ from .param_lr_rows import ParamLrRow, param_lr_rows
 from .scheduled_weight_decay import WEIGHT_DECAY_SCHEDULE_KEY, ScheduledWeightDecay
 from .sot_skip import run_eagerly_under_sot
 from .plan import UpdatePlan, plan_update, uses_master
-from ..schedules.weight_decay import WeightDecaySchedule
+from ..schedules.weight_decay import WeightDecaySchedule, claim_schedule
 
 if TYPE_CHECKING:
     from paddle import Tensor
@@ -227,11 +228,12 @@ class AdamWDL(ScheduledWeightDecay, OptimizationPass, AdamAccumulators, AdamW):
         *,
         amsgrad: bool = False,
     ) -> None:
-        check_not_none(learning_rate=learning_rate, beta1=beta1, beta2=beta2, epsilon=epsilon)
-        check_non_negative(learning_rate, "`learning_rate`")
-        if not isinstance(weight_decay, WeightDecaySchedule):  # a schedule checks its values itself
-            check_non_negative(weight_decay, "`weight_decay`")
+        check_adamw_arguments(
+            learning_rate=learning_rate, beta1=beta1, beta2=beta2, epsilon=epsilon,
+            weight_decay=weight_decay, apply_decay_param_fun=apply_decay_param_fun,
+        )
         parameters = checked_parameters(parameters)
+        check_decay_factor(learning_rate, weight_decay, parameters)
         check_layerwise_arguments(layerwise_decay, n_layers, set_param_lr_fun, name_dict)
         weight_decay = self._follow_schedule(weight_decay)
         super().__init__(
@@ -276,6 +278,8 @@ class AdamWDL(ScheduledWeightDecay, OptimizationPass, AdamAccumulators, AdamW):
                 self._params_name[param.name] = None
             if not param.stop_gradient and self._ratio_cache is not None:
                 self._ratio_cache.ratio(param)
+        if self._weight_decay_schedule is not None:
+            claim_schedule(self._weight_decay_schedule, self)  # last: a failed constructor claims nothing
 
     def _listed_parameters(self) -> list[Any]:
         if not self._parameter_list:
@@ -295,7 +299,7 @@ class AdamWDL(ScheduledWeightDecay, OptimizationPass, AdamAccumulators, AdamW):
 
     # ----------------------------------------------------------- param groups
     def _add_param_group(self, param_group: dict[str, Any]) -> None:
-        check_group(param_group, "a parameter group")  # the constructor's groups: again, cheap
+        check_added_group(param_group, self._param_groups)  # before it changes anything
         # PaddleNLP's groups call the weight decay `coeff`; AdamW's `weight_decay`.
         if "coeff" in param_group:
             coeff = param_group["coeff"]
@@ -344,7 +348,17 @@ class AdamWDL(ScheduledWeightDecay, OptimizationPass, AdamAccumulators, AdamW):
         ``AdamW``, or an ``AdamWDL`` with a float ``weight_decay``) leaves the
         schedule where it is, with a ``UserWarning``. The update plans are
         made afresh at the next step.
+
+        Entries are matched to parameters by Paddle's parameter name. When
+        some belong to no parameter of this optimizer while some parameter
+        has no saved state, the names have moved since the checkpoint was
+        saved: ``ValueError`` naming both, before anything is loaded (a
+        ``UserWarning`` naming the unused entries when every parameter has
+        its state). A parameter without saved state otherwise starts afresh
+        (it was frozen when the checkpoint was saved). See
+        :func:`~paddle_llrd.optim.checkpoint.check_state_names`.
         """
+        check_state_names(self, state_dict, self._listed_parameters(), name_dict=self.name_dict)
         self._plans.clear()  # their accumulators and master weights may be replaced
         return super().set_state_dict(state_dict)
 
