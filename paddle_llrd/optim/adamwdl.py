@@ -208,6 +208,10 @@ class AdamWDL(ScheduledWeightDecay, OptimizationPass, AdamAccumulators, AdamW):
         {}
     """
 
+    # Whether the decay's lr includes the ratio r_p (paddle_llrd.AdamW's lr_ratio)
+    # or not (AdamWDL: the lr before the ratio).
+    _decay_follows_ratio = False
+
     def __init__(
         self,
         learning_rate: float | LRScheduler = 0.001,
@@ -442,12 +446,13 @@ class AdamWDL(ScheduledWeightDecay, OptimizationPass, AdamAccumulators, AdamW):
             sparse = grad.is_selected_rows() if settings.dygraph else is_static_sparse(grad)
             if sparse and not settings.lazy_mode and settings.dygraph:
                 grad, sparse = densify(param, grad), False
+            decay_scale = update_scale if self._decay_follows_ratio else base_scale
             fused_coeff = None if sparse else plan.fused_coeff_for(
-                self._weight_decay, base_scale, update_scale,
+                self._weight_decay, decay_scale, update_scale,
                 force_general=self._force_general_decay, decided=self._fused_coeffs,
             )
             if plan.decays and fused_coeff is None:
-                self._append_decoupled_weight_decay(block, param_and_grad, lr_scale=base_scale)
+                self._append_decoupled_weight_decay(block, param_and_grad, lr_scale=decay_scale)
             return self._append_adamw(
                 block, param, grad, plan, lr=self._lr_for_scale(update_scale), coeff=fused_coeff, adam_kernel=sparse
             )
