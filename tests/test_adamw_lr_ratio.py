@@ -253,3 +253,34 @@ def test_paddles_static_layerwise_scenario_on_cpu(weight_decay):
                 np.testing.assert_allclose(after[i], expected, rtol=1e-6, atol=1e-7, err_msg=f"param {i} run {t}")
     finally:
         paddle.disable_static()
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_lr_ratio_with_half_precision_master_weights_on_cpu(dtype):
+    """multi_precision with float16/bfloat16 parameters, where Paddle has neither a CPU kernel
+    nor CPU lr_ratio: the float32 master weights follow adamw_step in float64 for 4 steps, and
+    the parameters are their casts."""
+    paddle.seed(3)
+    linear = nn.Linear(4, 3)
+    linear.to(dtype=dtype)
+    params = list(linear.parameters())
+    ratios = {params[0].name: 0.5, params[1].name: 0.25}
+    opt = AdamW(learning_rate=0.01, parameters=params, weight_decay=0.3, multi_precision=True,
+                lr_ratio=lambda p: ratios[p.name])
+    reference = {p.name: [p.astype("float32").numpy().astype(np.float64), 0.0, 0.0] for p in params}
+    rng = np.random.default_rng(2)
+    for t in range(1, 5):
+        x = paddle.to_tensor(rng.standard_normal((2, 4)).astype("float32"))
+        # CPU has no half-precision matmul: the forward in float32 through casts
+        out = paddle.matmul(x, linear.weight.astype("float32")) + linear.bias.astype("float32")
+        out.pow(2).mean().backward()
+        for p in params:
+            value, m1, m2 = reference[p.name]
+            reference[p.name] = adamw_step(value, p.grad.astype("float32").numpy().astype(np.float64), m1, m2,
+                                           0.01, 0.9**t, 0.999**t, lr_ratio=ratios[p.name], coeff=0.3)
+        opt.step()
+        opt.clear_grad()
+    for p in params:
+        master = opt._master_weights[p.name]
+        np.testing.assert_allclose(master.numpy(), reference[p.name][0], rtol=1e-5, atol=1e-6, err_msg=p.name)
+        np.testing.assert_array_equal(p.astype("float32").numpy(), master.astype(dtype).astype("float32").numpy())
