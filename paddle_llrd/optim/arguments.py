@@ -219,13 +219,14 @@ def check_distinct(params: list[Any], where: list[str], seen: dict[int, str], *,
     the same parameter in two groups, and so does this within a list.
     """
     for param, place in zip(params, where):
-        first = seen.setdefault(id(param), place)
-        if first is not place:
+        first = seen.get(id(param))
+        if first is not None:
             raise ValueError(
                 f"{owner}: parameter {param.name!r} is listed twice in `parameters` ({first} and {place}); "
                 "each step would update it twice. List each parameter once "
                 "(model.parameters() already does, also for shared weights)."
             )
+        seen[id(param)] = place
 
 
 def check_added_group(group: Any, groups: list[Mapping[str, Any]], *, owner: str = "AdamWDL") -> None:
