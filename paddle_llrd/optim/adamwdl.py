@@ -167,8 +167,11 @@ class AdamWDL(ScheduledWeightDecay, OptimizationPass, AdamAccumulators, AdamW):
             ``paddle.optimizer.AdamW``. Default False.
 
     Raises:
-        TypeError: ``learning_rate``, ``beta1``, ``beta2`` or ``epsilon`` is
-            None, ``layerwise_decay`` is not a float or Tensor (an ``int`` is
+        TypeError: ``learning_rate``, ``beta1``, ``beta2``, ``epsilon`` or
+            ``weight_decay`` (or a group's) is None or of the wrong type (a
+            str, a bool), ``apply_decay_param_fun`` is not callable,
+            ``parameters`` holds something other than parameters or group
+            dicts, ``layerwise_decay`` is not a float or Tensor (an ``int`` is
             refused), ``set_param_lr_fun`` is not callable, ``name_dict`` is not
             a mapping, (default function) ``n_layers`` is not an int, a
             parameter group's ``weight_decay`` is a ``WeightDecaySchedule``
@@ -176,8 +179,12 @@ class AdamWDL(ScheduledWeightDecay, OptimizationPass, AdamAccumulators, AdamW):
             in dygraph mode (a static program may leave it out).
         ValueError: a float (or dygraph Tensor) ``learning_rate`` or
             ``weight_decay``, or a parameter group's ``learning_rate`` or
-            ``weight_decay``, is NaN, infinite or negative (nothing is applied,
-            also to the groups before it); ``layerwise_decay`` is negative or not finite, or (default
+            ``weight_decay``, is NaN, infinite or negative, a beta (or a
+            group's) is outside [0, 1), an ``epsilon`` negative, the decay
+            factor :math:`1 - \eta s \lambda` negative for the lr known now,
+            a parameter is listed twice, or the ``WeightDecaySchedule`` is
+            another live optimizer's (nothing is applied, also to the groups
+            before it); ``layerwise_decay`` is negative or not finite, or (default
             function) ``n_layers`` is negative, a parameter's layer index is not
             below it, or ``layerwise_decay != 1.0`` and there is no ``name_dict``.
         KeyError: a trainable parameter is missing from ``name_dict`` (default
