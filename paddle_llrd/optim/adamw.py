@@ -138,7 +138,7 @@ class AdamW(AdamWDL):
     """
 
     # The decay's learning rate includes the ratio (Paddle's lr_ratio semantics).
-    _decay_follows_ratio = True
+    _decay_with_ratio = True
 
     def __init__(
         self,

@@ -7,9 +7,9 @@ before the model in the resume script, and every name moves. The model's own
 ``set_state_dict`` matches by structured name and does not notice;
 ``paddle.optimizer.AdamW`` then asserts (``Optimizer set error, ... should in
 state dict``). AdamWDL starts the state of a parameter that has none in the
-checkpoint afresh (it was frozen when the checkpoint was saved,
-:mod:`paddle_llrd.optim.accumulators`), which alone would restart every
-renamed parameter at zero without a word.
+checkpoint afresh (it was frozen when the checkpoint was saved; Paddle
+asserts there), which alone would restart every renamed parameter at zero
+without a word.
 
 :func:`check_state_names` tells the two apart before anything is loaded:
 entries that belong to no parameter of the optimizer mean the names moved.
