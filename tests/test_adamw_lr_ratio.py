@@ -10,7 +10,11 @@ out below in float64 (the ratio scales the lr of the decay and of the step).
 from __future__ import annotations
 
 import inspect
+import os
+import subprocess
+import sys
 from functools import partial
+from pathlib import Path
 
 import numpy as np
 import paddle
@@ -284,3 +288,65 @@ def test_lr_ratio_with_half_precision_master_weights_on_cpu(dtype):
         master = opt._master_weights[p.name]
         np.testing.assert_allclose(master.numpy(), reference[p.name][0], rtol=1e-5, atol=1e-6, err_msg=p.name)
         np.testing.assert_array_equal(p.astype("float32").numpy(), master.astype(dtype).astype("float32").numpy())
+
+
+TO_STATIC_SCRIPT = """
+import sys
+import numpy as np
+import paddle
+from paddle_llrd import AdamW
+
+paddle.seed(4)
+model = paddle.nn.Linear(3, 2)
+ratios = {model.weight.name: 0.5, model.bias.name: 0.25}
+optimizer = AdamW(learning_rate=0.05, parameters=model.parameters(), weight_decay=0.2,
+                  lr_ratio=lambda p: ratios[p.name])
+np.savez(sys.argv[1] + "/start.npz", weight=model.weight.numpy(), bias=model.bias.numpy())
+
+
+@paddle.jit.to_static
+def train_step(x, y):
+    loss = ((model(x) - y) ** 2).mean()
+    loss.backward()
+    optimizer.step()
+    optimizer.clear_grad()
+    return loss
+
+
+data = np.load(sys.argv[1] + "/data.npz")
+for x, y in zip(data["x"], data["y"]):
+    train_step(paddle.to_tensor(x), paddle.to_tensor(y))
+np.savez(sys.argv[1] + "/end.npz", weight=model.weight.numpy(), bias=model.bias.numpy())
+"""
+
+
+def test_to_static_step_with_a_module_global_optimizer_follows_adamw_step(tmp_path):
+    """As a user writes it, in a fresh process: a to_static train step over the module-global
+    AdamW(lr_ratio=...), 3 steps, against adamw_step with the MSE gradient written out (float64)."""
+    rng = np.random.default_rng(6)
+    xs, ys = rng.standard_normal((3, 4, 3)).astype("float32"), rng.standard_normal((3, 4, 2)).astype("float32")
+    np.savez(tmp_path / "data.npz", x=xs, y=ys)
+    script = tmp_path / "train.py"
+    script.write_text(TO_STATIC_SCRIPT)
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run([sys.executable, str(script), str(tmp_path)], env=env, capture_output=True, text=True,
+                          timeout=180)
+    assert done.returncode == 0, done.stderr[-3000:]
+    start, end = np.load(tmp_path / "start.npz"), np.load(tmp_path / "end.npz")
+    weight, bias = start["weight"].astype(np.float64), start["bias"].astype(np.float64)
+    state = {"weight": (0.0, 0.0), "bias": (0.0, 0.0)}
+    for t, (x, y) in enumerate(zip(xs.astype(np.float64), ys.astype(np.float64)), start=1):
+        residual = 2.0 * (x @ weight + bias - y) / y.size  # d mean((xW + b - y)^2) / d out
+        grads = {"weight": x.T @ residual, "bias": residual.sum(axis=0)}
+        for name, ratio in (("weight", 0.5), ("bias", 0.25)):
+            value = weight if name == "weight" else bias
+            value, m1, m2 = adamw_step(value, grads[name], *state[name], 0.05, 0.9**t, 0.999**t,
+                                       lr_ratio=ratio, coeff=0.2)
+            state[name] = (m1, m2)
+            if name == "weight":
+                weight = value
+            else:
+                bias = value
+    np.testing.assert_allclose(end["weight"], weight, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(end["bias"], bias, rtol=1e-5, atol=1e-6)
