@@ -201,3 +201,28 @@ def test_name_dict_names_the_parameters_in_the_error():
         shifted = {("x" + k if "linear" in k else k): v for k, v in optimizer.state_dict().items()}
         with pytest.raises(ValueError, match=r"\(bert\.encoder\.layers\.0\..*\)"):
             described.set_state_dict(shifted)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_precision_moments_named_after_master_weights_belong_to_their_parameter(dtype):
+    """Under multi_precision Paddle names a float16/bfloat16 parameter's moments after its
+    master weight (<name>_fp32_master_0_moment1_0): a resume with the same names loads silently
+    and continues from the saved moments."""
+    with fresh_names():
+        weight = paddle.create_parameter([3, 2], dtype, default_initializer=nn.initializer.Constant(0.5))
+        optimizer = AdamWDL(learning_rate=0.01, parameters=[weight], multi_precision=True)
+        weight.astype("float32").sum().backward()
+        optimizer.step()
+        optimizer.clear_grad()
+        checkpoint = optimizer.state_dict()
+        assert any("_fp32_master_0_moment1_0" in key for key in checkpoint)
+    with fresh_names():
+        resumed = paddle.create_parameter([3, 2], dtype, default_initializer=nn.initializer.Constant(0.5))
+        again = AdamWDL(learning_rate=0.01, parameters=[resumed], multi_precision=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            again.set_state_dict(checkpoint)
+            resumed.astype("float32").sum().backward()
+            again.step()
+        beta1_pow = again._get_accumulator_master(again._beta1_pow_acc_str, resumed)
+        assert beta1_pow.item() == pytest.approx(0.9 ** 3)  # the saved step, then this one

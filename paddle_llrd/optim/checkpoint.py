@@ -29,6 +29,9 @@ __all__ = ["MASTER_WEIGHTS_KEY", "check_state_names", "saved_parameter_names"]
 
 # The entry of Paddle's state dict that maps parameter names to float32 master weights.
 MASTER_WEIGHTS_KEY = "master_weights"
+# Paddle names a float16/bfloat16 parameter's float32 master weight
+# `<param name>_fp32_master_<n>`, and under multi_precision its moments after it.
+_MASTER_WEIGHT_NAME = re.compile(r"^(?P<param>.+)_fp32_master_\d+$")
 # How many names an error or warning shows (a checkpoint of a large model has thousands).
 _SHOWN = 5
 
@@ -55,13 +58,18 @@ def saved_parameter_names(optimizer: Any, state_dict: Mapping[str, Any]) -> dict
     """``{parameter name: its entries}`` of the parameter state in ``state_dict`` (accumulators
     and master weights); other entries (the lr schedule's, a weight-decay schedule's) are not parameter state.
 
+    The moments of a float16/bfloat16 parameter under ``multi_precision`` are
+    named after its master weight (``<param>_fp32_master_0_moment1_0``) and
+    belong to the parameter.
+
     Examples:
         >>> import paddle
         >>> from paddle_llrd import AdamWDL
         >>> linear = paddle.nn.Linear(2, 2)
         >>> opt = AdamWDL(parameters=linear.parameters())
-        >>> saved = {f"{linear.weight.name}_moment1_0": None, "LR_Scheduler": {}}
-        >>> list(saved_parameter_names(opt, saved)) == [linear.weight.name]
+        >>> saved = {f"{linear.weight.name}_moment1_0": None, "LR_Scheduler": {},
+        ...          f"{linear.bias.name}_fp32_master_0_moment2_0": None}
+        >>> list(saved_parameter_names(opt, saved)) == [linear.weight.name, linear.bias.name]
         True
     """
     pattern = _accumulator_pattern(optimizer)
@@ -75,7 +83,9 @@ def saved_parameter_names(optimizer: Any, state_dict: Mapping[str, Any]) -> dict
             continue
         match = pattern.match(key)
         if match:
-            names.setdefault(match.group("param"), []).append(key)
+            owner = match.group("param")
+            master = _MASTER_WEIGHT_NAME.match(owner)
+            names.setdefault(master.group("param") if master else owner, []).append(key)
     return names
 
 
