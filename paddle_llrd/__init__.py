@@ -77,6 +77,7 @@ from .layer_decay.layerwise import layerwise_lr_decay  # noqa: E402
 from .layer_decay.layer_maps import LayerMap, build_name_dict, make_layerwise_fn, no_decay_parameter_names, resolve_layer_map  # noqa: E402
 from .layer_decay.param_groups import layer_decay_param_groups, param_groups_table  # noqa: E402
 from .layer_decay.grad_norms import layer_grad_norms, layer_groups  # noqa: E402
+from .optim.adamw import AdamW  # noqa: E402
 from .optim.adamwdl import AdamWDL  # noqa: E402
 from .optim.ema import ExponentialMovingAverage  # noqa: E402
 from .schedules.weight_decay import WeightDecaySchedule  # noqa: E402
@@ -84,6 +85,7 @@ from .schedules.weight_decay import WeightDecaySchedule  # noqa: E402
 __version__ = "0.1.0"
 
 __all__ = [
+    "AdamW",
     "AdamWDL",
     "ConstScheduleWithWarmup",
     "CosineAnnealingWithWarmupDecay",

@@ -1,7 +1,13 @@
-"""AdamWDL's constructor checks: each refuses a bad argument by name, before anything is built.
+"""The optimizer's argument checks: each refuses a bad argument by name, before anything is built.
 
 Paddle's ``AdamW`` guards some of these with bare ``assert`` statements (gone
-under ``python -O``) and takes others as given.
+under ``python -O``), answers others with an error that names no argument
+(``'<=' not supported between instances of 'int' and 'str'``) and takes the
+rest as given (``weight_decay=True`` as 1.0, a parameter listed twice updated
+twice). A parameter group's ``beta1``/``beta2``/``epsilon``/``learning_rate``/
+``weight_decay`` are checked as the optimizer-wide ones, the message naming
+the group by its index; the constructor checks every group before the first
+is applied, and a group added later is checked before it changes anything.
 """
 from __future__ import annotations
 
@@ -10,11 +16,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from paddle.base import framework
+from paddle.optimizer.lr import LRScheduler
 
-from ..argument_checks import checked_count, checked_real
+from ..argument_checks import checked_count, checked_real, is_real_number
 from ..layer_decay.layerwise import NAME_DICT_ADVICE, layerwise_lr_decay
-from .ratios import is_real_number, is_tensor
-from ..schedules.weight_decay import WeightDecaySchedule
+from .updates import is_tensor
+from ..schedules.weight_decay import WeightDecaySchedule, check_unclaimed
 
 
 def check_not_none(**arguments: Any) -> None:
@@ -65,12 +72,18 @@ def check_layerwise_arguments(layerwise_decay: Any, n_layers: Any, set_param_lr_
         )
 
 
-def check_non_negative(value: Any, argument: str) -> None:
+# Paddle's AdamW keeps these per parameter group (its _default_dict), and
+# AdamWDL adds PaddleNLP's legacy name `coeff` of `weight_decay`.
+_GROUP_RATES = ("learning_rate", "weight_decay", "coeff")
+_GROUP_BETAS = ("beta1", "beta2")
+
+
+def check_non_negative(value: Any, argument: str, *, owner: str = "AdamWDL") -> None:
     """``ValueError`` naming ``argument`` (as the message should show it) if ``value`` is a number
     (or a dygraph Tensor) that is NaN, infinite or negative.
 
-    Other types are left to Paddle's own checks (an ``LRScheduler`` checks
-    its values where it is built).
+    Other types are left to :func:`check_rate` or Paddle's own checks (an
+    ``LRScheduler`` checks its values where it is built).
 
     Examples:
         >>> check_non_negative(0.01, "`weight_decay`")
@@ -79,49 +92,315 @@ def check_non_negative(value: Any, argument: str) -> None:
         ...
         ValueError: AdamWDL: `learning_rate` must be a finite number >= 0, got nan.
     """
-    number = value
-    if is_tensor(value):
-        if not framework.in_dygraph_mode() or value.size != 1:
-            return  # a program's value is known when it runs
-        number = float(value.item())
-    elif not is_real_number(value):
+    number = _known_value(value)
+    if number is None:
         return
     if not (math.isfinite(number) and number >= 0.0):
-        raise ValueError(f"AdamWDL: {argument} must be a finite number >= 0, got {number!r}.")
+        raise ValueError(f"{owner}: {argument} must be a finite number >= 0, got {number!r}.")
 
 
-def check_group(group: Any, where: str) -> None:
-    """A parameter group's ``learning_rate`` and ``weight_decay``/``coeff``; ``where`` names the group."""
+def _known_value(value: Any) -> float | None:
+    """``value`` as a float where it is known now: a real number or a one-element dygraph Tensor."""
+    if is_tensor(value):
+        if not framework.in_dygraph_mode() or value.size != 1:
+            return None  # a program's value is known when it runs
+        return float(value.item())
+    if is_real_number(value):
+        return float(value)
+    return None
+
+
+def check_rate(value: Any, argument: str, *, owner: str = "AdamWDL") -> None:
+    """A learning-rate factor or weight decay: a real number (not a bool) or a Tensor, finite and >= 0.
+
+    Examples:
+        >>> check_rate(0.5, "parameter group 1's `learning_rate`")
+        >>> check_rate("0.5", "parameter group 1's `learning_rate`")
+        Traceback (most recent call last):
+        ...
+        TypeError: AdamWDL: parameter group 1's `learning_rate` must be a real number >= 0 or a Tensor, got str '0.5'.
+    """
+    if not (is_real_number(value) or is_tensor(value)):
+        raise TypeError(
+            f"{owner}: {argument} must be a real number >= 0 or a Tensor, got {type(value).__name__} {value!r}."
+        )
+    check_non_negative(value, argument, owner=owner)
+
+
+def check_beta_or_epsilon(value: Any, argument: str, *, key: str, owner: str = "AdamWDL") -> None:
+    """``beta1``/``beta2`` in [0, 1), ``epsilon`` finite and >= 0 (``key`` says which),
+    each a real number (not a bool) or a Tensor, as ``paddle.optimizer.AdamW`` wants them
+    (a Tensor is checked where its value is known now: in dygraph).
+
+    Examples:
+        >>> check_beta_or_epsilon(0.9, "`beta1`", key="beta1")
+        >>> check_beta_or_epsilon("0.9", "`beta1`", key="beta1")
+        Traceback (most recent call last):
+        ...
+        TypeError: AdamWDL: `beta1` must be a real number in [0, 1) or a Tensor, got str '0.9'.
+        >>> check_beta_or_epsilon(1.5, "parameter group 0's `beta1`", key="beta1")
+        Traceback (most recent call last):
+        ...
+        ValueError: AdamWDL: parameter group 0's `beta1` must be in [0, 1), got 1.5.
+    """
+    expected = "finite and >= 0" if key == "epsilon" else "in [0, 1)"
+    if not (is_real_number(value) or is_tensor(value)):
+        raise TypeError(
+            f"{owner}: {argument} must be a real number {expected} or a Tensor, got {type(value).__name__} {value!r}."
+        )
+    number = _known_value(value)
+    if number is None:
+        return
+    valid = math.isfinite(number) and number >= 0.0 if key == "epsilon" else 0.0 <= number < 1.0
+    if not valid:
+        raise ValueError(f"{owner}: {argument} must be {expected}, got {number!r}.")
+
+
+def check_group(group: Any, where: str, *, owner: str = "AdamWDL") -> None:
+    """A parameter group's ``params`` and its own settings; ``where`` names the group.
+
+    The settings are checked as the optimizer-wide arguments of the same name
+    (:func:`check_rate`, :func:`check_beta_or_epsilon`).
+
+    Examples:
+        >>> check_group({"params": [], "beta1": 1.5}, "parameter group 2")
+        Traceback (most recent call last):
+        ...
+        ValueError: AdamWDL: parameter group 2's `beta1` must be in [0, 1), got 1.5.
+    """
     if not isinstance(group, Mapping):
-        return  # Paddle's own check names it
+        raise TypeError(f"{owner}: {where} must be a dict with a 'params' list, got {type(group).__name__}.")
+    if "params" not in group:
+        raise ValueError(
+            f"{owner}: {where} has no 'params' (keys: {sorted(map(str, group))}); "
+            "a parameter group is a dict {'params': [...], <settings>}."
+        )
     for key in ("weight_decay", "coeff"):
         if isinstance(group.get(key), WeightDecaySchedule):
             raise TypeError(
-                f"AdamWDL: {where}'s `{key}` must be a float; a WeightDecaySchedule "
-                "goes in AdamWDL(weight_decay=...), and groups without their own "
+                f"{owner}: {where}'s `{key}` must be a float; a WeightDecaySchedule "
+                f"goes in {owner}(weight_decay=...), and groups without their own "
                 "`weight_decay` follow it."
             )
-    for key in ("learning_rate", "weight_decay", "coeff"):
+    for key in _GROUP_RATES:
         if key in group:
-            check_non_negative(group[key], f"{where}'s `{key}`")
+            check_rate(group[key], f"{where}'s `{key}`", owner=owner)
+    for key in (*_GROUP_BETAS, "epsilon"):
+        if key in group:
+            check_beta_or_epsilon(group[key], f"{where}'s `{key}`", key=key, owner=owner)
 
 
-def checked_parameters(parameters: Any) -> Any:
-    """``parameters`` as a list (a generator is read once), its groups checked; refuses None in dygraph.
+def group_parameters(group: Mapping[str, Any], where: str, *, owner: str = "AdamWDL") -> list[Any]:
+    """A group's ``params`` as a list (Paddle takes one parameter or an ordered collection), each a parameter."""
+    params = group["params"]
+    if is_tensor(params):
+        params = [params]
+    elif isinstance(params, (set, frozenset)):
+        raise TypeError(f"{owner}: {where}'s 'params' must be an ordered collection (a list), not a set.")
+    elif isinstance(params, (str, Mapping)) or not hasattr(params, "__iter__"):
+        raise TypeError(
+            f"{owner}: {where}'s 'params' must be a list of parameters, got {type(params).__name__} {params!r}."
+        )
+    params = list(params)
+    for index, param in enumerate(params):
+        if not is_tensor(param):
+            raise TypeError(
+                f"{owner}: {where}'s 'params' item {index} must be a Paddle parameter, "
+                f"got {type(param).__name__} {param!r}."
+            )
+    return params
 
-    In a static program ``parameters=None`` means every trainable parameter
-    of the program, as in Paddle.
+
+def check_distinct(params: list[Any], where: list[str], seen: dict[int, str], *, owner: str = "AdamWDL") -> None:
+    """``ValueError`` for a parameter listed twice (``where[i]`` names ``params[i]``'s place;
+    ``seen`` maps the ids already listed to their place and is extended).
+
+    A parameter listed twice would be updated twice per step; Paddle refuses
+    the same parameter in two groups, and so does this within a list.
+    """
+    for param, place in zip(params, where):
+        first = seen.get(id(param))
+        if first is not None:
+            raise ValueError(
+                f"{owner}: parameter {param.name!r} is listed twice in `parameters` ({first} and {place}); "
+                "each step would update it twice. List each parameter once "
+                "(model.parameters() already does, also for shared weights)."
+            )
+        seen[id(param)] = place
+
+
+def check_added_group(group: Any, groups: list[Mapping[str, Any]], *, owner: str = "AdamWDL") -> None:
+    """A group about to join ``groups`` (the optimizer's, in order): :func:`check_group`, and
+    none of its parameters listed twice or already in one of ``groups``.
+
+    The constructor's groups come here one by one after :func:`checked_parameters`
+    has checked them all (so a bad later group leaves the earlier ones
+    unapplied); a group added later is checked before it changes anything.
+    """
+    where = f"parameter group {len(groups)}"
+    check_group(group, where, owner=owner)
+    seen = {id(p): f"parameter group {i}" for i, listed in enumerate(groups) for p in listed["params"]}
+    params = group_parameters(group, where, owner=owner)
+    check_distinct(params, [f"{where}'s item {i}" for i in range(len(params))], seen, owner=owner)
+
+
+def checked_parameters(parameters: Any, *, owner: str = "AdamWDL") -> Any:
+    """``parameters`` as a list (a generator is read once), its items and groups checked; refuses None in dygraph.
+
+    Each item is a parameter, or each a parameter-group dict (:func:`check_group`);
+    a parameter listed twice, in the list or in two groups, is refused
+    (:func:`check_distinct`). In a static program ``parameters=None`` means
+    every trainable parameter of the program, as in Paddle.
+
+    Examples:
+        >>> checked_parameters([1, 2])
+        Traceback (most recent call last):
+        ...
+        TypeError: AdamWDL: `parameters` item 0 must be a Paddle parameter or a parameter-group dict, got int 1.
     """
     if parameters is None:
         if framework.in_dygraph_mode():
             raise TypeError(
-                "AdamWDL: `parameters` is required in dygraph mode: pass model.parameters() "
+                f"{owner}: `parameters` is required in dygraph mode: pass model.parameters() "
                 "(or a list of parameter-group dicts, each with a 'params' list)."
             )
         return None
-    if is_tensor(parameters) or isinstance(parameters, (str, Mapping)):
-        return parameters  # Paddle's own check names it
+    if is_tensor(parameters) or isinstance(parameters, (str, Mapping)) or not hasattr(parameters, "__iter__"):
+        raise TypeError(
+            f"{owner}: `parameters` must be a list of parameters (model.parameters()) or of "
+            f"parameter-group dicts, got {type(parameters).__name__}."
+        )
     parameters = list(parameters)
-    for index, group in enumerate(parameters):
-        check_group(group, f"parameter group {index}")
+    grouped = bool(parameters) and isinstance(parameters[0], Mapping)
+    seen: dict[int, str] = {}
+    for index, item in enumerate(parameters):
+        if grouped:
+            where = f"parameter group {index}"
+            check_group(item, where, owner=owner)
+            params = group_parameters(item, where, owner=owner)
+            check_distinct(params, [f"{where}'s item {i}" for i in range(len(params))], seen, owner=owner)
+        elif not is_tensor(item):
+            raise TypeError(
+                f"{owner}: `parameters` item {index} must be a Paddle parameter"
+                + (" like item 0 (do not mix parameters and parameter-group dicts)" if index else
+                   " or a parameter-group dict")
+                + f", got {type(item).__name__} {item!r}."
+            )
+    if not grouped:
+        check_distinct(parameters, [f"item {i}" for i in range(len(parameters))], seen, owner=owner)
     return parameters
+
+
+def check_adamw_arguments(
+    *,
+    learning_rate: Any,
+    beta1: Any,
+    beta2: Any,
+    epsilon: Any,
+    weight_decay: Any,
+    apply_decay_param_fun: Any,
+    owner: str = "AdamWDL",
+) -> None:
+    """The optimizer-wide arguments ``paddle.optimizer.AdamW`` shares, each checked by name.
+
+    ``weight_decay`` is a real number (not a bool: ``True`` is no coefficient),
+    a Tensor or a :class:`~paddle_llrd.WeightDecaySchedule` not used by another
+    optimizer; ``apply_decay_param_fun`` a callable or None.
+
+    Examples:
+        >>> check_adamw_arguments(learning_rate=0.01, beta1=0.9, beta2=0.999, epsilon=1e-8,
+        ...                       weight_decay=True, apply_decay_param_fun=None)
+        Traceback (most recent call last):
+        ...
+        TypeError: AdamWDL: `weight_decay` must be a real number >= 0, a Tensor or a WeightDecaySchedule, got bool True.
+    """
+    values = {"learning_rate": learning_rate, "beta1": beta1, "beta2": beta2, "epsilon": epsilon}
+    for argument, value in values.items():
+        if value is None:
+            raise TypeError(f"{owner}: `{argument}` must not be None.")
+    if not isinstance(learning_rate, (float, LRScheduler)):  # Paddle's rule: an int is refused too
+        raise TypeError(
+            f"{owner}: `learning_rate` must be a float or a paddle.optimizer.lr.LRScheduler, "
+            f"got {type(learning_rate).__name__} {learning_rate!r}."
+        )
+    check_non_negative(learning_rate, "`learning_rate`", owner=owner)
+    for key in ("beta1", "beta2", "epsilon"):
+        check_beta_or_epsilon(values[key], f"`{key}`", key=key, owner=owner)
+    if isinstance(weight_decay, WeightDecaySchedule):
+        check_unclaimed(weight_decay, "weight_decay", owner=owner)
+    elif not (is_real_number(weight_decay) or is_tensor(weight_decay)):
+        raise TypeError(
+            f"{owner}: `weight_decay` must be a real number >= 0, a Tensor or a WeightDecaySchedule, "
+            f"got {type(weight_decay).__name__} {weight_decay!r}."
+        )
+    else:
+        check_non_negative(weight_decay, "`weight_decay`", owner=owner)
+    if apply_decay_param_fun is not None and not callable(apply_decay_param_fun):
+        raise TypeError(
+            f"{owner}: `apply_decay_param_fun` must be callable (fn(param.name) -> bool, True to decay "
+            f"the parameter) or None, got {type(apply_decay_param_fun).__name__} {apply_decay_param_fun!r}."
+        )
+
+
+def peak_learning_rate(learning_rate: Any) -> float | None:
+    """The largest global lr known at construction: a float, or an ``LRScheduler``'s
+    ``base_lr`` and current ``last_lr`` (a later rise, as in a cyclic schedule, is not known)."""
+    if is_real_number(learning_rate):
+        return float(learning_rate)
+    known = [
+        float(value)
+        for value in (getattr(learning_rate, "base_lr", None), getattr(learning_rate, "last_lr", None))
+        if is_real_number(value) and math.isfinite(value)
+    ]
+    return max(known) if known else None
+
+
+def _largest_coefficient(weight_decay: Any) -> float | None:
+    if isinstance(weight_decay, WeightDecaySchedule):
+        return max(weight_decay.start_wd, weight_decay.end_wd)
+    return _known_value(weight_decay)
+
+
+def check_decay_factor(learning_rate: Any, weight_decay: Any, parameters: Any, *, owner: str = "AdamWDL") -> None:
+    r"""``ValueError`` when the decoupled decay's factor :math:`1 - \eta s \lambda` would be negative.
+
+    Each step multiplies a decayed weight by :math:`1 - \eta s \lambda`
+    (:math:`\eta` the global lr, :math:`s` a group's lr factor, :math:`\lambda`
+    the weight decay). At :math:`\eta s \lambda > 1` that factor is negative and
+    every step flips the weights' sign and grows them: no weight decay means
+    that (usual coefficients are 0 to 0.1, with lrs far below 1). Paddle's
+    ``AdamW`` takes any coefficient (``weight_decay=2e6`` trains to NaN); this
+    check refuses such a value where the lr is known at construction (a
+    float, or an ``LRScheduler``'s ``base_lr`` and current value,
+    :func:`peak_learning_rate`), for the optimizer-wide coefficient and each
+    group's (a ratio, unknown before the first step, is not counted).
+
+    Examples:
+        >>> check_decay_factor(0.001, 2e6, None)
+        Traceback (most recent call last):
+        ...
+        ValueError: AdamWDL: `weight_decay` = 2000000.0 with learning rate 0.001 makes the decay factor 1 - lr * weight_decay = -1999.0 negative (each step would flip the weights' sign); `weight_decay` must be <= 1 / lr = 1000.0.
+    """
+    lr = peak_learning_rate(learning_rate)
+    if lr is None or lr == 0.0:
+        return
+    default = _largest_coefficient(weight_decay)
+    checks: list[tuple[str, float | None, float | None]] = [("`weight_decay`", default, 1.0)]
+    if parameters and isinstance(parameters[0], Mapping):
+        for index, group in enumerate(parameters):
+            key = "weight_decay" if "weight_decay" in group else "coeff" if "coeff" in group else None
+            coefficient = default if key is None else _known_value(group[key])
+            scale = _known_value(group.get("learning_rate", 1.0))
+            name = f"parameter group {index}'s `{key}`" if key else f"`weight_decay` in parameter group {index}"
+            checks.append((name, coefficient, scale))
+    for name, coefficient, scale in checks:
+        if coefficient is None or scale is None:
+            continue
+        group_lr = lr * scale
+        if group_lr * coefficient > 1.0:
+            shown_lr = f"learning rate {lr!r}" + (f" times the group's factor {scale!r}" if scale != 1.0 else "")
+            raise ValueError(
+                f"{owner}: {name} = {coefficient!r} with {shown_lr} makes the decay factor "
+                f"1 - lr * weight_decay = {1.0 - group_lr * coefficient!r} negative (each step would flip "
+                f"the weights' sign); {name.split(' in ')[0]} must be <= 1 / lr = {1.0 / group_lr!r}."
+            )

@@ -6,18 +6,20 @@ run from ``--start-weight-decay`` to ``--end-weight-decay`` over
 ``linear`` or ``cosine``. :class:`WeightDecaySchedule` is that rule, and
 :class:`paddle_llrd.AdamWDL` accepts it as its ``weight_decay``: the optimizer
 then uses the schedule's value at every step and advances it after every
-applied step.
+applied step. One schedule belongs to one optimizer (:func:`claim_schedule`):
+two optimizers stepping it would advance it twice per iteration.
 """
 from __future__ import annotations
 
 import math
 import warnings
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
 from ..argument_checks import checked_count, checked_real
 
-__all__ = ["WEIGHT_DECAY_STYLES", "WeightDecaySchedule"]
+__all__ = ["WEIGHT_DECAY_STYLES", "WeightDecaySchedule", "check_unclaimed", "claim_schedule"]
 
 WEIGHT_DECAY_STYLES = ("constant", "linear", "cosine")
 _CONFIG_KEYS = ("start_wd", "end_wd", "total_steps", "style")
@@ -213,3 +215,44 @@ class WeightDecaySchedule:
             f"WeightDecaySchedule(start_wd={self.start_wd!r}, end_wd={self.end_wd!r}, "
             f"total_steps={self.total_steps!r}, style={self.style!r}, current_step={self.current_step!r})"
         )
+
+
+# The optimizer that follows each schedule, held weakly on both sides: a
+# schedule whose optimizer is gone (or a copy of a schedule) is free again.
+_OWNERS: weakref.WeakKeyDictionary[WeightDecaySchedule, weakref.ref[Any]] = weakref.WeakKeyDictionary()
+
+
+def check_unclaimed(schedule: WeightDecaySchedule, argument: str, *, owner: str = "AdamWDL") -> None:
+    """``ValueError`` naming ``argument`` if another live optimizer already follows ``schedule``.
+
+    Each optimizer advances its schedule after its own step, so one schedule
+    shared by two optimizers would advance twice per training iteration
+    (step 10 after 5 iterations) and give both the wrong coefficient.
+
+    Examples:
+        >>> import paddle
+        >>> from paddle_llrd import AdamWDL, WeightDecaySchedule
+        >>> schedule = WeightDecaySchedule(0.0, 0.1, total_steps=10)
+        >>> first = AdamWDL(parameters=paddle.nn.Linear(2, 2).parameters(), weight_decay=schedule)
+        >>> second = AdamWDL(parameters=paddle.nn.Linear(2, 2).parameters(), weight_decay=schedule)
+        Traceback (most recent call last):
+        ...
+        ValueError: AdamWDL: `weight_decay` is a WeightDecaySchedule that another optimizer (AdamWDL) already follows; ...
+        >>> import copy
+        >>> second = AdamWDL(parameters=paddle.nn.Linear(2, 2).parameters(),
+        ...                  weight_decay=copy.deepcopy(schedule))
+    """
+    holder = _OWNERS.get(schedule)
+    other = None if holder is None else holder()
+    if other is not None:
+        raise ValueError(
+            f"{owner}: `{argument}` is a WeightDecaySchedule that another optimizer "
+            f"({type(other).__name__}) already follows; each optimizer advances its schedule after "
+            "its own step, so a shared one would advance twice per iteration. Give each optimizer "
+            "its own schedule (copy.deepcopy(schedule), or build a second one)."
+        )
+
+
+def claim_schedule(schedule: WeightDecaySchedule, optimizer: Any) -> None:
+    """Record that ``optimizer`` follows ``schedule`` (:func:`check_unclaimed` refuses it to others)."""
+    _OWNERS[schedule] = weakref.ref(optimizer)
