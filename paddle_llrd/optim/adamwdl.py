@@ -27,6 +27,7 @@ from paddle.base import framework
 from paddle.optimizer import AdamW
 
 from .accumulators import AdamAccumulators
+from .multi_tensor import MultiTensorStep
 from .updates import adamw_update, decay_factor, decoupled_decay, densify, is_static_sparse
 from .arguments import (
     check_group,
@@ -226,6 +227,7 @@ class AdamWDL(ScheduledWeightDecay, OptimizationPass, AdamAccumulators, AdamW):
         name: str | None = None,
         *,
         amsgrad: bool = False,
+        use_multi_tensor: bool | None = None,
     ) -> None:
         check_not_none(learning_rate=learning_rate, beta1=beta1, beta2=beta2, epsilon=epsilon)
         check_non_negative(learning_rate, "`learning_rate`")
@@ -233,6 +235,10 @@ class AdamWDL(ScheduledWeightDecay, OptimizationPass, AdamAccumulators, AdamW):
             check_non_negative(weight_decay, "`weight_decay`")
         parameters = checked_parameters(parameters)
         check_layerwise_arguments(layerwise_decay, n_layers, set_param_lr_fun, name_dict)
+        if use_multi_tensor not in (None, True, False):
+            raise TypeError(
+                f"AdamWDL: `use_multi_tensor` must be None, True or False, got {use_multi_tensor!r}."
+            )
         weight_decay = self._follow_schedule(weight_decay)
         super().__init__(
             learning_rate=learning_rate,
@@ -270,6 +276,8 @@ class AdamWDL(ScheduledWeightDecay, OptimizationPass, AdamAccumulators, AdamW):
         # Tests (and debugging) set this to route every decay through the
         # separate op instead of the fused kernel.
         self._force_general_decay = False
+        # The multi-tensor dygraph step (multi_tensor.py); None: the per-parameter path only.
+        self._multi_tensor = None if use_multi_tensor is False else MultiTensorStep()
         self._params_name: dict[str, None] = {}  # ordered set, for a stable str()
         for param in self._listed_parameters():
             if self._decays(param):
@@ -320,6 +328,10 @@ class AdamWDL(ScheduledWeightDecay, OptimizationPass, AdamAccumulators, AdamW):
             >>> opt.step()
             >>> opt.clear_grad()
         """
+        # The one call site of the multi-tensor path: it returns False where
+        # the per-parameter step below must run instead.
+        if self._multi_tensor is not None and self._multi_tensor.step(self):
+            return None
         grouped = bool(self._parameter_list) and isinstance(self._parameter_list[0], dict)
         if not grouped or not framework.in_dygraph_mode():
             return super().step()  # one pass, which asks set_param_lr_fun first (_begin_pass)
@@ -346,7 +358,16 @@ class AdamWDL(ScheduledWeightDecay, OptimizationPass, AdamAccumulators, AdamW):
         made afresh at the next step.
         """
         self._plans.clear()  # their accumulators and master weights may be replaced
+        if self._multi_tensor is not None:
+            self._multi_tensor.invalidate()  # laid out afresh from the loaded state at the next step
         return super().set_state_dict(state_dict)
+
+    def clear_grad(self, set_to_zero: bool = True) -> None:
+        """As ``paddle.optimizer.AdamW.clear_grad``; on the multi-tensor path
+        ``set_to_zero=True`` zeroes each group's flat gradient buffer in one op."""
+        if self._multi_tensor is not None and self._multi_tensor.clear_grad(self, set_to_zero):
+            return None
+        return super().clear_grad(set_to_zero)
 
     load_state_dict = set_state_dict
 

@@ -24,6 +24,7 @@ STEP_MODULES = (
     "optim/optimization_pass.py",
     "optim/accumulators.py",
     "optim/updates.py",
+    "optim/multi_tensor.py",
     "optim/ratios.py",
     "argument_checks.py",
     "optim/plan.py",
