@@ -40,6 +40,7 @@ from typing import Any, NamedTuple
 import paddle
 from paddle import _C_ops
 from paddle.base import framework
+from paddle.base.layer_helper import LayerHelper
 
 from .plan import uses_master
 from .ratios import fused_decay_coeff, is_tensor
@@ -394,6 +395,8 @@ class MultiTensorStep:
         """Put the parameters that have a gradient now into banks; False (nothing
         changed) if one of them cannot share a kernel call."""
         block = framework.default_main_program().global_block()
+        if getattr(optimizer, "helper", None) is None:  # what Paddle's pass sets up first (the lr variable needs it)
+            optimizer.helper = LayerHelper(optimizer.__class__.__name__)
         listed = _param_groups(optimizer)
         # Ask the ratio function about every parameter first: a bad ratio raises here.
         optimizer._resolve_update_scales(
