@@ -235,7 +235,7 @@ class AdamWDL(ScheduledWeightDecay, OptimizationPass, AdamAccumulators, AdamW):
             check_non_negative(weight_decay, "`weight_decay`")
         parameters = checked_parameters(parameters)
         check_layerwise_arguments(layerwise_decay, n_layers, set_param_lr_fun, name_dict)
-        if use_multi_tensor not in (None, True, False):
+        if not (use_multi_tensor is None or isinstance(use_multi_tensor, bool)):
             raise TypeError(
                 f"AdamWDL: `use_multi_tensor` must be None, True or False, got {use_multi_tensor!r}."
             )

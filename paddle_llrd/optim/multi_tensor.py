@@ -146,15 +146,12 @@ class Bank:
         self.param_flat = share_flat(self.params)
         with paddle.no_grad():
             self.grad_flat = _C_ops.concat([_C_ops.reshape(grad, [-1]) for _, grad, _ in ordered], 0)
-        self.grad_views = []
+        self.offsets = []
         offset = 0
         for param in self.params:
-            size = _numel(param)
-            view = self.grad_flat._slice(offset, offset + size)
-            view.get_tensor()._set_dims(list(param.shape))
-            param._copy_gradient_from(view)
-            self.grad_views.append(view)
-            offset += size
+            self.offsets.append(offset)
+            param._copy_gradient_from(self._grad_view(len(self.offsets) - 1))
+            offset += _numel(param)
         moments = list(zip(*(plan.moments for plan in plans)))
         self.moment1 = share_flat(moments[0])
         self.moment2 = share_flat(moments[1])
@@ -171,6 +168,17 @@ class Bank:
             group_params = [param for param, _, _ in kernel_members]
             self.groups.append(KernelGroup(kernel_key, group_params, self, start, stop, plans[index]))
             start, index = stop, index + len(kernel_members)
+
+    def _grad_view(self, index: int) -> Any:
+        """A new view of parameter ``index``'s range of the gradient buffer.
+
+        New each time: ``clear_gradient(set_to_zero=False)`` releases the
+        storage of the tensor a parameter's gradient shares, views included.
+        """
+        param, start = self.params[index], self.offsets[index]
+        view = self.grad_flat._slice(start, start + _numel(param))
+        view.get_tensor()._set_dims(list(param.shape))
+        return view
 
     def check(self) -> tuple[bool, list[int]]:
         """``(intact, replaced)``: whether every parameter is still trained, has a
@@ -195,14 +203,17 @@ class Bank:
     def realias_grads(self, replaced: list[int]) -> bool:
         """Copy replaced gradients into their views and hand the views back; False if one cannot be."""
         grads = [self.params[i].grad for i in replaced]
+        flat = self.grad_flat
         for index, grad in zip(replaced, grads):
-            view = self.grad_views[index]
-            if grad.is_selected_rows() or grad.dtype != view.dtype or list(grad.shape) != list(view.shape):
+            param = self.params[index]
+            if grad.is_selected_rows() or grad.dtype != flat.dtype or list(grad.shape) != list(param.shape):
                 return False
         with paddle.no_grad():
             for index, grad in zip(replaced, grads):
-                view = self.grad_views[index]
+                view = self._grad_view(index)
                 _C_ops.assign_out_(grad, view)
+                if not view._is_shared_buffer_with(flat):
+                    return False  # (the layout then starts afresh from the gradients)
                 self.params[index]._copy_gradient_from(view)
         return True
 
