@@ -42,9 +42,25 @@ from paddle import _C_ops
 from paddle.base import framework
 from paddle.base.layer_helper import LayerHelper
 
-from .plan import uses_master
-from .ratios import fused_decay_coeff, is_tensor
-from .updates import MIN_ROW_SIZE_TO_USE_MULTITHREAD, AdamSettings, decay_factor, decoupled_decay
+from .updates import (
+    MIN_ROW_SIZE_TO_USE_MULTITHREAD,
+    AdamSettings,
+    UpdatePass,
+    decay_scale,
+    decoupled_decay,
+    fused_decay_coeff,
+    is_tensor,
+)
+
+try:
+    # As in AdamWDL.step: the frames of a step run as plain Python under
+    # paddle.jit.to_static's translator (SOT), whoever calls them.
+    from paddle.jit.sot.psdb import fallback as _run_eagerly_under_sot
+except ImportError:  # pragma: no cover - a Paddle without SOT
+
+    def _run_eagerly_under_sot(recursive: bool = False) -> None:
+        return None
+
 
 __all__ = ["Bank", "BankKey", "KernelGroup", "KernelKey", "MultiTensorStep", "share_flat", "unsupported_reason"]
 
@@ -228,26 +244,26 @@ class Bank:
         grad_flat.zero_()
         return True
 
-    def update(self, lrs: list[Any], settings: AdamSettings, coeff: float, optimizer: Any) -> None:
+    def update(self, lrs: list[Any], update: UpdatePass, coeff: float, optimizer: Any) -> None:
         """One Adam step of the bank: per :class:`KernelGroup` the per-parameter
         path's ops (:func:`~paddle_llrd.optim.updates.adamw_update`) on its
         ranges, then the beta powers advance (one ``scale_`` each)."""
         key = self.key
+        settings = update.settings(optimizer)
+        with_ratio = optimizer._decay_with_ratio
         # CPU has no half-precision kernel: the float32 master weights take the
         # step from the float32 cast of the gradients, then are cast into the parameters.
         grad32 = _C_ops.cast(self.grad_flat, paddle.float32) if key.fp32_fallback else None
         for group in self.groups:
             kernel_key = group.key
+            lr_scale_of_decay = decay_scale(kernel_key.base_scale, kernel_key.update_scale, with_ratio=with_ratio)
             fused = (
                 None
                 if not kernel_key.decays or optimizer._force_general_decay
-                else fused_decay_coeff(coeff, kernel_key.base_scale, kernel_key.update_scale)
+                else fused_decay_coeff(coeff, lr_scale_of_decay, kernel_key.update_scale)
             )
             if kernel_key.decays and fused is None:  # the separate decay op, as the per-parameter path
-                decay_lr = optimizer._lr_for_scale(kernel_key.base_scale)
-                factor = optimizer._lr_to_coeff.get(decay_lr)
-                if factor is None:
-                    factor = optimizer._lr_to_coeff[decay_lr] = decay_factor(decay_lr, coeff, None)
+                factor = update.decay_factor(update.lr(lr_scale_of_decay), coeff, None)
                 decoupled_decay(None, group.master if key.master else group.param, factor)
             if grad32 is not None:
                 target, grad, kernel_master = group.master, grad32._slice(group.start, group.stop), None
@@ -356,6 +372,7 @@ class MultiTensorStep:
     def step(self, optimizer: Any) -> bool:
         """One multi-tensor step of ``optimizer`` (an ``AdamWDL``); False where the
         caller must take the per-parameter path (nothing has changed then)."""
+        _run_eagerly_under_sot(recursive=True)
         if self.disabled is not None:
             self.last_reason = self.disabled
             return False
@@ -461,20 +478,22 @@ class MultiTensorStep:
             for bank in self.banks:
                 index = bank.key.param_group
                 if index != current:
-                    optimizer._end_pass()  # one pass per parameter group, as the per-parameter step
+                    # One pass per parameter group, as the per-parameter step.
+                    optimizer._pass = update = optimizer._new_pass()
                     if grouped:
                         optimizer._update_param_group(dict(optimizer._param_groups[index]))
                     lrs = self._lr_tables[index].refresh(global_lr)
                     current = index
-                bank.update(lrs, optimizer._settings(), optimizer._coeff, optimizer)
+                bank.update(lrs, update, optimizer._coeff, optimizer)
         finally:
-            optimizer._end_pass()
+            optimizer._pass = None
 
     # ------------------------------------------------------------ clear_grad
     def clear_grad(self, optimizer: Any, set_to_zero: bool) -> bool:
         """``clear_grad(set_to_zero=True)``: one zeroing op per intact bank and
         Paddle's per-parameter clearing for every other parameter. False (the
         caller clears as Paddle does) with ``set_to_zero=False`` or no banks."""
+        _run_eagerly_under_sot(recursive=True)
         if not set_to_zero or not self.banks or self.disabled is not None:
             return False
         rest = list(self.outside)
