@@ -196,11 +196,18 @@ class AdamWDL(AdamW):
         name (str|None, optional): Prefix of the accumulator names, as in Paddle.
         amsgrad (bool, optional): Keyword only. The AMSGrad variant, as in
             ``paddle.optimizer.AdamW``. Default False.
+        use_multi_tensor (bool|None, optional): Keyword only. None (default) or
+            True: a dygraph step makes one ``adamw`` kernel call per group of
+            parameters that share dtype, place, parameter group, lr factor,
+            ratio, decay and beta powers (views of flat buffers;
+            :mod:`paddle_llrd.optim.multi_tensor`), wherever that applies,
+            with the per-parameter path's numbers bit for bit. False: one
+            call per parameter. See :ref:`adamwdl-multi-tensor`.
 
     Raises:
         TypeError: ``learning_rate``, ``beta1``, ``beta2`` or ``epsilon`` is
-            None, ``layerwise_decay`` is not a float or Tensor (an ``int`` is
-            refused), ``set_param_lr_fun`` is not callable, ``name_dict`` is not
+            None, ``use_multi_tensor`` is not None, True or False,
+            ``layerwise_decay`` is not a float or Tensor (an ``int`` is refused), ``set_param_lr_fun`` is not callable, ``name_dict`` is not
             a mapping, (default function) ``n_layers`` is not an int, a
             parameter group's ``weight_decay`` is a ``WeightDecaySchedule``
             (only the optimizer-wide one can be), or ``parameters`` is None
