@@ -7,14 +7,19 @@ whether they decay, master weights, beta powers) are laid out as views of
 flat buffers -- one each for the parameters, gradients, both moments, the
 master weights and the beta powers -- and one kernel call updates the whole
 group. The ``adamw`` kernel is elementwise, so a flat call gives exactly the
-bits of one call per parameter.
+bits of one call per parameter. Parameters whose buffers can be shared but
+not their kernel call (another ratio, decay or not) are one :class:`Bank`:
+one set of flat buffers, a :class:`KernelGroup` range of it per call, so
+that zeroing the gradients and advancing the beta powers is one op per bank.
 
 The views use Paddle's own storage-sharing calls (those of its fused
 ``ParamStorage``): ``flat._slice(a, b)._share_buffer_to(param)`` then
 ``param.get_tensor()._set_dims(shape)``; a gradient view is handed over with
 ``param._copy_gradient_from(view)``; backward then accumulates into it. The
-kernel runs with ``use_global_beta_pow=True`` and the group's beta powers,
-slices of one buffer, advance by one ``scale_`` each.
+kernel runs with ``use_global_beta_pow=True`` and a bank's beta powers,
+views of one buffer (all equal: they are part of its key), advance by one
+``scale_`` each, as the kernel advances one parameter's; the per-group lrs
+:math:`\eta s_p r_p` are one in-place multiply per step.
 
 Aliases can break: ``p.clear_gradient()`` (and so Paddle's per-parameter
 ``clear_grad``, ``model.clear_gradients()``) lets the next backward *replace*
@@ -22,7 +27,7 @@ a gradient tensor; ``clear_grad(set_to_zero=False)`` drops it; ``model.to``,
 AMP ``decorate``, ``set_state_dict`` replace parameters or master weights;
 freezing, unfreezing or a parameter without a gradient changes who is
 updated. Every step checks each parameter and gradient
-(:meth:`FlatGroup.check`): a replaced gradient is copied back into its view
+(:meth:`Bank.check`): a replaced gradient is copied back into its view
 (and aliased again); anything else rebuilds the groups before the update.
 What the groups cannot express (see :func:`unsupported_reason`) takes the
 per-parameter path for the whole step, with the same numbers.
