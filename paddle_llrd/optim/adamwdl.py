@@ -42,6 +42,7 @@ from .arguments import (
     check_not_none,
     checked_parameters,
 )
+from .eager import runs_eagerly_under_sot
 from .param_lr_rows import ParamLrRow, param_lr_rows
 from .ratios import RatioCache, is_pure_in_name, resolve_update_scales, update_scale
 from .updates import (
@@ -70,21 +71,6 @@ __all__ = ["AdamWDL", "ParamLrRow", "WEIGHT_DECAY_SCHEDULE_KEY"]
 
 # The entry of the optimizer's state_dict() that holds its schedule's state.
 WEIGHT_DECAY_SCHEDULE_KEY = "weight_decay_schedule"
-
-try:
-    # Called first in a frame, it makes paddle.jit.to_static's translator (SOT)
-    # run that frame, and every call it makes, as plain Python: a call to it
-    # from a translated frame breaks the graph there, and the frame itself
-    # falls back to its own bytecode with the translator off below it. This is
-    # how the optimizer step runs eagerly under SOT, as Paddle's own
-    # optimizers' steps do (whose files SOT skips, and whose no_grad wrapper
-    # breaks the graph).
-    from paddle.jit.sot.psdb import fallback as _run_eagerly_under_sot
-except ImportError:  # pragma: no cover - a Paddle without SOT
-
-    def _run_eagerly_under_sot(recursive: bool = False) -> None:
-        return None
-
 
 class AdamWDL(AdamW):
     r"""AdamW with layer-wise learning-rate decay and exact decoupled weight decay.
@@ -377,6 +363,7 @@ class AdamWDL(AdamW):
             self._groups_following_schedule.append(param_group)
 
     # ------------------------------------------------------------ the step
+    @runs_eagerly_under_sot
     def step(self) -> None:
         """Update the parameters once; with a weight-decay schedule, advance it.
 
@@ -392,7 +379,6 @@ class AdamWDL(AdamW):
             >>> opt.step()
             >>> opt.clear_grad()
         """
-        _run_eagerly_under_sot(recursive=True)
         if not self._grouped():
             return super().step()  # one _apply_optimize: the schedule and the ratios inside
         # Parameter groups make one _apply_optimize (and one pass) each: ask
@@ -416,17 +402,15 @@ class AdamWDL(AdamW):
             self._finish_scheduled_step()
         return None
 
+    @runs_eagerly_under_sot
     def minimize(self, loss: Tensor, startup_program: Any = None, parameters: Any = None, no_grad_set: Any = None) -> Any:
         """As ``paddle.optimizer.AdamW.minimize``; refused in a static program with a
         weight-decay schedule (``NotImplementedError``), before anything is added to it."""
-        _run_eagerly_under_sot(recursive=True)
         self._refuse_schedule_outside_dygraph()
         return super().minimize(loss, startup_program=startup_program, parameters=parameters, no_grad_set=no_grad_set)
 
+    @runs_eagerly_under_sot  # whoever calls it: apply_gradients(), fleet's sharding optimizer
     def _apply_optimize(self, loss: Any, startup_program: Any, params_grads: Any, param_group_idx: int = 0) -> Any:
-        # Whoever calls it (step(), minimize(), apply_gradients(), fleet's
-        # sharding optimizer), it runs eagerly under SOT.
-        _run_eagerly_under_sot(recursive=True)
         # One call per step without parameter groups: the schedule is read
         # before it and advanced after it. Groups call it once per group, and
         # step() follows the schedule around them.
