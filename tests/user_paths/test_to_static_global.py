@@ -195,6 +195,22 @@ SCENARIOS = {
         lr_factor=_group_lr(0.5),
         weight_decay=_weights_only(0.05),
     ),
+    "stateful_ratio_function": Scenario(
+        # Asked at every update, as in eager mode: a translated (and cached) function would not be.
+        setup=(
+            "from paddle_llrd import AdamWDL\n"
+            "calls = []\n"
+            "def halve_the_head(layerwise_decay, name_dict, n_layers, param):\n"
+            "    calls.append(param.name)\n"
+            "    return 0.5 if name_dict[param.name].startswith('classifier') else 1.0\n"
+            "name_dict = {p.name: n for n, p in model.named_parameters()}\n"
+            "opt = AdamWDL(learning_rate=0.01, parameters=model.parameters(), name_dict=name_dict,\n"
+            "              set_param_lr_fun=halve_the_head)"
+        ),
+        report='result["ratio_calls"] = len(calls)',
+        ratio=lambda name: 0.5 if name.startswith("classifier") else 1.0,
+        extra_checks=["ratio_calls"],
+    ),
     "minimize": Scenario(
         setup="from paddle_llrd import AdamWDL\nopt = AdamWDL(learning_rate=0.01, parameters=model.parameters())",
         # Paddle's dygraph minimize() applies the gradients backward() made (it runs no backward itself)
@@ -293,7 +309,10 @@ def _reference(scenario: Scenario, initial: dict[str, list]) -> dict:
         if scenario.ema_decay is not None:
             d = scenario.ema_decay
             shadow = {name: d * shadow[name] + (1 - d) * params[name] for name in params}
-    return {"final": params, "losses": losses, "shadow": shadow, "schedule_step": STEPS}
+    return {
+        "final": params, "losses": losses, "shadow": shadow, "schedule_step": STEPS,
+        "ratio_calls": STEPS * len(params),  # once per parameter and step
+    }
 
 
 @pytest.mark.parametrize("binding", ["global", "closure"])
