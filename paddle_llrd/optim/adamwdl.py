@@ -30,6 +30,7 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
+import paddle
 from paddle.base import framework
 from paddle.optimizer import AdamW
 
@@ -44,6 +45,7 @@ from .arguments import (
     check_layerwise_arguments,
     checked_parameters,
 )
+from .eager import runs_eagerly_under_sot
 from .param_lr_rows import ParamLrRow, param_lr_rows
 from .ratios import RatioCache, is_pure_in_name, resolve_update_scales, update_scale
 from .updates import (
@@ -72,21 +74,6 @@ __all__ = ["AdamWDL", "ParamLrRow", "WEIGHT_DECAY_SCHEDULE_KEY"]
 
 # The entry of the optimizer's state_dict() that holds its schedule's state.
 WEIGHT_DECAY_SCHEDULE_KEY = "weight_decay_schedule"
-
-try:
-    # Called first in a frame, it makes paddle.jit.to_static's translator (SOT)
-    # run that frame, and every call it makes, as plain Python: a call to it
-    # from a translated frame breaks the graph there, and the frame itself
-    # falls back to its own bytecode with the translator off below it. This is
-    # how the optimizer step runs eagerly under SOT, as Paddle's own
-    # optimizers' steps do (whose files SOT skips, and whose no_grad wrapper
-    # breaks the graph).
-    from paddle.jit.sot.psdb import fallback as _run_eagerly_under_sot
-except ImportError:  # pragma: no cover - a Paddle without SOT
-
-    def _run_eagerly_under_sot(recursive: bool = False) -> None:
-        return None
-
 
 class AdamWDL(AdamW):
     r"""AdamW with layer-wise learning-rate decay and exact decoupled weight decay.
@@ -139,11 +126,16 @@ class AdamWDL(AdamW):
     decay (``adam`` for sparse gradients).
 
     What an update needs that does not change between steps (the
-    parameter's accumulators and master weight, whether it decays, the fused
-    coefficient) is kept per parameter and reused across dygraph steps (so
-    ``apply_decay_param_fun`` is asked once per parameter); a changed lr
-    factor, ratio or weight decay is followed, and ``set_state_dict`` starts
-    afresh. The ratios of a function that depends on the parameter's name
+    parameter's accumulators and master weight, the fused coefficient) is
+    kept per parameter and reused across dygraph steps; a changed lr factor,
+    ratio or weight decay is followed, under ``multi_precision`` a parameter
+    cast to another dtype (or, with a master weight, moved to another place)
+    gets a new plan (cast to float16/bfloat16, its float32 master weight;
+    a cast the state cannot serve raises ``RuntimeError``), and ``set_state_dict``
+    starts afresh. ``apply_decay_param_fun`` is asked at every update, as
+    ``paddle.optimizer.AdamW`` asks it (a rule may change over time, e.g. no
+    decay during warmup); one with ``pure_in_name = True`` once per
+    parameter. The ratios of a function that depends on the parameter's name
     only (the default :func:`~paddle_llrd.layerwise_lr_decay` and a
     :class:`~paddle_llrd.layer_decay.layer_maps.LayerMap` with a float ``layerwise_decay``,
     or any callable with ``pure_in_name = True``) are computed once per
@@ -405,6 +397,7 @@ class AdamWDL(AdamW):
             self._groups_following_schedule.append(param_group)
 
     # ------------------------------------------------------------ the step
+    @runs_eagerly_under_sot
     def step(self) -> None:
         """Update the parameters once; with a weight-decay schedule, advance it.
 
@@ -420,7 +413,6 @@ class AdamWDL(AdamW):
             >>> opt.step()
             >>> opt.clear_grad()
         """
-        _run_eagerly_under_sot(recursive=True)
         # The dispatch point of the multi-tensor path, before Paddle's step
         # loops over the parameters: it returns False where the
         # per-parameter step below must run instead (nothing changed then).
@@ -432,11 +424,13 @@ class AdamWDL(AdamW):
         # set_param_lr_fun about every group's parameters before the first
         # group changes anything, and follow the schedule around them all.
         if framework.in_dygraph_mode():
-            self._step_update_scales = self._resolve_update_scales(
-                param
-                for group in self._param_groups
-                for param in group["params"]
-                if not param.stop_gradient and param._grad_ivar() is not None
+            self._step_update_scales = self._before_updates(
+                [
+                    param
+                    for group in self._param_groups
+                    for param in group["params"]
+                    if not param.stop_gradient and param._grad_ivar() is not None
+                ]
             )
         schedule = self._weight_decay_schedule
         if schedule is not None:
@@ -449,17 +443,15 @@ class AdamWDL(AdamW):
             self._finish_scheduled_step()
         return None
 
+    @runs_eagerly_under_sot
     def minimize(self, loss: Tensor, startup_program: Any = None, parameters: Any = None, no_grad_set: Any = None) -> Any:
         """As ``paddle.optimizer.AdamW.minimize``; refused in a static program with a
         weight-decay schedule (``NotImplementedError``), before anything is added to it."""
-        _run_eagerly_under_sot(recursive=True)
         self._refuse_schedule_outside_dygraph()
         return super().minimize(loss, startup_program=startup_program, parameters=parameters, no_grad_set=no_grad_set)
 
+    @runs_eagerly_under_sot  # whoever calls it: apply_gradients(), fleet's sharding optimizer
     def _apply_optimize(self, loss: Any, startup_program: Any, params_grads: Any, param_group_idx: int = 0) -> Any:
-        # Whoever calls it (step(), minimize(), apply_gradients(), fleet's
-        # sharding optimizer), it runs eagerly under SOT.
-        _run_eagerly_under_sot(recursive=True)
         # One call per step without parameter groups: the schedule is read
         # before it and advanced after it. Groups call it once per group, and
         # step() follows the schedule around them.
@@ -487,7 +479,8 @@ class AdamWDL(AdamW):
         """
         # What may fail on user input happens first: the schedule check (a
         # static program built without minimize(): apply_gradients, a
-        # to_static full graph) and set_param_lr_fun for every parameter.
+        # to_static full graph), then set_param_lr_fun and the parameters'
+        # dtypes for every parameter (_before_updates).
         self._refuse_schedule_outside_dygraph()
         update_scales = self._step_update_scales
         if update_scales is None:
@@ -496,8 +489,8 @@ class AdamWDL(AdamW):
                 if isinstance(parameters_and_grads, dict)
                 else parameters_and_grads
             )
-            update_scales = self._resolve_update_scales(
-                param for param, grad in pairs if grad is not None and not param.stop_gradient
+            update_scales = self._before_updates(
+                [param for param, grad in pairs if grad is not None and not param.stop_gradient]
             )
         self._pass = self._new_pass(update_scales)
         try:
@@ -529,6 +522,21 @@ class AdamWDL(AdamW):
             self._pass.next_group()  # the group's betas, epsilon and lazy mode
         return super()._update_param_group(parameters)
 
+    def _before_updates(self, params: list[Any]) -> dict[str, LrScale]:
+        """What a step asks and checks before it changes any parameter; the update scales.
+
+        ``set_param_lr_fun`` about every parameter (a function that raises,
+        or a bad ratio, changes nothing), then, under ``multi_precision``,
+        the dygraph plans of the parameters cast or moved since their last
+        update (:meth:`_refit_plans`). Without ``multi_precision`` a plan
+        holds what it would hold after a cast (the same moments, no master
+        weight), which is what ``paddle.optimizer.AdamW`` uses too.
+        """
+        update_scales = self._resolve_update_scales(params)
+        if self._multi_precision and self._plans and framework.in_dygraph_mode():
+            self._refit_plans(params)
+        return update_scales
+
     # ---------------------------------------------------------- layer ratios
     def _active_ratio_cache(self) -> RatioCache | None:
         """The cache of a ratio function pure in the name, unless ``set_param_lr_fun`` was replaced since."""
@@ -554,15 +562,55 @@ class AdamWDL(AdamW):
 
     # ---------------------------------------------------- one parameter's update
     def _plan(self, param: Any) -> UpdatePlan:
-        """``param``'s :class:`~paddle_llrd.optim.updates.UpdatePlan`: kept across dygraph steps, per update in a program."""
-        plan = self._plans.get(param.name)
-        if plan is None:
-            plan = plan_update(self, param)
-            if plan.decays:
-                self._params_name[param.name] = None
-            if framework.in_dygraph_mode():
-                self._plans[param.name] = plan
+        """A new :class:`~paddle_llrd.optim.updates.UpdatePlan` of ``param``: kept across dygraph steps
+        while ``param`` keeps its dtype (:meth:`UpdatePlan.fits <paddle_llrd.optim.updates.UpdatePlan.fits>`),
+        made per update in a program."""
+        decay_fun = self._apply_decay_param_fun
+        plan = plan_update(self, param, cache_decay=decay_fun is None or is_pure_in_name(decay_fun))
+        if plan.decays:
+            self._params_name[param.name] = None
+        if framework.in_dygraph_mode():
+            self._plans[param.name] = plan
         return plan
+
+    def _refit_plans(self, params: list[Any]) -> None:
+        """Drop the plans of ``params`` that no longer fit them (cast to another dtype) since
+        they were made, fitting the optimizer state to the new dtype; refuse, naming the
+        parameter and before anything changes, a cast the state cannot serve.
+
+        A parameter cast to float16/bfloat16 under ``multi_precision`` gets
+        its float32 master weight (from its value now) and keeps its float32
+        moments, under the names an optimizer built for the cast model gives
+        them, so that checkpoints load either way; a move keeps the state as
+        it is (as ``paddle.optimizer.AdamW`` does).
+        """
+        plans = self._plans
+        stale = []
+        for param in params:
+            plan = plans.get(param.name)
+            if plan is not None and not plan.fits(param):
+                stale.append((param, plan))
+        for param, plan in stale:
+            self._check_cast(param, plan)
+        for param, _ in stale:
+            if uses_master(self, param) and param.name not in self._master_weights:
+                master = self._create_master_weight(param)
+                _rename_accumulators(self._accumulators, param.name, master.name)
+            del plans[param.name]
+
+    def _check_cast(self, param: Any, stale: UpdatePlan) -> None:
+        """``RuntimeError`` naming ``param`` if its state (made for ``stale``'s dtype) cannot serve its dtype now."""
+        wants_master = uses_master(self, param)
+        master = self._master_weights.get(param.name)
+        moment_dtype = stale.moments[0].dtype
+        state_dtype = paddle.float32 if self._is_dtype_fp16_or_bf16(param.dtype) else param.dtype
+        if moment_dtype != state_dtype or (master is not None and not wants_master):
+            held = f"{moment_dtype} moments" + (" and a float32 master weight" if master is not None else "")
+            raise RuntimeError(
+                f"AdamWDL: parameter {param.name!r} was cast from {stale.dtype} to {param.dtype} after the "
+                f"optimizer created its state ({held}), which cannot serve a {param.dtype} parameter; "
+                "cast the model before building the optimizer."
+            )
 
     def _append_optimize_op(self, block: Any, param_and_grad: Any) -> Any:
         if isinstance(param_and_grad, dict):
@@ -578,6 +626,11 @@ class AdamWDL(AdamW):
             optimize_attr["learning_rate"] = update_scale  # for this update only
         try:
             plan = self._plans.get(param.name) or self._plan(param)
+            decays = plan.decays
+            if decays is None:  # asked at every update, as paddle.optimizer.AdamW asks
+                decays = self._decays(param)
+                if decays:
+                    self._params_name[param.name] = None
             settings = update.settings(self)
             # Paddle 3.3.1's adamw kernel for SelectedRows gradients reads its
             # attributes wrongly and crashes (as paddle.optimizer.AdamW does),
@@ -586,12 +639,12 @@ class AdamWDL(AdamW):
             if sparse and not settings.lazy_mode and settings.dygraph:
                 grad, sparse = densify(param, grad), False
             fused_coeff = None if sparse else plan.fused_coeff_for(
-                self._weight_decay, base_scale, update_scale, with_ratio=self._decay_with_ratio,
+                decays, self._weight_decay, base_scale, update_scale, with_ratio=self._decay_with_ratio,
                 force_general=self._force_general_decay, decided=update.fused_coeffs,
             )
-            if plan.decays and fused_coeff is None:
+            if decays and fused_coeff is None:
                 decay_lr_scale = decay_scale(base_scale, update_scale, with_ratio=self._decay_with_ratio)
-                self._append_decoupled_weight_decay(block, param_and_grad, lr_scale=decay_lr_scale)
+                self._append_decoupled_weight_decay(block, param_and_grad, lr_scale=decay_lr_scale, decays=True)
             return self._append_adamw(
                 block, param, grad, plan, lr=update.lr(update_scale), coeff=fused_coeff, adam_kernel=sparse
             )
@@ -607,26 +660,28 @@ class AdamWDL(AdamW):
         return adamw_update(block, param, grad, lr, plan, settings, coeff=coeff, adam_kernel=adam_kernel)
 
     def _append_decoupled_weight_decay(
-        self, block: Any, param_and_grad: Any, lr_scale: LrScale | None = None
+        self, block: Any, param_and_grad: Any, lr_scale: LrScale | None = None, *, decays: bool | None = None
     ) -> Any:
         r"""Decoupled weight decay as its own op: ``target *= 1 - lr * lr_scale * coeff``.
 
         ``target`` is the float32 master weight for float16/bfloat16 parameters
         under ``multi_precision``, else the parameter. ``lr_scale`` defaults to
-        ``param.optimize_attr['learning_rate']``. The factor ``1 - lr * coeff`` is
-        computed once per lr tensor and pass (``self._lr_to_coeff``); on an AMP
-        overflow step (``found_inf``) of a static program it is 1.
+        ``param.optimize_attr['learning_rate']``; ``decays`` (whether the
+        parameter decays) to the plan's or ``apply_decay_param_fun``'s answer.
+        The factor ``1 - lr * coeff`` is computed once per lr tensor and pass
+        (``self._lr_to_coeff``); on an AMP overflow step (``found_inf``) of a
+        static program it is 1.
         """
         if isinstance(param_and_grad, dict):
             param_and_grad = self._update_param_group(param_and_grad)
         param = param_and_grad[0]
         plan = self._plans.get(param.name)
-        if plan is None:  # in a program, or called outside an update: no accumulators needed
-            if not self._decays(param):
-                return None
-            target = self._master_weights[param.name] if uses_master(self, param) else param
-        elif not plan.decays:
+        if decays is None:
+            decays = plan.decays if plan is not None and plan.decays is not None else self._decays(param)
+        if not decays:
             return None
+        if plan is None:  # in a program, or called outside an update: no accumulators needed
+            target = self._master_weights[param.name] if uses_master(self, param) else param
         else:
             target = plan.decay_target(param)
         if lr_scale is None:
@@ -750,10 +805,10 @@ class AdamWDL(AdamW):
             raise
         self._sync_weight_decay()
 
+    @runs_eagerly_under_sot
     def clear_grad(self, set_to_zero: bool = True) -> None:
         """As ``paddle.optimizer.AdamW.clear_grad``; on the multi-tensor path
         ``set_to_zero=True`` zeroes each group's flat gradient buffer in one op."""
-        _run_eagerly_under_sot(recursive=True)
         if self._multi_tensor is not None and self._multi_tensor.clear_grad(self, set_to_zero):
             return None
         return super().clear_grad(set_to_zero)
@@ -798,6 +853,22 @@ class AdamWDL(AdamW):
             classifier.bias                          3 1.000 0.1000 False 0.0
         """
         return param_lr_rows(self)
+
+
+def _rename_accumulators(accumulators: dict[str, dict[str, Any]], old: str, new: str) -> None:
+    """Key ``old``'s accumulators by ``new`` (a master weight's name), and name them so.
+
+    Paddle keys and names the accumulators of a float16/bfloat16 parameter
+    under ``multi_precision`` after its master weight
+    (``<param>_fp32_master_0_moment1_0``), and a checkpoint by those names.
+    """
+    for per_param in accumulators.values():
+        accumulator = per_param.pop(old, None)
+        if accumulator is None:
+            continue
+        if accumulator.name.startswith(old):
+            accumulator.name = new + accumulator.name[len(old):]
+        per_param[new] = accumulator
 
 
 def _has_saved_state(holder: Mapping[str, Any], param_name: str) -> bool:

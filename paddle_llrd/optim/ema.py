@@ -17,6 +17,7 @@ import numpy as np
 import paddle
 
 from ..argument_checks import checked_count
+from .eager import runs_eagerly_under_sot
 
 __all__ = ["ExponentialMovingAverage"]
 
@@ -241,12 +242,14 @@ class ExponentialMovingAverage:
         self.shadow = shadow
         self.num_updates = 0
 
+    @runs_eagerly_under_sot
     def update(self) -> None:
         r"""One averaging step for every registered parameter ``p``:
         :math:`\text{shadow} \leftarrow d\,\text{shadow} + (1 - d)\,p` with
         ``d =`` :meth:`current_decay`, then ``num_updates += 1``.
 
-        Call it after each ``optimizer.step()``. The shadows are updated in
+        Call it after each ``optimizer.step()`` (also in a
+        ``paddle.jit.to_static`` train step, where it runs eagerly). The shadows are updated in
         place, without gradient tracking, as
         ``shadow = (1 - d) * (shadow * d / (1 - d) + p)`` (three in-place
         element-wise ops that allocate nothing; a float16/bfloat16 parameter

@@ -57,16 +57,6 @@ from .updates import (
     is_tensor,
 )
 
-try:
-    # As in AdamWDL.step: the frames of a step run as plain Python under
-    # paddle.jit.to_static's translator (SOT), whoever calls them.
-    from paddle.jit.sot.psdb import fallback as _run_eagerly_under_sot
-except ImportError:  # pragma: no cover - a Paddle without SOT
-
-    def _run_eagerly_under_sot(recursive: bool = False) -> None:
-        return None
-
-
 __all__ = ["Bank", "BankKey", "KernelGroup", "KernelKey", "MultiTensorStep", "share_flat", "unsupported_reason"]
 
 # Rebuilding the groups in this many consecutive steps means something
@@ -355,6 +345,9 @@ class MultiTensorStep:
         self.banks: list[Bank] = []
         self.outside: list[Any] = []  # listed parameters in no bank (frozen, no gradient)
         self._lr_tables: dict[int, _LrTable] = {}
+        # (parameter, its answer at the layout) for an apply_decay_param_fun asked at every update
+        self._asked_decays: list[tuple[Any, bool]] = []
+        self._decay_answers: dict[int, bool] = {}  # this step's answers, by id of the parameter
         self.fused_steps = 0
         self.rebuilds = 0
         self._consecutive_rebuilds = 0
@@ -372,12 +365,13 @@ class MultiTensorStep:
         self.banks = []
         self.outside = []
         self._lr_tables = {}
+        self._asked_decays = []
+        self._decay_answers = {}
 
     # ------------------------------------------------------------------ step
     def step(self, optimizer: Any) -> bool:
         """One multi-tensor step of ``optimizer`` (an ``AdamWDL``); False where the
         caller must take the per-parameter path (nothing has changed then)."""
-        _run_eagerly_under_sot(recursive=True)
         if self.disabled is not None:
             self.last_reason = self.disabled
             return False
@@ -390,6 +384,7 @@ class MultiTensorStep:
         self.last_reason = reason
         if reason is not None:
             return False
+        self._decay_answers = {}
         if not self.banks or not self._intact(optimizer):
             if self.banks or self.rebuilds:
                 self._consecutive_rebuilds += 1
@@ -405,6 +400,7 @@ class MultiTensorStep:
         schedule = optimizer._weight_decay_schedule
         if schedule is not None:
             optimizer._sync_weight_decay()
+        self._decay_answers = {}
         self._update(optimizer)
         if schedule is not None:
             optimizer._finish_scheduled_step()
@@ -422,7 +418,12 @@ class MultiTensorStep:
             intact, replaced = bank.check()
             if not intact or (replaced and not bank.realias_grads(replaced)):
                 return False
-        return True
+        # A decay rule that is not pure in the name may answer otherwise now
+        # (no decay during warmup): the kernel groups are laid out by its
+        # answers. Asked once per parameter and step, as AdamW asks; a new
+        # layout takes these answers.
+        self._decay_answers = {id(param): bool(optimizer._decays(param)) for param, _ in self._asked_decays}
+        return all(self._decay_answers[id(param)] == decays for param, decays in self._asked_decays)
 
     def _layout(self, optimizer: Any) -> bool:
         """Put the parameters that have a gradient now into banks; False (nothing
@@ -432,8 +433,9 @@ class MultiTensorStep:
             optimizer.helper = LayerHelper(optimizer.__class__.__name__)
         listed = _param_groups(optimizer)
         # Ask the ratio function about every parameter first: a bad ratio raises here.
-        optimizer._resolve_update_scales(
-            p for _, params in listed for p in params if not p.stop_gradient and p._grad_ivar() is not None
+        # (and, under multi_precision, fit the plans of parameters cast since: _before_updates).
+        optimizer._before_updates(
+            [p for _, params in listed for p in params if not p.stop_gradient and p._grad_ivar() is not None]
         )
         members: dict[BankKey, dict[KernelKey, list[tuple[Any, Any, Any]]]] = {}
         outside = []
@@ -447,13 +449,20 @@ class MultiTensorStep:
             else:
                 optimizer._create_accumulators(block, dict(group, params=trained))
             for param in trained:
-                keys = _keys(optimizer, group_index, param)
+                keys = _keys(optimizer, group_index, param, self._decay_answers)
                 if keys is None:
                     self.last_reason = f"parameter {param.name!r} cannot share a kernel call"
                     return False
                 members.setdefault(keys[0], {}).setdefault(keys[1], []).append(
-                    (param, param._grad_ivar(), optimizer._plan(param))
+                    (param, param._grad_ivar(), _plan_of(optimizer, param))
                 )
+        self._asked_decays = [
+            (param, kernel_key.decays)
+            for by_kernel in members.values()
+            for kernel_key, entries in by_kernel.items()
+            for param, _, plan in entries
+            if plan.decays is None
+        ]
         previous = {id(t): t for bank in self.banks for t in bank.tensors}
         self.banks = [Bank(key, by_kernel) for key, by_kernel in members.items()]
         self.outside = outside
@@ -498,7 +507,6 @@ class MultiTensorStep:
         """``clear_grad(set_to_zero=True)``: one zeroing op per intact bank and
         Paddle's per-parameter clearing for every other parameter. False (the
         caller clears as Paddle does) with ``set_to_zero=False`` or no banks."""
-        _run_eagerly_under_sot(recursive=True)
         if not set_to_zero or not self.banks or self.disabled is not None:
             return False
         rest = list(self.outside)
@@ -514,7 +522,12 @@ class MultiTensorStep:
         return True
 
 
-def _keys(optimizer: Any, group_index: int, param: Any) -> tuple[BankKey, KernelKey] | None:
+def _plan_of(optimizer: Any, param: Any) -> Any:
+    """``param``'s kept update plan, made if it has none (as the per-parameter update does)."""
+    return optimizer._plans.get(param.name) or optimizer._plan(param)
+
+
+def _keys(optimizer: Any, group_index: int, param: Any, decay_answers: dict[int, bool]) -> tuple[BankKey, KernelKey] | None:
     """The param's bank and kernel keys; None where its update cannot share a kernel call."""
     grad = param._grad_ivar()
     if grad.is_selected_rows() or not param._is_initialized() or _numel(param) == 0:
@@ -527,7 +540,7 @@ def _keys(optimizer: Any, group_index: int, param: Any) -> tuple[BankKey, Kernel
     base_scale = attr["learning_rate"]
     cache = optimizer._active_ratio_cache()
     update_scale = base_scale if cache is None else base_scale * cache.ratio(param)
-    plan = optimizer._plan(param)
+    plan = _plan_of(optimizer, param)
     master = plan.master_weight is not None
     if not master and param.place.is_cpu_place() and param.dtype not in (paddle.float32, paddle.float64):
         return None  # no half-precision kernel on CPU: the per-parameter path raises as AdamW does
@@ -538,4 +551,11 @@ def _keys(optimizer: Any, group_index: int, param: Any) -> tuple[BankKey, Kernel
         group_index, param.dtype, grad.dtype, str(param.place), master, plan.fp32_fallback,
         float(beta1_pow.item()), float(beta2_pow.item()),
     )
-    return bank, KernelKey(plan.decays, float(base_scale), float(update_scale))
+    decays = plan.decays
+    if decays is None:  # apply_decay_param_fun is asked at every update (this step's answer if asked)
+        decays = decay_answers.get(id(param))
+        if decays is None:
+            decays = bool(optimizer._decays(param))
+        if decays:
+            optimizer._params_name[param.name] = None
+    return bank, KernelKey(decays, float(base_scale), float(update_scale))

@@ -211,25 +211,53 @@ class UpdatePlan:
 
     In dygraph the optimizer keeps a plan per parameter and reuses it across
     steps (the lookups ``paddle.optimizer.AdamW`` repeats every step, done
-    once); in a static program every update builds its own, as the program
-    is built once anyway.
+    once) while the parameter keeps the dtype it was planned for
+    (:meth:`fits`); in a static program every update builds its own, as the
+    program is built once anyway.
 
-    ``moments`` are ``(moment1, moment2, moment2_max or None, beta1_pow,
-    beta2_pow)``; ``master_weight`` the float32 copy of a float16/bfloat16
-    parameter under ``multi_precision`` (else None); ``fp32_fallback`` whether
-    the float32 kernel updates the master weight and casts it into the
-    parameter (no half-precision ``adamw`` kernel on CPU).
+    ``decays`` is whether the parameter decays, or None where
+    ``apply_decay_param_fun`` is asked at every update (a function that does
+    not declare ``pure_in_name = True``); ``moments`` are ``(moment1,
+    moment2, moment2_max or None, beta1_pow, beta2_pow)``; ``master_weight``
+    the float32 copy of a float16/bfloat16 parameter under
+    ``multi_precision`` (else None); ``fp32_fallback`` whether the float32
+    kernel updates the master weight and casts it into the parameter (no
+    half-precision ``adamw`` kernel on CPU).
     """
 
-    __slots__ = ("decays", "moments", "master_weight", "fp32_fallback", "_decision_key", "_fused_coeff")
+    __slots__ = (
+        "decays", "moments", "master_weight", "fp32_fallback", "dtype", "place", "_decision_key", "_fused_coeff",
+    )
 
-    def __init__(self, decays: bool, moments: tuple[Any, ...], master_weight: Any, fp32_fallback: bool) -> None:
+    def __init__(
+        self,
+        decays: bool | None,
+        moments: tuple[Any, ...],
+        master_weight: Any,
+        fp32_fallback: bool,
+        dtype: Any = None,
+        place: Any = None,
+    ) -> None:
         self.decays = decays
         self.moments = moments
         self.master_weight = master_weight
         self.fp32_fallback = fp32_fallback
+        self.dtype = dtype
+        self.place = place
         self._decision_key: Any = _NOT_DECIDED
         self._fused_coeff: float | None = None
+
+    def fits(self, param: Any) -> bool:
+        """Whether ``param`` still has the dtype (and, with a master weight, the place) the plan was made for.
+
+        A cast or, for a master weight, a move (which decides the CPU
+        fallback) needs another plan. Otherwise a move keeps the state where
+        it is, as ``paddle.optimizer.AdamW`` does, and so does the plan.
+        """
+        dtype = param.dtype
+        if dtype is not self.dtype and dtype != self.dtype:  # `is`: Paddle's dtypes are singletons, == is slow
+            return False
+        return self.master_weight is None or param.place._equals(self.place)
 
     def decay_target(self, param: Any) -> Any:
         """What the decay multiplies: the float32 master weight, else the parameter."""
@@ -237,6 +265,7 @@ class UpdatePlan:
 
     def fused_coeff_for(
         self,
+        decays: bool,
         coeff: Any,
         base_scale: LrScale,
         update_scale: LrScale,
@@ -245,16 +274,18 @@ class UpdatePlan:
         force_general: bool,
         decided: dict[Any, Any],
     ) -> float | None:
-        """The fused kernel's coefficient for this update, None for the separate decay op.
+        """The fused kernel's coefficient for this update, None for the separate decay op (or no decay).
 
+        ``decays``: whether the parameter decays at this update;
         ``with_ratio``: the decay's lr rule (:func:`decay_scale`). Kept while
-        ``coeff`` (the weight decay), ``base_scale`` (:math:`s_p`) and ``update_scale`` (:math:`s_p r_p`) are the same numbers; when one
+        ``coeff`` (the weight decay), ``base_scale`` (:math:`s_p`) and
+        ``update_scale`` (:math:`s_p r_p`) are the same numbers; when one
         changes (a weight-decay schedule's next value) the decision is taken
         once per distinct key and pass (``decided``, the pass's
         ``fused_coeffs``), not per parameter. A Tensor among them always
         takes the separate op.
         """
-        if not self.decays or force_general:
+        if not decays or force_general:
             return None
         if type(base_scale) is float and type(update_scale) is float and type(coeff) is float:
             key = (coeff, base_scale, update_scale)
@@ -270,10 +301,12 @@ class UpdatePlan:
         return fused_decay_coeff(coeff, decay_scale(base_scale, update_scale, with_ratio=with_ratio), update_scale)
 
 
-def plan_update(optimizer: Any, param: Any) -> UpdatePlan:
+def plan_update(optimizer: Any, param: Any, *, cache_decay: bool) -> UpdatePlan:
     """The plan of ``param``'s update with ``optimizer`` (an ``AdamWDL``) as it is now.
 
     The accumulators must exist (Paddle creates them at the start of a pass).
+    ``cache_decay``: ask ``apply_decay_param_fun`` now and keep its answer
+    (``decays``), rather than at every update.
     """
     get = optimizer._get_accumulator_master
     moments = (
@@ -284,11 +317,14 @@ def plan_update(optimizer: Any, param: Any) -> UpdatePlan:
         get(optimizer._beta2_pow_acc_str, param),
     )
     master = uses_master(optimizer, param)
+    dygraph = framework.in_dygraph_mode()
     return UpdatePlan(
-        decays=optimizer._decays(param),
+        decays=optimizer._decays(param) if cache_decay else None,
         moments=moments,
         master_weight=optimizer._master_weights[param.name] if master else None,
         fp32_fallback=master and _on_cpu(param),
+        dtype=param.dtype,
+        place=param.place if dygraph else None,
     )
 
 

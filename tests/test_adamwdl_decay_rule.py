@@ -1,0 +1,136 @@
+"""``apply_decay_param_fun`` is asked at every update, as ``paddle.optimizer.AdamW`` asks it (issue 17, item 3).
+
+A rule that changes over time (no decay during warmup) takes effect when it
+changes: with ``set_param_lr_fun=None`` AdamWDL gives AdamW's numbers over
+several steps, and a run resumed from a checkpoint equals the uninterrupted
+one. A function that declares ``pure_in_name = True`` is asked once per
+parameter.
+"""
+from __future__ import annotations
+
+import numpy as np
+import paddle
+import pytest
+
+from paddle_llrd import AdamWDL
+
+WARMUP, STEPS, LR, WEIGHT_DECAY = 3, 6, 0.05, 0.2
+
+
+class WarmupDecayRule:
+    """No decay during the first ``WARMUP`` steps, then every weight (not the biases) decays."""
+
+    def __init__(self) -> None:
+        self.step = 0
+        self.calls = 0
+
+    def __call__(self, param_name: str) -> bool:
+        self.calls += 1
+        return self.step >= WARMUP and param_name.endswith(".w_0")
+
+
+def _model(seed: int = 3) -> paddle.nn.Layer:
+    """The same parameter names at every call (a checkpoint is matched by them)."""
+    paddle.seed(seed)
+    with paddle.utils.unique_name.guard():
+        return paddle.nn.Sequential(paddle.nn.Linear(4, 5), paddle.nn.Tanh(), paddle.nn.Linear(5, 2))
+
+
+def _batches() -> list[tuple[paddle.Tensor, paddle.Tensor]]:
+    rng = np.random.RandomState(1)
+    return [
+        (paddle.to_tensor(rng.randn(6, 4).astype("float32")), paddle.to_tensor(rng.randn(6, 2).astype("float32")))
+        for _ in range(STEPS)
+    ]
+
+
+def _train(model, optimizer, rule: WarmupDecayRule, batches) -> None:
+    for x, y in batches:
+        paddle.nn.functional.mse_loss(model(x), y).backward()
+        optimizer.step()
+        optimizer.clear_grad()
+        rule.step += 1
+
+
+def _weights(model) -> dict[str, np.ndarray]:
+    return {name: p.numpy() for name, p in model.named_parameters()}
+
+
+def _adamwdl(model, rule) -> AdamWDL:
+    return AdamWDL(LR, parameters=model.parameters(), weight_decay=WEIGHT_DECAY,
+                   set_param_lr_fun=None, apply_decay_param_fun=rule)
+
+
+def test_a_rule_that_changes_over_time_gives_adamw_numbers():
+    batches = _batches()
+    ours, theirs, always = _model(), _model(), _model()
+    ours_rule, theirs_rule = WarmupDecayRule(), WarmupDecayRule()
+    _train(ours, _adamwdl(ours, ours_rule), ours_rule, batches)
+    _train(theirs, paddle.optimizer.AdamW(LR, parameters=theirs.parameters(), weight_decay=WEIGHT_DECAY,
+                                          apply_decay_param_fun=theirs_rule), theirs_rule, batches)
+    # the rule matters: decaying the weights from the first step ends elsewhere
+    always_rule = WarmupDecayRule()
+    always_rule.step = WARMUP
+    _train(always, _adamwdl(always, always_rule), always_rule, batches)
+    expected, decayed_from_start = _weights(theirs), _weights(always)
+    for name, value in _weights(ours).items():
+        np.testing.assert_allclose(value, expected[name], rtol=1e-6, atol=1e-7, err_msg=name)
+        if name.endswith("weight"):
+            assert np.abs(value - decayed_from_start[name]).max() > 1e-4, name
+    # asked once per parameter and update, as AdamW asks (and once per parameter when built)
+    n_params = len(list(ours.parameters()))
+    assert theirs_rule.calls == STEPS * n_params
+    assert ours_rule.calls == (STEPS + 1) * n_params
+
+
+@pytest.mark.parametrize("general", [False, True], ids=["fused", "general"])
+def test_a_resumed_run_equals_the_uninterrupted_one(general, tmp_path):
+    batches = _batches()
+    with paddle.utils.unique_name.guard():  # each run names its accumulators alike
+        model, rule = _model(), WarmupDecayRule()
+        optimizer = _adamwdl(model, rule)
+        optimizer._force_general_decay = general
+        _train(model, optimizer, rule, batches)
+        uninterrupted = _weights(model)
+
+    with paddle.utils.unique_name.guard():
+        model, rule = _model(), WarmupDecayRule()
+        optimizer = _adamwdl(model, rule)
+        optimizer._force_general_decay = general
+        _train(model, optimizer, rule, batches[:4])  # saved after the rule changed
+        paddle.save(model.state_dict(), str(tmp_path / "model.pdparams"))
+        paddle.save(optimizer.state_dict(), str(tmp_path / "opt.pdopt"))
+
+    with paddle.utils.unique_name.guard():
+        model, rule = _model(seed=11), WarmupDecayRule()
+        model.set_state_dict(paddle.load(str(tmp_path / "model.pdparams")))
+        optimizer = _adamwdl(model, rule)
+        optimizer._force_general_decay = general
+        optimizer.set_state_dict(paddle.load(str(tmp_path / "opt.pdopt")))
+        rule.step = 4
+        _train(model, optimizer, rule, batches[4:])
+    for name, value in _weights(model).items():
+        np.testing.assert_array_equal(value, uninterrupted[name], err_msg=name)
+
+
+def test_a_rule_pure_in_the_name_is_asked_once_per_parameter():
+    calls = []
+
+    def no_bias(param_name: str) -> bool:
+        calls.append(param_name)
+        return param_name.endswith(".w_0")
+
+    no_bias.pure_in_name = True
+    batches = _batches()
+    model, reference = _model(), _model()
+    optimizer = AdamWDL(LR, parameters=model.parameters(), weight_decay=WEIGHT_DECAY,
+                        set_param_lr_fun=None, apply_decay_param_fun=no_bias)
+    _train(model, optimizer, WarmupDecayRule(), batches)
+    _train(reference, paddle.optimizer.AdamW(LR, parameters=reference.parameters(), weight_decay=WEIGHT_DECAY,
+                                             apply_decay_param_fun=lambda n: n.endswith(".w_0")),
+           WarmupDecayRule(), batches)
+    n_params = len(list(model.parameters()))
+    assert len(calls) == 2 * n_params  # when built (for str()) and at the first update
+    expected = _weights(reference)
+    for name, value in _weights(model).items():
+        np.testing.assert_allclose(value, expected[name], rtol=1e-6, atol=1e-7, err_msg=name)
