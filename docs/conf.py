@@ -34,7 +34,7 @@ nitpicky = False
 def _generate_figures(app):
     """Schedule plots are drawn by the package's own plot code at build time,
     never by hand."""
-    from paddle_llrd.schedules import table
+    from paddle_llrd.schedules import table as schedule_table
 
     out_dir = os.path.join(app.srcdir, "_generated")
     os.makedirs(out_dir, exist_ok=True)
