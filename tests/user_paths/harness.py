@@ -21,8 +21,8 @@ What the script saves with ``record.save`` comes back as a dict of arrays.
 
 Example:
     >>> block = doc_block("readme-quickstart")
-    >>> block.sources[0], "AdamWDL(" in block.code
-    ('README.md', True)
+    >>> [source.split(":")[0] for source in block.sources], "AdamWDL(" in block.code
+    (['README.md', 'README_cn.md'], True)
 """
 from __future__ import annotations
 

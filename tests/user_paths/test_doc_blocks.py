@@ -445,3 +445,21 @@ def test_weight_decay_schedule_with_a_fixed_group(user_path):
         weight_decay=lambda step, name: 0.1 * step / 5000 if name.endswith(".weight") else 0.0,
     )
     reference.assert_trained_like(result.group("weights"), expected, "wd-schedule-groups", 2)
+
+
+def test_references_tell_a_wrong_implementation_apart():
+    """The float64 references above would fail an implementation that drops
+    the layer ratios (the AdamWDL blocks) or the groups' lr scale (the
+    parameter-group blocks): the difference is ten times the tolerance."""
+    batches = make_batches(STEPS)
+    lrs = [formulas.linear(2e-5, 100, 1000, s) for s in range(STEPS)]
+    loop = dict(n_layers=12, weight_decay=lambda step, name: 0.01 if _no_bias_or_norm(name) else 0.0,
+                clip_norm=1.0, init_scale=SMALL_INIT)
+    with_ratios = reference.train(batches, lrs, ratio=lambda name: layer_ratio(name, 0.8, 12), **loop)
+    without = reference.train(batches, lrs, **loop)
+    for name in ("embeddings.weight", "encoder.layers.0.bias"):
+        reference.assert_differs(without, with_ratios, name, 12, init_scale=SMALL_INIT)
+    groups = _param_groups_reference(lambda step, name: 0.05 if name.endswith(".weight") else 0.0)
+    unscaled = reference.train(batches, [1e-3] * STEPS, n_layers=12,
+                               weight_decay=lambda step, name: 0.05 if name.endswith(".weight") else 0.0)
+    reference.assert_differs(unscaled, groups, "encoder.layers.3.weight", 12)
