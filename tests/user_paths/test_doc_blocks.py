@@ -135,6 +135,30 @@ opt = AdamWDL(learning_rate=0.1, parameters=model.parameters(), weight_decay=0.0
                  live={n: p.numpy() for n, p in model.named_parameters()})
         """,
     ),
+    harness.from_doc(
+        "migration-adamwdl", "migration-adamwdl",
+        prelude="""
+            import paddle
+            from paddle_llrd import AdamWDL, layerwise_lr_decay, LinearDecayWithWarmup
+            from paddle_llrd.models.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
+            from record import save
+
+            model = TinyBertForSequenceClassification(TinyBertConfig(num_hidden_layers=3))
+            total_steps = 100
+        """,
+        epilogue=f"""
+            for step in range({STEPS}):
+                loss = paddle.nn.functional.cross_entropy(
+                    model(paddle.randint(1, 128, [4, 8])), paddle.randint(0, 2, [4]))
+                loss.backward()
+                optimizer.step()
+                optimizer.clear_grad()
+                scheduler.step()
+            table = optimizer.param_lr_table()
+            save(lr=optimizer.get_lr(), ratios={{row.name: row.ratio for row in table}},
+                 decayed={{row.name: row.decayed for row in table}})
+        """,
+    ),
     harness.from_doc("layer-map-adamwdl", "layer-map-adamwdl", prelude=user_model(),
                      epilogue=f"""
 for batch in loader:
@@ -247,6 +271,25 @@ def test_quickstart_ends_where_it_says(user_path, name):
         elif "embeddings" in structured_name:
             assert float(ratio) == pytest.approx(0.8 ** 5), structured_name
     assert any(".encoder.layers.0." in name for name in ratios)
+
+
+@_user_path_test("migration-adamwdl")
+def test_migrated_script_keeps_paddlenlps_numbers(user_path):
+    """PaddleNLP's ratios (``0.8 ** (3 - i)`` for ``encoder.layers.i``,
+    ``0.8 ** 4`` for the embeddings, 1 elsewhere), decay for every name
+    without ``bias`` or ``norm``, and ``LinearDecayWithWarmup(5e-5, 100, 0.1)``
+    at step 5: ``5e-5 * 5 / 10``."""
+    result = user_path("migration-adamwdl").check()
+    assert float(result.saved["lr"]) == pytest.approx(5e-5 * STEPS / 10, rel=1e-12)
+    ratios, decayed = result.group("ratios"), result.group("decayed")
+    assert any(".encoder.layers.2." in name for name in ratios)
+    for name, ratio in ratios.items():
+        if ".encoder.layers." in name:
+            expected = 0.8 ** (3 - int(name.split(".encoder.layers.")[1].split(".")[0]))
+        else:
+            expected = 0.8 ** 4 if "embeddings" in name else 1.0
+        assert float(ratio) == pytest.approx(expected), name
+        assert bool(decayed[name]) == _no_bias_or_norm(name), name
 
 
 def _no_bias_or_norm(name: str) -> bool:
