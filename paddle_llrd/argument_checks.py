@@ -3,8 +3,7 @@
 Each ``checked_*`` function refuses a bad value with an exception that names
 the class, the argument and what was expected, as a bare ``assert`` or
 Python's own error would not. :func:`is_real_number` is the test of a real
-number they share with the optimizer's step (which calls it per parameter,
-so this module is on ``paddle_llrd.optim.sot_skip.STEP_MODULES``).
+number they share with the optimizer's step.
 """
 from __future__ import annotations
 

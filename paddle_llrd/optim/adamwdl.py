@@ -7,27 +7,34 @@ intended numbers) that runs on Paddle 3, decays once per step, accepts a
 costs; beyond it, a :class:`~paddle_llrd.WeightDecaySchedule` as
 ``weight_decay`` and :meth:`AdamWDL.param_lr_table`. See :doc:`/adamwdl`.
 
-The class owns the parameters, the optimizer state and the public API;
-:mod:`paddle_llrd.optim.ratios` resolves and checks the layer ratios,
-:mod:`paddle_llrd.optim.optimization_pass` asks for them before a pass changes
-anything and keeps what the pass shares between parameters,
-:mod:`paddle_llrd.optim.plan` holds what a parameter's update reuses across
-steps, :mod:`paddle_llrd.optim.updates` runs the update paths,
-:mod:`paddle_llrd.optim.accumulators` starts the moments and beta powers,
-:mod:`paddle_llrd.optim.scheduled_weight_decay` follows a weight-decay schedule and
-:mod:`paddle_llrd.optim.arguments` checks the constructor's arguments.
+One class over ``paddle.optimizer.AdamW``, in PyTorch's shape: it owns the
+parameters, the optimizer state (the update plans, the weight-decay
+schedule's position) and the public API, and overrides the Paddle hooks it
+must. What a step does is plain functions and small objects beside it:
+:mod:`paddle_llrd.optim.ratios` asks ``set_param_lr_fun`` (before anything
+changes) and :mod:`paddle_llrd.optim.updates` holds one parameter's update
+(the pass's shared tensors, the plan, the decay decision, the kernels);
+:mod:`paddle_llrd.optim.arguments` checks the constructor's arguments and
+:mod:`paddle_llrd.optim.param_lr_rows` makes :meth:`AdamWDL.param_lr_table`.
+
+A step, top to bottom: :meth:`AdamWDL.step` (or ``minimize``) ->
+``_apply_optimize`` (the weight-decay schedule around it) ->
+``_create_optimization_pass`` (ratios asked, an
+:class:`~paddle_llrd.optim.updates.UpdatePass` opened; the dispatch point of
+the update paths) -> per parameter :meth:`AdamWDL._append_optimize_op`.
 """
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from paddle.base import framework
 from paddle.optimizer import AdamW
 
-from .accumulators import AdamAccumulators
-from .updates import adamw_update, decay_factor, decoupled_decay, densify, is_static_sparse
+from ..layer_decay.layerwise import layerwise_lr_decay
+from ..schedules.weight_decay import WeightDecaySchedule
 from .arguments import (
     check_group,
     check_layerwise_arguments,
@@ -35,14 +42,24 @@ from .arguments import (
     check_not_none,
     checked_parameters,
 )
-from ..layer_decay.layerwise import layerwise_lr_decay
-from .ratios import LrScale, RatioCache, base_scale_of, is_pure_in_name, lr_attributes
-from .optimization_pass import OptimizationPass
 from .param_lr_rows import ParamLrRow, param_lr_rows
-from .scheduled_weight_decay import WEIGHT_DECAY_SCHEDULE_KEY, ScheduledWeightDecay
-from .sot_skip import run_eagerly_under_sot
-from .plan import UpdatePlan, plan_update, uses_master
-from ..schedules.weight_decay import WeightDecaySchedule
+from .ratios import RatioCache, is_pure_in_name, resolve_update_scales, update_scale
+from .updates import (
+    LrScale,
+    UpdatePass,
+    UpdatePlan,
+    adamw_update,
+    base_scale_of,
+    decay_scale,
+    decoupled_decay,
+    densify,
+    initial_beta_pow,
+    is_static_sparse,
+    is_tensor,
+    lr_attributes,
+    plan_update,
+    uses_master,
+)
 
 if TYPE_CHECKING:
     from paddle import Tensor
@@ -51,11 +68,25 @@ if TYPE_CHECKING:
 
 __all__ = ["AdamWDL", "ParamLrRow", "WEIGHT_DECAY_SCHEDULE_KEY"]
 
+# The entry of the optimizer's state_dict() that holds its schedule's state.
+WEIGHT_DECAY_SCHEDULE_KEY = "weight_decay_schedule"
 
-run_eagerly_under_sot()
+try:
+    # Called first in a frame, it makes paddle.jit.to_static's translator (SOT)
+    # run that frame, and every call it makes, as plain Python: a call to it
+    # from a translated frame breaks the graph there, and the frame itself
+    # falls back to its own bytecode with the translator off below it. This is
+    # how the optimizer step runs eagerly under SOT, as Paddle's own
+    # optimizers' steps do (whose files SOT skips, and whose no_grad wrapper
+    # breaks the graph).
+    from paddle.jit.sot.psdb import fallback as _run_eagerly_under_sot
+except ImportError:  # pragma: no cover - a Paddle without SOT
+
+    def _run_eagerly_under_sot(recursive: bool = False) -> None:
+        return None
 
 
-class AdamWDL(ScheduledWeightDecay, OptimizationPass, AdamAccumulators, AdamW):
+class AdamWDL(AdamW):
     r"""AdamW with layer-wise learning-rate decay and exact decoupled weight decay.
 
     For a parameter :math:`p` with gradient :math:`g` at step :math:`t`, let
@@ -207,6 +238,10 @@ class AdamWDL(ScheduledWeightDecay, OptimizationPass, AdamAccumulators, AdamW):
         {}
     """
 
+    # The decay's lr rule (updates.decay_scale): AdamWDL decays with the lr
+    # before the layer ratio; a subclass with Paddle's lr_ratio rule sets True.
+    _decay_with_ratio: ClassVar[bool] = False
+
     def __init__(
         self,
         learning_rate: float | LRScheduler = 0.001,
@@ -233,7 +268,13 @@ class AdamWDL(ScheduledWeightDecay, OptimizationPass, AdamAccumulators, AdamW):
             check_non_negative(weight_decay, "`weight_decay`")
         parameters = checked_parameters(parameters)
         check_layerwise_arguments(layerwise_decay, n_layers, set_param_lr_fun, name_dict)
-        weight_decay = self._follow_schedule(weight_decay)
+        # Paddle's constructor adds the parameter groups (_add_param_group),
+        # which notes the groups that follow the schedule.
+        self._weight_decay_schedule: WeightDecaySchedule | None = None
+        self._groups_following_schedule: list[dict[str, Any]] = []
+        if isinstance(weight_decay, WeightDecaySchedule):
+            self._weight_decay_schedule = weight_decay
+            weight_decay = weight_decay()
         super().__init__(
             learning_rate=learning_rate,
             beta1=beta1,
@@ -263,7 +304,9 @@ class AdamWDL(ScheduledWeightDecay, OptimizationPass, AdamAccumulators, AdamW):
             if is_pure_in_name(set_param_lr_fun) and isinstance(layerwise_decay, float)
             else None
         )
-        self._start_without_pass()
+        # The update scales of a grouped step(), asked before its first group's pass.
+        self._step_update_scales: dict[str, LrScale] | None = None
+        self._pass: UpdatePass | None = None  # the optimisation pass under way
         # Per parameter name, what its dygraph updates reuse across steps;
         # emptied when the optimizer state is replaced (set_state_dict).
         self._plans: dict[str, UpdatePlan] = {}
@@ -277,23 +320,45 @@ class AdamWDL(ScheduledWeightDecay, OptimizationPass, AdamAccumulators, AdamW):
             if not param.stop_gradient and self._ratio_cache is not None:
                 self._ratio_cache.ratio(param)
 
-    def _listed_parameters(self) -> list[Any]:
-        if not self._parameter_list:
-            return []
-        if isinstance(self._parameter_list[0], dict):
-            return [p for group in self._param_groups for p in group["params"]]
-        return list(self._parameter_list)
-
     # ------------------------------------------------------- public-ish state
     def __str__(self) -> str:
         return "Weight Decay, params: " + ",".join(self._params_name)
+
+    @property
+    def weight_decay_schedule(self) -> WeightDecaySchedule | None:
+        """The :class:`~paddle_llrd.WeightDecaySchedule` given as ``weight_decay``, or None."""
+        return self._weight_decay_schedule
+
+    @property
+    def _coeff(self) -> float:
+        """The weight decay :math:`\\lambda` (of the group being updated, in a pass)."""
+        return self._weight_decay
+
+    @_coeff.setter
+    def _coeff(self, value: float) -> None:
+        self._weight_decay = float(value)
+        self._default_dict["weight_decay"] = float(value)
+
+    @property
+    def _lr_to_coeff(self) -> dict[Any, Any]:
+        """The decay factors ``1 - lr * coeff`` of the pass under way, by lr tensor (empty between passes)."""
+        return {} if self._pass is None else self._pass.decay_factors
+
+    def _listed_parameters(self) -> list[Any]:
+        if not self._parameter_list:
+            return []
+        if self._grouped():
+            return [p for group in self._param_groups for p in group["params"]]
+        return list(self._parameter_list)
+
+    def _grouped(self) -> bool:
+        return bool(self._parameter_list) and isinstance(self._parameter_list[0], dict)
 
     def _decays(self, param: Any) -> bool:
         return self._apply_decay_param_fun is None or bool(
             self._apply_decay_param_fun(param.name)
         )
 
-    # ----------------------------------------------------------- param groups
     def _add_param_group(self, param_group: dict[str, Any]) -> None:
         check_group(param_group, "a parameter group")  # the constructor's groups: again, cheap
         # PaddleNLP's groups call the weight decay `coeff`; AdamW's `weight_decay`.
@@ -306,10 +371,17 @@ class AdamWDL(ScheduledWeightDecay, OptimizationPass, AdamAccumulators, AdamW):
                     f"({coeff!r}); give one of them."
                 )
             param_group["weight_decay"] = coeff
+        follows_schedule = "weight_decay" not in param_group
         super()._add_param_group(param_group)
+        if follows_schedule:
+            self._groups_following_schedule.append(param_group)
 
+    # ------------------------------------------------------------ the step
     def step(self) -> None:
         """Update the parameters once; with a weight-decay schedule, advance it.
+
+        Runs eagerly under ``paddle.jit.to_static`` (SOT), as
+        ``paddle.optimizer.AdamW.step`` does.
 
         Examples:
             >>> import paddle
@@ -320,21 +392,283 @@ class AdamWDL(ScheduledWeightDecay, OptimizationPass, AdamAccumulators, AdamW):
             >>> opt.step()
             >>> opt.clear_grad()
         """
-        grouped = bool(self._parameter_list) and isinstance(self._parameter_list[0], dict)
-        if not grouped or not framework.in_dygraph_mode():
-            return super().step()  # one pass, which asks set_param_lr_fun first (_begin_pass)
-        # One pass per group: ask set_param_lr_fun about every group's
-        # parameters before the first group changes anything.
-        self._step_update_scales = self._resolve_update_scales(
-            param
-            for group in self._param_groups
-            for param in group["params"]
-            if not param.stop_gradient and param._grad_ivar() is not None
-        )
+        _run_eagerly_under_sot(recursive=True)
+        if not self._grouped():
+            return super().step()  # one _apply_optimize: the schedule and the ratios inside
+        # Parameter groups make one _apply_optimize (and one pass) each: ask
+        # set_param_lr_fun about every group's parameters before the first
+        # group changes anything, and follow the schedule around them all.
+        if framework.in_dygraph_mode():
+            self._step_update_scales = self._resolve_update_scales(
+                param
+                for group in self._param_groups
+                for param in group["params"]
+                if not param.stop_gradient and param._grad_ivar() is not None
+            )
+        schedule = self._weight_decay_schedule
+        if schedule is not None:
+            self._sync_weight_decay()
         try:
-            return super().step()
+            super().step()
         finally:
             self._step_update_scales = None
+        if schedule is not None:
+            self._finish_scheduled_step()
+        return None
+
+    def minimize(self, loss: Tensor, startup_program: Any = None, parameters: Any = None, no_grad_set: Any = None) -> Any:
+        """As ``paddle.optimizer.AdamW.minimize``; refused in a static program with a
+        weight-decay schedule (``NotImplementedError``), before anything is added to it."""
+        _run_eagerly_under_sot(recursive=True)
+        self._refuse_schedule_outside_dygraph()
+        return super().minimize(loss, startup_program=startup_program, parameters=parameters, no_grad_set=no_grad_set)
+
+    def _apply_optimize(self, loss: Any, startup_program: Any, params_grads: Any, param_group_idx: int = 0) -> Any:
+        # Whoever calls it (step(), minimize(), apply_gradients(), fleet's
+        # sharding optimizer), it runs eagerly under SOT.
+        _run_eagerly_under_sot(recursive=True)
+        # One call per step without parameter groups: the schedule is read
+        # before it and advanced after it. Groups call it once per group, and
+        # step() follows the schedule around them.
+        if self._weight_decay_schedule is None or isinstance(params_grads, dict):
+            return super()._apply_optimize(loss, startup_program, params_grads, param_group_idx=param_group_idx)
+        self._refuse_schedule_outside_dygraph()
+        self._sync_weight_decay()
+        result = super()._apply_optimize(loss, startup_program, params_grads, param_group_idx=param_group_idx)
+        self._finish_scheduled_step()
+        return result
+
+    # Paddle builds a pass with one of these two, by IR (dygraph uses the first).
+    def _create_optimization_pass(self, parameters_and_grads: Any, param_group_idx: int = 0) -> Any:
+        return self._run_pass(super()._create_optimization_pass, parameters_and_grads, param_group_idx)
+
+    def _pir_create_optimization_pass(self, parameters_and_grads: Any, param_group_idx: int = 0) -> Any:
+        return self._run_pass(super()._pir_create_optimization_pass, parameters_and_grads, param_group_idx)
+
+    def _run_pass(self, create_pass: Callable[..., Any], parameters_and_grads: Any, param_group_idx: int) -> Any:
+        """One optimisation pass: the ratios asked before anything changes, then the updates.
+
+        The pass's :class:`~paddle_llrd.optim.updates.UpdatePass` lives until
+        the pass ends, also by an exception: the next pass may have another
+        lr, weight decay or ratios.
+        """
+        # What may fail on user input happens first: the schedule check (a
+        # static program built without minimize(): apply_gradients, a
+        # to_static full graph) and set_param_lr_fun for every parameter.
+        self._refuse_schedule_outside_dygraph()
+        update_scales = self._step_update_scales
+        if update_scales is None:
+            pairs = (
+                parameters_and_grads["params"]
+                if isinstance(parameters_and_grads, dict)
+                else parameters_and_grads
+            )
+            update_scales = self._resolve_update_scales(
+                param for param, grad in pairs if grad is not None and not param.stop_gradient
+            )
+        self._pass = self._new_pass(update_scales)
+        try:
+            # The dispatch point of the update paths. Per parameter: Paddle's
+            # pass creates the accumulators and calls _append_optimize_op
+            # once per parameter.
+            return create_pass(parameters_and_grads, param_group_idx=param_group_idx)
+        finally:
+            self._pass = None
+
+    def _new_pass(self, update_scales: dict[str, LrScale] | None = None) -> UpdatePass:
+        cache = self._active_ratio_cache()
+        return UpdatePass(
+            self._global_learning_rate,
+            ask=self._update_scale,
+            update_scales=update_scales,
+            cached_ratios=None if cache is None else cache.ratios,
+        )
+
+    def _current_pass(self) -> UpdatePass:
+        """The pass under way; an update outside a pass gets one, kept until the next pass ends."""
+        update = self._pass
+        if update is None:
+            update = self._pass = self._new_pass()
+        return update
+
+    def _update_param_group(self, parameters: dict[str, Any]) -> Any:
+        if self._pass is not None:
+            self._pass.next_group()  # the group's betas, epsilon and lazy mode
+        return super()._update_param_group(parameters)
+
+    # ---------------------------------------------------------- layer ratios
+    def _active_ratio_cache(self) -> RatioCache | None:
+        """The cache of a ratio function pure in the name, unless ``set_param_lr_fun`` was replaced since."""
+        cache = self._ratio_cache
+        if cache is None or self.set_param_lr_fun is not cache.fun:
+            return None
+        return cache
+
+    def _update_scale(self, param: Any, optimize_attr: dict[str, Any] | None, base_scale: LrScale) -> LrScale:
+        """:math:`s_p r_p`, the lr factor of the parameter's Adam step (``base_scale`` is :math:`s_p`)."""
+        return update_scale(self.set_param_lr_fun, self._active_ratio_cache(), param, optimize_attr, base_scale)
+
+    def _resolve_update_scales(self, params: Iterable[Any]) -> dict[str, LrScale]:
+        """Ask ``set_param_lr_fun`` about every parameter before any update
+        (:func:`~paddle_llrd.optim.ratios.resolve_update_scales`). Empty on a
+        dygraph AMP overflow step, which updates nothing, so that a function
+        is called once per update."""
+        if framework.in_dygraph_mode():
+            found_inf = self._get_auxiliary_var("found_inf")
+            if found_inf is not None and bool(found_inf):
+                return {}
+        return resolve_update_scales(self.set_param_lr_fun, self._active_ratio_cache(), params)
+
+    # ---------------------------------------------------- one parameter's update
+    def _plan(self, param: Any) -> UpdatePlan:
+        """``param``'s :class:`~paddle_llrd.optim.updates.UpdatePlan`: kept across dygraph steps, per update in a program."""
+        plan = self._plans.get(param.name)
+        if plan is None:
+            plan = plan_update(self, param)
+            if plan.decays:
+                self._params_name[param.name] = None
+            if framework.in_dygraph_mode():
+                self._plans[param.name] = plan
+        return plan
+
+    def _append_optimize_op(self, block: Any, param_and_grad: Any) -> Any:
+        if isinstance(param_and_grad, dict):
+            param_and_grad = self._update_param_group(param_and_grad)
+        param, grad = param_and_grad
+        update = self._pass or self._current_pass()
+        optimize_attr = getattr(param, "optimize_attr", None)  # lr_attributes, inlined: per update
+        if optimize_attr is not None and "learning_rate" not in optimize_attr:
+            optimize_attr = None
+        base_scale = 1.0 if optimize_attr is None else optimize_attr["learning_rate"]
+        update_scale = update.update_scale(param, optimize_attr, base_scale)
+        if optimize_attr is not None:
+            optimize_attr["learning_rate"] = update_scale  # for this update only
+        try:
+            plan = self._plans.get(param.name) or self._plan(param)
+            settings = update.settings(self)
+            # Paddle 3.3.1's adamw kernel for SelectedRows gradients reads its
+            # attributes wrongly and crashes (as paddle.optimizer.AdamW does),
+            # so sparse gradients take the adam kernel and the separate decay.
+            sparse = grad.is_selected_rows() if settings.dygraph else is_static_sparse(grad)
+            if sparse and not settings.lazy_mode and settings.dygraph:
+                grad, sparse = densify(param, grad), False
+            fused_coeff = None if sparse else plan.fused_coeff_for(
+                self._weight_decay, base_scale, update_scale, with_ratio=self._decay_with_ratio,
+                force_general=self._force_general_decay, decided=update.fused_coeffs,
+            )
+            if plan.decays and fused_coeff is None:
+                decay_lr_scale = decay_scale(base_scale, update_scale, with_ratio=self._decay_with_ratio)
+                self._append_decoupled_weight_decay(block, param_and_grad, lr_scale=decay_lr_scale)
+            return self._append_adamw(
+                block, param, grad, plan, lr=update.lr(update_scale), coeff=fused_coeff, adam_kernel=sparse
+            )
+        finally:
+            if optimize_attr is not None:
+                optimize_attr["learning_rate"] = base_scale
+
+    def _append_adamw(
+        self, block: Any, param: Any, grad: Any, plan: UpdatePlan, *, lr: Any, coeff: float | None, adam_kernel: bool
+    ) -> Any:
+        """The kernel update (:func:`~paddle_llrd.optim.updates.adamw_update`) with this group's settings."""
+        settings = self._current_pass().settings(self)
+        return adamw_update(block, param, grad, lr, plan, settings, coeff=coeff, adam_kernel=adam_kernel)
+
+    def _append_decoupled_weight_decay(
+        self, block: Any, param_and_grad: Any, lr_scale: LrScale | None = None
+    ) -> Any:
+        r"""Decoupled weight decay as its own op: ``target *= 1 - lr * lr_scale * coeff``.
+
+        ``target`` is the float32 master weight for float16/bfloat16 parameters
+        under ``multi_precision``, else the parameter. ``lr_scale`` defaults to
+        ``param.optimize_attr['learning_rate']``. The factor ``1 - lr * coeff`` is
+        computed once per lr tensor and pass (``self._lr_to_coeff``); on an AMP
+        overflow step (``found_inf``) of a static program it is 1.
+        """
+        if isinstance(param_and_grad, dict):
+            param_and_grad = self._update_param_group(param_and_grad)
+        param = param_and_grad[0]
+        plan = self._plans.get(param.name)
+        if plan is None:  # in a program, or called outside an update: no accumulators needed
+            if not self._decays(param):
+                return None
+            target = self._master_weights[param.name] if uses_master(self, param) else param
+        elif not plan.decays:
+            return None
+        else:
+            target = plan.decay_target(param)
+        if lr_scale is None:
+            lr_scale = base_scale_of(lr_attributes(param))
+        update = self._current_pass()
+        lr = update.lr(lr_scale)
+        factor = update.decay_factor(lr, self._weight_decay, update.settings(self).found_inf)
+        return decoupled_decay(block, target, factor)
+
+    def _add_moments_pows(self, p: Any) -> None:
+        """Paddle's accumulators, with beta powers that start at a Tensor beta's value.
+
+        Paddle 3.3.1's AdamW starts them at 0.9/0.999 for Tensor betas. In
+        dygraph the value is read here; a program starts them at
+        ``UNSET_BETA_POW`` and its first update sets them
+        (:func:`~paddle_llrd.optim.updates.start_beta_pows`).
+        """
+        holder = self._accumulators_holder
+        if holder and not _has_saved_state(holder, p.name):
+            # A parameter that was frozen when the checkpoint was saved has no
+            # moments in it; Paddle asserts there, an uninterrupted run starts
+            # them at zero, and so does this one.
+            self._accumulators_holder = {}
+            try:
+                return self._add_moments_pows(p)
+            finally:
+                self._accumulators_holder = holder
+
+        beta1, beta2 = self._beta1, self._beta2
+        if not (is_tensor(beta1) or is_tensor(beta2)):
+            return super()._add_moments_pows(p)
+
+        self._beta1, self._beta2 = initial_beta_pow(beta1), initial_beta_pow(beta2)
+        try:
+            return super()._add_moments_pows(p)
+        finally:
+            self._beta1, self._beta2 = beta1, beta2
+
+    # ------------------------------------------------ the weight-decay schedule
+    def _sync_weight_decay(self) -> None:
+        """Set the coefficient of the next step from the schedule, if there is one."""
+        schedule = self._weight_decay_schedule
+        if schedule is None:
+            return
+        coeff = float(schedule())
+        self._coeff = coeff
+        for group in self._groups_following_schedule:
+            group["weight_decay"] = coeff
+
+    def _finish_scheduled_step(self) -> None:
+        """Advance the schedule after a step, unless the step was an AMP overflow (a no-op)."""
+        found_inf = self._get_auxiliary_var("found_inf")
+        if found_inf is not None and bool(found_inf.item() if is_tensor(found_inf) else found_inf):
+            return
+        self._weight_decay_schedule.step()
+        self._sync_weight_decay()
+
+    def _refuse_schedule_outside_dygraph(self) -> None:
+        if self._weight_decay_schedule is not None and not framework.in_dygraph_mode():
+            raise NotImplementedError(
+                "AdamWDL: a WeightDecaySchedule as `weight_decay` needs dygraph execution "
+                "(eager, or paddle.jit.to_static, whose optimizer step runs eagerly): a static "
+                "program fixes the weight-decay coefficient when it is built. Give a float "
+                "`weight_decay` for static programs."
+            )
+
+    # ------------------------------------------------------------ checkpoints
+    def state_dict(self) -> dict[str, Any]:
+        """``paddle.optimizer.AdamW``'s state dict, plus ``"weight_decay_schedule"``
+        (the schedule's :meth:`~paddle_llrd.WeightDecaySchedule.state_dict`) when
+        ``weight_decay`` is a schedule."""
+        state = super().state_dict()
+        if self._weight_decay_schedule is not None:
+            state[WEIGHT_DECAY_SCHEDULE_KEY] = self._weight_decay_schedule.state_dict()
+        return state
 
     def set_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Load a state dict of ``AdamWDL`` or ``paddle.optimizer.AdamW``.
@@ -342,11 +676,34 @@ class AdamWDL(ScheduledWeightDecay, OptimizationPass, AdamAccumulators, AdamW):
         With a weight-decay schedule, its position is restored from
         ``"weight_decay_schedule"``; a checkpoint without that entry (from
         ``AdamW``, or an ``AdamWDL`` with a float ``weight_decay``) leaves the
-        schedule where it is, with a ``UserWarning``. The update plans are
-        made afresh at the next step.
+        schedule where it is, with a ``UserWarning`` (a bad entry changes
+        nothing). The update plans are made afresh at the next step.
         """
         self._plans.clear()  # their accumulators and master weights may be replaced
-        return super().set_state_dict(state_dict)
+        schedule_state = state_dict.get(WEIGHT_DECAY_SCHEDULE_KEY)
+        if schedule_state is not None:
+            state_dict = {k: v for k, v in state_dict.items() if k != WEIGHT_DECAY_SCHEDULE_KEY}
+        schedule = self._weight_decay_schedule
+        if schedule is None:
+            super().set_state_dict(state_dict)
+            return
+        if schedule_state is None:
+            warnings.warn(
+                f"AdamWDL.set_state_dict: the checkpoint has no {WEIGHT_DECAY_SCHEDULE_KEY!r} "
+                f"entry; the weight-decay schedule stays at step {schedule.current_step}.",
+                UserWarning,
+                stacklevel=2,
+            )
+            super().set_state_dict(state_dict)
+            return
+        previous_step = schedule.current_step
+        schedule.set_state_dict(schedule_state)  # checks the entry before changing anything
+        try:
+            super().set_state_dict(state_dict)
+        except BaseException:
+            schedule.current_step = previous_step
+            raise
+        self._sync_weight_decay()
 
     load_state_dict = set_state_dict
 
@@ -389,91 +746,9 @@ class AdamWDL(ScheduledWeightDecay, OptimizationPass, AdamAccumulators, AdamW):
         """
         return param_lr_rows(self)
 
-    # --------------------------------------------------------------- updates
-    def _plan(self, param: Any) -> UpdatePlan:
-        """``param``'s :class:`~paddle_llrd.optim.plan.UpdatePlan`: kept across dygraph steps, per update in a program."""
-        plan = self._plans.get(param.name)
-        if plan is None:
-            plan = plan_update(self, param)
-            if plan.decays:
-                self._params_name[param.name] = None
-            if framework.in_dygraph_mode():
-                self._plans[param.name] = plan
-        return plan
 
-    def _append_optimize_op(self, block: Any, param_and_grad: Any) -> Any:
-        if isinstance(param_and_grad, dict):
-            param_and_grad = self._update_param_group(param_and_grad)
-        param, grad = param_and_grad
-        optimize_attr = getattr(param, "optimize_attr", None)  # lr_attributes, inlined: per update
-        if optimize_attr is not None and "learning_rate" not in optimize_attr:
-            optimize_attr = None
-        base_scale = 1.0 if optimize_attr is None else optimize_attr["learning_rate"]
-        update_scale = self._update_scales.get(param.name)
-        if update_scale is None:  # a cached ratio (or an update outside a pass)
-            cache = self._active_ratio_cache()
-            ratio = None if cache is None else cache.ratios.get(param.name)
-            if ratio is None:
-                update_scale = self._update_scale(param, optimize_attr, base_scale)
-            else:
-                update_scale = base_scale * ratio
-        if optimize_attr is not None:
-            optimize_attr["learning_rate"] = update_scale  # for this update only
-        try:
-            plan = self._plans.get(param.name) or self._plan(param)
-            settings = self._settings()
-            # Paddle 3.3.1's adamw kernel for SelectedRows gradients reads its
-            # attributes wrongly and crashes (as paddle.optimizer.AdamW does),
-            # so sparse gradients take the adam kernel and the separate decay.
-            sparse = grad.is_selected_rows() if settings.dygraph else is_static_sparse(grad)
-            if sparse and not settings.lazy_mode and settings.dygraph:
-                grad, sparse = densify(param, grad), False
-            fused_coeff = None if sparse else plan.fused_coeff_for(
-                self._weight_decay, base_scale, update_scale,
-                force_general=self._force_general_decay, decided=self._fused_coeffs,
-            )
-            if plan.decays and fused_coeff is None:
-                self._append_decoupled_weight_decay(block, param_and_grad, lr_scale=base_scale)
-            return self._append_adamw(
-                block, param, grad, plan, lr=self._lr_for_scale(update_scale), coeff=fused_coeff, adam_kernel=sparse
-            )
-        finally:
-            if optimize_attr is not None:
-                optimize_attr["learning_rate"] = base_scale
-
-    def _append_adamw(
-        self, block: Any, param: Any, grad: Any, plan: UpdatePlan, *, lr: Any, coeff: float | None, adam_kernel: bool
-    ) -> Any:
-        """The kernel update (:func:`~paddle_llrd.optim.updates.adamw_update`) with this group's settings."""
-        return adamw_update(block, param, grad, lr, plan, self._settings(), coeff=coeff, adam_kernel=adam_kernel)
-
-    def _append_decoupled_weight_decay(
-        self, block: Any, param_and_grad: Any, lr_scale: LrScale | None = None
-    ) -> Any:
-        r"""Decoupled weight decay as its own op: ``target *= 1 - lr * lr_scale * coeff``.
-
-        ``target`` is the float32 master weight for float16/bfloat16 parameters
-        under ``multi_precision``, else the parameter. ``lr_scale`` defaults to
-        ``param.optimize_attr['learning_rate']``. The factor ``1 - lr * coeff`` is
-        computed once per lr tensor and pass (``self._lr_to_coeff``); on an AMP
-        overflow step (``found_inf``) of a static program it is 1.
-        """
-        if isinstance(param_and_grad, dict):
-            param_and_grad = self._update_param_group(param_and_grad)
-        param = param_and_grad[0]
-        plan = self._plans.get(param.name)
-        if plan is None:  # in a program, or called outside an update: no accumulators needed
-            if not self._decays(param):
-                return None
-            target = self._master_weights[param.name] if uses_master(self, param) else param
-        elif not plan.decays:
-            return None
-        else:
-            target = param if plan.master_weight is None else plan.master_weight
-        if lr_scale is None:
-            lr_scale = base_scale_of(lr_attributes(param))
-        lr = self._lr_for_scale(lr_scale)
-        factor = self._lr_to_coeff.get(lr)
-        if factor is None:
-            factor = self._lr_to_coeff[lr] = decay_factor(lr, self._weight_decay, self._settings().found_inf)
-        return decoupled_decay(block, target, factor)
+def _has_saved_state(holder: Mapping[str, Any], param_name: str) -> bool:
+    """Whether a loaded optimizer state holds accumulators of ``param_name``
+    (Paddle names them ``<param name>_<accumulator>_<n>``)."""
+    prefix = param_name + "_"
+    return any(key.startswith(prefix) for key in holder)

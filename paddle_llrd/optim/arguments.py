@@ -11,9 +11,9 @@ from typing import Any
 
 from paddle.base import framework
 
-from ..argument_checks import checked_count, checked_real
+from ..argument_checks import checked_count, checked_real, is_real_number
 from ..layer_decay.layerwise import NAME_DICT_ADVICE, layerwise_lr_decay
-from .ratios import is_real_number, is_tensor
+from .updates import is_tensor
 from ..schedules.weight_decay import WeightDecaySchedule
 
 

@@ -5,7 +5,7 @@ import math
 from typing import Any, NamedTuple
 
 from ..layer_decay.layerwise import layer_id_of, layerwise_lr_decay
-from .ratios import base_scale_of, lr_attributes
+from .updates import base_scale_of, lr_attributes
 
 
 class ParamLrRow(NamedTuple):

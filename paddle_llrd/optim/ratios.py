@@ -10,26 +10,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, Union
-
-import paddle
-from paddle import pir
-from paddle.base import framework
+from typing import Any
 
 from ..argument_checks import is_real_number
 from ..layer_decay.layerwise import layerwise_lr_decay
-
-if TYPE_CHECKING:
-    from paddle import Tensor
-
-LrScale = Union[float, "Tensor"]
-
-_TENSOR_TYPES = (paddle.Tensor, framework.Variable, pir.Value)
-
-
-def is_tensor(value: Any) -> bool:
-    """Whether ``value`` is a Paddle tensor of any IR (eager, legacy program, PIR)."""
-    return isinstance(value, _TENSOR_TYPES)
+from .updates import LrScale, base_scale_of, is_tensor, lr_attributes
 
 
 def is_pure_in_name(set_param_lr_fun: Any) -> bool:
@@ -47,19 +32,6 @@ def is_pure_in_name(set_param_lr_fun: Any) -> bool:
     if set_param_lr_fun is layerwise_lr_decay:
         return True
     return getattr(set_param_lr_fun, "pure_in_name", False) is True
-
-
-def lr_attributes(param: Any) -> dict[str, Any] | None:
-    """``param.optimize_attr`` if it holds a ``'learning_rate'`` (a Paddle parameter's does), else None."""
-    optimize_attr = getattr(param, "optimize_attr", None)
-    if optimize_attr is None or "learning_rate" not in optimize_attr:
-        return None
-    return optimize_attr
-
-
-def base_scale_of(optimize_attr: dict[str, Any] | None) -> LrScale:
-    """:math:`s_p`, the parameter's own lr factor (1 without an ``optimize_attr``)."""
-    return 1.0 if optimize_attr is None else optimize_attr["learning_rate"]
 
 
 def checked_lr_factor(value: Any, param: Any, *, edited: bool = False) -> LrScale:
@@ -178,38 +150,3 @@ def resolve_update_scales(
         optimize_attr = lr_attributes(param)
         scales[param.name] = update_scale(fun, None, param, optimize_attr, base_scale_of(optimize_attr))
     return scales
-
-
-# A fused update folds the ratio into the kernel's decay coefficient
-# (coeff * decay_scale / update_scale); beyond this range of
-# update_scale / decay_scale, float32 rounding of that coefficient and of the
-# scaled learning rate is no longer negligible, so the separate decay op is used.
-FUSED_RATIO_RANGE = (1e-12, 1e12)
-
-
-def fused_decay_coeff(coeff: Any, decay_scale: Any, update_scale: Any) -> float | None:
-    """The kernel coefficient that makes its decay ``1 - lr*decay_scale*coeff``.
-
-    The kernel decays by ``1 - lr_k * coeff_k`` with its own learning rate
-    ``lr_k = lr * update_scale``; ``coeff_k = coeff * decay_scale / update_scale``
-    makes that product ``lr * decay_scale * coeff``. None when the kernel
-    cannot express it.
-
-    Examples:
-        >>> fused_decay_coeff(0.01, 1.0, 0.5)
-        0.02
-        >>> fused_decay_coeff(0.01, 1.0, 0.0) is None  # a ratio of 0
-        True
-    """
-    if not (is_real_number(decay_scale) and is_real_number(update_scale) and is_real_number(coeff)):
-        return None
-    if not (math.isfinite(decay_scale) and math.isfinite(update_scale) and math.isfinite(coeff)):
-        return None
-    if decay_scale == update_scale:
-        return coeff
-    if decay_scale == 0.0:
-        return 0.0 if update_scale != 0.0 else None
-    low, high = FUSED_RATIO_RANGE
-    if not low <= abs(update_scale / decay_scale) <= high:
-        return None
-    return coeff * decay_scale / update_scale

@@ -1,30 +1,41 @@
-"""AdamWDL's update paths as plain functions, one per path, for every IR.
+"""One parameter's AdamWDL update, as plain functions and two small objects, for every IR.
 
-* :func:`adamw_update`: the ``adamw`` kernel, with its decay fused in or off,
-  and the ``adam`` kernel for sparse (``SelectedRows``) gradients; with a
-  float32 fallback for float16/bfloat16 parameters on CPU (no half-precision
-  kernel there): the master weight is updated and cast into the parameter;
-* :func:`decoupled_decay`: the separate decay op, ``target *= factor``;
-* :func:`densify`: a sparse gradient as a dense one (non-lazy mode), and
-  :func:`is_static_sparse`, whether a program's gradient is sparse;
-* :func:`advance_beta_pows`: the beta powers after a sparse ``adam`` update.
+:meth:`AdamWDL._append_optimize_op <paddle_llrd.AdamWDL>` reads as the outline
+of an update; the pieces it calls, in the order it calls them, are here:
+
+1. :class:`UpdatePass`: what the updates of one optimisation pass share (the
+   Adam step's lr factor of each parameter, asked before the pass changed
+   anything; one lr tensor per distinct factor; the decay factor per lr
+   tensor; the group's :class:`AdamSettings`). A pass is one dygraph step
+   (one per parameter group) or one static program's ``minimize``.
+2. :class:`UpdatePlan` (built by :func:`plan_update`): what one parameter's
+   update reuses across dygraph steps (its accumulators, its master weight,
+   whether it decays, the decay decision).
+3. The decay decision, :meth:`UpdatePlan.fused_coeff_for` with
+   :func:`decay_scale` (*which* lr the decay uses, the one rule that tells
+   AdamWDL from Paddle's ``lr_ratio``) and :func:`fused_decay_coeff` (whether
+   the fused kernel can express it).
+4. The kernels: :func:`decoupled_decay` (the separate decay op) and
+   :func:`adamw_update` (the ``adamw`` kernel with its decay fused in or
+   off, the ``adam`` kernel for sparse gradients, the float32 fallback of
+   float16/bfloat16 parameters on CPU, the legacy program's op).
 
 Dygraph and PIR programs call ``_C_ops``; a legacy (non-PIR) program gets the
-same operators appended to its block. The optimizer passes what a function
-needs: the parameter's :class:`~paddle_llrd.optim.plan.UpdatePlan` and an
-:class:`AdamSettings` of its group.
+same operators appended to its block.
 """
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+import math
+import numbers
+from typing import Any, Callable, NamedTuple, Union
 
 import paddle
 from paddle import _C_ops, pir
 from paddle.base import core, framework, unique_name
 from paddle.base.framework import Variable, in_dynamic_or_pir_mode
 
-from .ratios import is_tensor
-from .plan import UpdatePlan
+LrScale = Union[float, "paddle.Tensor"]
+"""A factor of the global lr: a number, or a Tensor (then the general path is taken)."""
 
 # Paddle's own AdamW passes the same value.
 MIN_ROW_SIZE_TO_USE_MULTITHREAD = 1000
@@ -33,7 +44,33 @@ MIN_ROW_SIZE_TO_USE_MULTITHREAD = 1000
 # (see start_beta_pows). A power is in (0, 1] otherwise.
 UNSET_BETA_POW = -1.0
 
+_TENSOR_TYPES = (paddle.Tensor, framework.Variable, pir.Value)
 
+
+def is_tensor(value: Any) -> bool:
+    """Whether ``value`` is a Paddle tensor of any IR (eager, legacy program, PIR)."""
+    return isinstance(value, _TENSOR_TYPES)
+
+
+def _is_number(value: Any) -> bool:
+    # As paddle_llrd.argument_checks.is_real_number; here so that an update reads in two files.
+    return type(value) is float or (isinstance(value, numbers.Real) and not isinstance(value, bool))
+
+
+def lr_attributes(param: Any) -> dict[str, Any] | None:
+    """``param.optimize_attr`` if it holds a ``'learning_rate'`` (a Paddle parameter's does), else None."""
+    optimize_attr = getattr(param, "optimize_attr", None)
+    if optimize_attr is None or "learning_rate" not in optimize_attr:
+        return None
+    return optimize_attr
+
+
+def base_scale_of(optimize_attr: dict[str, Any] | None) -> LrScale:
+    """:math:`s_p`, the parameter's own lr factor (1 without an ``optimize_attr``)."""
+    return 1.0 if optimize_attr is None else optimize_attr["learning_rate"]
+
+
+# --------------------------------------------------------------- 1. the pass
 class AdamSettings(NamedTuple):
     """The kernel settings of a parameter group, read once per pass and group."""
 
@@ -73,6 +110,279 @@ def _beta_value(beta: Any, dygraph: bool) -> Any:
     if dygraph and is_tensor(beta):
         return beta.item(0)
     return beta
+
+
+class UpdatePass:
+    """What the updates of one optimisation pass share; dropped when the pass ends.
+
+    ``update_scales``: :math:`s_p r_p` by parameter name, asked of
+    ``set_param_lr_fun`` before the pass changed anything; ``cached_ratios``
+    the ratios :math:`r_p` of a function pure in the name (its
+    :class:`~paddle_llrd.optim.ratios.RatioCache`); ``ask(param,
+    optimize_attr, base_scale)`` the factor of a parameter neither holds (an
+    update outside a pass). ``global_lr`` gives the pass's global lr when
+    first needed.
+    """
+
+    __slots__ = (
+        "update_scales", "cached_ratios", "ask", "_global_lr_fn", "_global_lr",
+        "scaled_lrs", "decay_factors", "fused_coeffs", "_settings",
+    )
+
+    def __init__(
+        self,
+        global_lr: Callable[[], Any],
+        ask: Callable[[Any, Any, LrScale], LrScale],
+        update_scales: dict[str, LrScale] | None = None,
+        cached_ratios: dict[str, float] | None = None,
+    ) -> None:
+        self.update_scales = {} if update_scales is None else update_scales
+        self.cached_ratios = {} if cached_ratios is None else cached_ratios
+        self.ask = ask
+        self._global_lr_fn = global_lr
+        self._global_lr: Any = None
+        self.scaled_lrs: dict[float, Any] = {}
+        # 1 - lr * coeff per lr tensor (AdamWDL._lr_to_coeff)
+        self.decay_factors: dict[Any, Any] = {}
+        # the fused-decay decision per (coeff, base scale, update scale); see UpdatePlan.fused_coeff_for
+        self.fused_coeffs: dict[Any, float | None] = {}
+        self._settings: AdamSettings | None = None
+
+    def update_scale(self, param: Any, optimize_attr: dict[str, Any] | None, base_scale: LrScale) -> LrScale:
+        """:math:`s_p r_p`, the lr factor of ``param``'s Adam step (``base_scale`` is :math:`s_p`)."""
+        scale = self.update_scales.get(param.name)
+        if scale is not None:
+            return scale
+        ratio = self.cached_ratios.get(param.name)
+        if ratio is not None:
+            return base_scale * ratio
+        return self.ask(param, optimize_attr, base_scale)
+
+    def lr(self, scale: LrScale) -> Any:
+        """The global lr times ``scale``: one tensor per distinct float per pass."""
+        global_lr = self._global_lr
+        if global_lr is None:
+            global_lr = self._global_lr = self._global_lr_fn()
+        if type(scale) is not float:
+            if is_tensor(scale):
+                return _scale_lr(global_lr, scale)
+            scale = float(scale)
+        if scale == 1.0:
+            return global_lr
+        scaled = self.scaled_lrs.get(scale)
+        if scaled is None:
+            scaled = self.scaled_lrs[scale] = _scale_lr(global_lr, scale)
+        return scaled
+
+    def decay_factor(self, lr: Any, coeff: Any, found_inf: Any) -> Any:
+        """:func:`decay_factor` of ``lr``, once per lr tensor and pass."""
+        factor = self.decay_factors.get(lr)
+        if factor is None:
+            factor = self.decay_factors[lr] = decay_factor(lr, coeff, found_inf)
+        return factor
+
+    def settings(self, optimizer: Any) -> AdamSettings:
+        """The :class:`AdamSettings` of the group being updated (read once per group)."""
+        settings = self._settings
+        if settings is None:
+            settings = self._settings = AdamSettings.of(optimizer)
+        return settings
+
+    def next_group(self) -> None:
+        """The next parameter group's settings are read afresh."""
+        self._settings = None
+
+
+def _scale_lr(global_lr: Any, scale: Any) -> Any:
+    if framework.in_dygraph_mode():
+        return global_lr * scale
+    with paddle.static.default_main_program()._lr_schedule_guard(
+        is_with_opt=True
+    ), framework.name_scope("scale_with_param_lr"):
+        return global_lr * scale
+
+
+# --------------------------------------------------------------- 2. the plan
+_NOT_DECIDED = object()
+
+
+class UpdatePlan:
+    """One parameter's update: its state tensors and the kernel's settings.
+
+    In dygraph the optimizer keeps a plan per parameter and reuses it across
+    steps (the lookups ``paddle.optimizer.AdamW`` repeats every step, done
+    once); in a static program every update builds its own, as the program
+    is built once anyway.
+
+    ``moments`` are ``(moment1, moment2, moment2_max or None, beta1_pow,
+    beta2_pow)``; ``master_weight`` the float32 copy of a float16/bfloat16
+    parameter under ``multi_precision`` (else None); ``fp32_fallback`` whether
+    the float32 kernel updates the master weight and casts it into the
+    parameter (no half-precision ``adamw`` kernel on CPU).
+    """
+
+    __slots__ = ("decays", "moments", "master_weight", "fp32_fallback", "_decision_key", "_fused_coeff")
+
+    def __init__(self, decays: bool, moments: tuple[Any, ...], master_weight: Any, fp32_fallback: bool) -> None:
+        self.decays = decays
+        self.moments = moments
+        self.master_weight = master_weight
+        self.fp32_fallback = fp32_fallback
+        self._decision_key: Any = _NOT_DECIDED
+        self._fused_coeff: float | None = None
+
+    def decay_target(self, param: Any) -> Any:
+        """What the decay multiplies: the float32 master weight, else the parameter."""
+        return param if self.master_weight is None else self.master_weight
+
+    def fused_coeff_for(
+        self,
+        coeff: Any,
+        base_scale: LrScale,
+        update_scale: LrScale,
+        *,
+        with_ratio: bool,
+        force_general: bool,
+        decided: dict[Any, Any],
+    ) -> float | None:
+        """The fused kernel's coefficient for this update, None for the separate decay op.
+
+        ``with_ratio``: the decay's lr rule (:func:`decay_scale`). Kept while
+        ``coeff`` (the weight decay), ``base_scale`` (:math:`s_p`) and ``update_scale`` (:math:`s_p r_p`) are the same numbers; when one
+        changes (a weight-decay schedule's next value) the decision is taken
+        once per distinct key and pass (``decided``, the pass's
+        ``fused_coeffs``), not per parameter. A Tensor among them always
+        takes the separate op.
+        """
+        if not self.decays or force_general:
+            return None
+        if type(base_scale) is float and type(update_scale) is float and type(coeff) is float:
+            key = (coeff, base_scale, update_scale)
+            if key != self._decision_key:
+                fused = decided.get(key, _NOT_DECIDED)
+                if fused is _NOT_DECIDED:
+                    fused = decided[key] = fused_decay_coeff(
+                        coeff, decay_scale(base_scale, update_scale, with_ratio=with_ratio), update_scale
+                    )
+                self._fused_coeff, self._decision_key = fused, key
+            return self._fused_coeff
+        # None for a Tensor among them
+        return fused_decay_coeff(coeff, decay_scale(base_scale, update_scale, with_ratio=with_ratio), update_scale)
+
+
+def plan_update(optimizer: Any, param: Any) -> UpdatePlan:
+    """The plan of ``param``'s update with ``optimizer`` (an ``AdamWDL``) as it is now.
+
+    The accumulators must exist (Paddle creates them at the start of a pass).
+    """
+    get = optimizer._get_accumulator_master
+    moments = (
+        get(optimizer._moment1_acc_str, param),
+        get(optimizer._moment2_acc_str, param),
+        get(optimizer._moment2_acc_max_str, param) if optimizer._amsgrad else None,
+        get(optimizer._beta1_pow_acc_str, param),
+        get(optimizer._beta2_pow_acc_str, param),
+    )
+    master = uses_master(optimizer, param)
+    return UpdatePlan(
+        decays=optimizer._decays(param),
+        moments=moments,
+        master_weight=optimizer._master_weights[param.name] if master else None,
+        fp32_fallback=master and _on_cpu(param),
+    )
+
+
+def uses_master(optimizer: Any, param: Any) -> bool:
+    """Whether ``optimizer`` updates ``param`` through a float32 master weight (``multi_precision``, float16/bfloat16)."""
+    return optimizer._multi_precision and optimizer._is_dtype_fp16_or_bf16(param.dtype)
+
+
+def _on_cpu(param: Any) -> bool:
+    """Where Paddle has no half-precision ``adamw`` kernel (CPU: float32/float64 only)."""
+    if framework.in_dygraph_mode():
+        return param.place.is_cpu_place()
+    return paddle.device.get_device() == "cpu"
+
+
+# ---------------------------------------------------- 3. the decay decision
+def decay_scale(base_scale: LrScale, update_scale: LrScale, *, with_ratio: bool) -> LrScale:
+    """The lr factor of the decoupled decay: the one place that rule is written.
+
+    The Adam step uses ``update_scale``, :math:`s_p r_p` (the parameter's lr
+    factor times its ratio). AdamWDL decays with the lr *before* the ratio,
+    :math:`1 - \\eta s_p \\lambda` (``with_ratio=False``: ``base_scale``,
+    :math:`s_p`); Paddle's ``AdamW(lr_ratio=...)`` decays with it,
+    :math:`1 - \\eta s_p r_p \\lambda` (``with_ratio=True``).
+
+    Examples:
+        >>> decay_scale(2.0, 0.5, with_ratio=False), decay_scale(2.0, 0.5, with_ratio=True)
+        (2.0, 0.5)
+    """
+    return update_scale if with_ratio else base_scale
+
+
+# A fused update folds the ratio into the kernel's decay coefficient
+# (coeff * decay_scale / update_scale); beyond this range of
+# update_scale / decay_scale, float32 rounding of that coefficient and of the
+# scaled learning rate is no longer negligible, so the separate decay op is used.
+FUSED_RATIO_RANGE = (1e-12, 1e12)
+
+
+def fused_decay_coeff(coeff: Any, decay_scale: Any, update_scale: Any) -> float | None:
+    """The kernel coefficient that makes its decay ``1 - lr*decay_scale*coeff``.
+
+    The kernel decays by ``1 - lr_k * coeff_k`` with its own learning rate
+    ``lr_k = lr * update_scale``; ``coeff_k = coeff * decay_scale / update_scale``
+    makes that product ``lr * decay_scale * coeff``. None when the kernel
+    cannot express it.
+
+    Examples:
+        >>> fused_decay_coeff(0.01, 1.0, 0.5)
+        0.02
+        >>> fused_decay_coeff(0.01, 1.0, 0.0) is None  # a ratio of 0
+        True
+    """
+    if not (_is_number(decay_scale) and _is_number(update_scale) and _is_number(coeff)):
+        return None
+    if not (math.isfinite(decay_scale) and math.isfinite(update_scale) and math.isfinite(coeff)):
+        return None
+    if decay_scale == update_scale:
+        return coeff
+    if decay_scale == 0.0:
+        return 0.0 if update_scale != 0.0 else None
+    low, high = FUSED_RATIO_RANGE
+    if not low <= abs(update_scale / decay_scale) <= high:
+        return None
+    return coeff * decay_scale / update_scale
+
+
+# ------------------------------------------------------------ 4. the kernels
+def decay_factor(lr: Any, coeff: Any, found_inf: Any) -> Any:
+    """``1 - lr * coeff``, the separate decay's factor; 1 on an AMP overflow step of a program.
+
+    Dygraph skips the whole pass on overflow (``found_inf`` None here); a
+    program has to turn the decay into a no-op itself.
+    """
+    factor = 1.0 - lr * coeff
+    if is_tensor(found_inf):
+        factor = paddle.where(paddle.reshape(found_inf, []), paddle.ones_like(factor), factor)
+    return factor
+
+
+def decoupled_decay(block: Any, target: Any, factor: Any) -> Any:
+    """The separate decay op: ``target *= factor`` (``factor`` cast to ``target``'s dtype)."""
+    if factor.dtype != target.dtype:
+        factor = paddle.cast(factor, target.dtype)
+    if in_dynamic_or_pir_mode():
+        _C_ops.multiply_(target, factor)
+        return None
+    return block.append_op(
+        type="elementwise_mul",
+        inputs={"X": [target], "Y": [factor]},
+        outputs={"Out": [target]},
+        attrs={"axis": -1},
+        stop_gradient=True,
+    )
 
 
 def adamw_update(
@@ -245,34 +555,6 @@ def start_beta_pows(beta1_pow: Any, beta2_pow: Any, settings: AdamSettings) -> N
         if is_tensor(beta):
             beta = paddle.cast(paddle.reshape(beta, [1]), beta_pow.dtype)
             paddle.assign(paddle.where(beta_pow < 0, beta, beta_pow), output=beta_pow)
-
-
-def decay_factor(lr: Any, coeff: Any, found_inf: Any) -> Any:
-    """``1 - lr * coeff``, the separate decay's factor; 1 on an AMP overflow step of a program.
-
-    Dygraph skips the whole pass on overflow (``found_inf`` None here); a
-    program has to turn the decay into a no-op itself.
-    """
-    factor = 1.0 - lr * coeff
-    if is_tensor(found_inf):
-        factor = paddle.where(paddle.reshape(found_inf, []), paddle.ones_like(factor), factor)
-    return factor
-
-
-def decoupled_decay(block: Any, target: Any, factor: Any) -> Any:
-    """The separate decay op: ``target *= factor`` (``factor`` cast to ``target``'s dtype)."""
-    if factor.dtype != target.dtype:
-        factor = paddle.cast(factor, target.dtype)
-    if in_dynamic_or_pir_mode():
-        _C_ops.multiply_(target, factor)
-        return None
-    return block.append_op(
-        type="elementwise_mul",
-        inputs={"X": [target], "Y": [factor]},
-        outputs={"Out": [target]},
-        attrs={"axis": -1},
-        stop_gradient=True,
-    )
 
 
 def densify(param: Any, grad: Any) -> Any:
