@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install test demo schedules bench docs docs-check chromium test-paddlenlp test-paddleformers gpu-check clean
+.PHONY: install test test-oldest-paddle demo schedules bench docs docs-check chromium test-paddlenlp test-paddleformers gpu-check clean
 
 $(STAMP): setup.py requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -17,6 +17,20 @@ install: $(STAMP)
 
 test: install
 	$(PY) -m pytest -q
+
+# The core suite on the oldest Paddle setup.py accepts (3.1.0), in its own
+# virtualenv: a Paddle upgrade is not the only way to break users.
+OLDEST_VENV := .venv-paddle-oldest
+OLDEST_PY := $(OLDEST_VENV)/bin/python
+$(OLDEST_VENV)/.installed: setup.py requirements-paddle-oldest.txt
+	test -x $(OLDEST_PY) || $(PYTHON) -m venv $(OLDEST_VENV)
+	$(OLDEST_PY) -m pip install -q --upgrade pip
+	$(OLDEST_PY) -m pip install -q -r requirements-paddle-oldest.txt -e '.[test]'
+	touch $@
+
+test-oldest-paddle: $(OLDEST_VENV)/.installed
+	$(OLDEST_PY) -c "import paddle; assert paddle.__version__ == '3.1.0', paddle.__version__"
+	$(OLDEST_PY) -m pytest -q
 
 demo: install
 	$(PY) -m paddle_llrd demo
@@ -53,5 +67,5 @@ gpu-check:
 	bash scripts/gpu_check.sh
 
 clean:
-	rm -rf $(VENV) .venv-paddlenlp .venv-paddleformers docs/_build build dist *.egg-info demo_output bench_output
+	rm -rf $(VENV) $(OLDEST_VENV) .venv-paddlenlp .venv-paddleformers docs/_build build dist *.egg-info demo_output bench_output
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -1,4 +1,5 @@
-"""examples/dygraph_finetune.py in its short mode."""
+"""examples/dygraph_finetune.py in its short mode (its command line runs in its
+own process in tests/user_paths/test_examples.py)."""
 from __future__ import annotations
 
 import importlib.util
@@ -87,9 +88,3 @@ def _held_out_accuracy(model, input_ids: np.ndarray, labels: np.ndarray) -> floa
         logits = model(paddle.to_tensor(input_ids)).numpy()
     model.train()
     return float(np.count_nonzero(logits.argmax(axis=-1) == labels)) / len(labels)
-
-
-def test_main_short_mode(example, capsys):
-    assert example.main(["--steps", "5", "--batch-size", "8"]) == 0
-    out = capsys.readouterr().out
-    assert "5 steps: loss" in out and "EMA of the weights" in out

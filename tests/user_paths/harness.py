@@ -1,0 +1,216 @@
+"""Run documented patterns as a user runs them: one fresh Python process each.
+
+A *user-path script* is a program as a user writes it: module-level globals,
+no warm-up step, the framework's defaults. It is either
+
+* a code block of README.md, README_cn.md or docs/*.rst, found by the marker
+  written just before it (``<!-- user-path: NAME -->`` in Markdown,
+  ``.. user-path: NAME`` in reStructuredText, both invisible in the rendered
+  page), completed where the block is a fragment by a ``prelude`` (what the
+  page leaves to the reader: ``model``, ``loader``) and an ``epilogue``
+  (what the test reads back), or
+* a file of ``examples/`` run with its documented command line, or
+* a script written out in a test for a pattern the docs describe in prose
+  (e.g. "the code is the same" for the legacy static program).
+
+Each runs with ``sys.executable`` in its own process and its own empty
+working directory, with ``PYTHONPATH`` set to the repository (so the
+package under test is this checkout's) and to this folder (for
+``user_model`` and ``record``, the helper modules a script may import).
+What the script saves with ``record.save`` comes back as a dict of arrays.
+
+Example:
+    >>> block = doc_block("readme-quickstart")
+    >>> [source.split(":")[0] for source in block.sources], "AdamWDL(" in block.code
+    (['README.md', 'README_cn.md'], True)
+"""
+from __future__ import annotations
+
+import ast
+import dataclasses
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+TIMEOUT_S = 300
+MARKDOWN_MARKER = re.compile(r"<!--\s*user-path:\s*([\w-]+)\s*-->")
+RST_MARKER = re.compile(r"^\.\. user-path:\s*([\w-]+)\s*$")
+
+
+def doc_sources() -> List[str]:
+    """Every page whose Python blocks are documented patterns."""
+    return ["README.md", "README_cn.md"] + sorted(
+        str(path.relative_to(ROOT)) for path in (ROOT / "docs").glob("*.rst")
+    )
+
+
+@dataclasses.dataclass
+class DocBlock:
+    """One Python code block: its code, where it is, and its marker (None: unmarked)."""
+
+    marker: Optional[str]
+    code: str
+    sources: List[str]  # "README.md" or "docs/x.rst:LINE" for every place it appears
+
+    @property
+    def program(self) -> str:
+        """The code without comments or layout (README_cn's block is README's)."""
+        return ast.dump(ast.parse(self.code))
+
+
+def _markdown_blocks(source: str, text: str) -> List[DocBlock]:
+    blocks = []
+    lines = text.splitlines()
+    for index, line in enumerate(lines):
+        if line.strip() != "```python":
+            continue
+        end = next(i for i in range(index + 1, len(lines)) if lines[i].strip() == "```")
+        previous = next((lines[i] for i in range(index - 1, -1, -1) if lines[i].strip()), "")
+        match = MARKDOWN_MARKER.fullmatch(previous.strip())
+        blocks.append(DocBlock(match and match.group(1), "\n".join(lines[index + 1:end]) + "\n",
+                               [f"{source}:{index + 1}"]))
+    return blocks
+
+
+def _rst_blocks(source: str, text: str) -> List[DocBlock]:
+    blocks = []
+    lines = text.splitlines()
+    for index, line in enumerate(lines):
+        if line.strip() != ".. code-block:: python":
+            continue
+        indent = len(line) - len(line.lstrip())
+        body = []
+        for following in lines[index + 1:]:
+            if following.strip() and len(following) - len(following.lstrip()) <= indent:
+                break
+            body.append(following)
+        previous = next((lines[i] for i in range(index - 1, -1, -1) if lines[i].strip()), "")
+        match = RST_MARKER.match(previous.strip())
+        blocks.append(DocBlock(match and match.group(1), textwrap.dedent("\n".join(body)).strip("\n") + "\n",
+                               [f"{source}:{index + 1}"]))
+    return blocks
+
+
+def doc_blocks() -> List[DocBlock]:
+    """Every Python block of every documented page, in page order."""
+    blocks = []
+    for source in doc_sources():
+        text = (ROOT / source).read_text(encoding="utf-8")
+        reader = _markdown_blocks if source.endswith(".md") else _rst_blocks
+        blocks += reader(source, text)
+    return blocks
+
+
+def doc_block(marker: str) -> DocBlock:
+    """The block carrying ``marker``; a marker on several pages (a translation)
+    must mark the same program, comments aside."""
+    found = [block for block in doc_blocks() if block.marker == marker]
+    if not found:
+        raise LookupError(f"no Python block is marked `user-path: {marker}` in {doc_sources()}")
+    programs = {block.program for block in found}
+    if len(programs) != 1:
+        raise AssertionError(f"`user-path: {marker}` marks different programs at "
+                             f"{[source for block in found for source in block.sources]}")
+    return DocBlock(marker, found[0].code, [source for block in found for source in block.sources])
+
+
+def indented_block(marker: str, spaces: int) -> str:
+    """The block's code indented, for a block the page places inside a
+    ``with`` (e.g. ``program_guard``)."""
+    return textwrap.indent(doc_block(marker).code.rstrip("\n"), " " * spaces)
+
+
+@dataclasses.dataclass
+class UserScript:
+    """One pattern, one process. ``code`` is the whole program, or ``path``
+    a file (an example) run with ``args``; ``env`` is added to the
+    environment (e.g. ``FLAGS_enable_pir_api``)."""
+
+    name: str
+    code: Optional[str] = dataclasses.field(default=None, repr=False)
+    path: Optional[Path] = None
+    args: Sequence[str] = ()
+    env: Dict[str, str] = dataclasses.field(default_factory=dict)
+    timeout_s: int = TIMEOUT_S
+
+    def command(self, work_dir: Path) -> List[str]:
+        if self.path is not None:
+            return [sys.executable, str(self.path), *self.args]
+        script = work_dir / f"{self.name}.py"
+        script.write_text(self.code, encoding="utf-8")
+        return [sys.executable, str(script), *self.args]
+
+
+REGISTRY: Dict[str, UserScript] = {}
+
+
+def register(*scripts: UserScript) -> None:
+    """Make scripts known by name (test modules call this at import)."""
+    for script in scripts:
+        if script.name in REGISTRY:
+            raise ValueError(f"two user-path scripts are named {script.name!r}")
+        REGISTRY[script.name] = script
+
+
+def from_doc(name: str, marker: str, prelude: str = "", epilogue: str = "", **options) -> UserScript:
+    """A documented block with what the page leaves to the reader before it
+    and the test's read-back after it, at module level, as one script."""
+    parts = [textwrap.dedent(prelude).strip("\n"), doc_block(marker).code.strip("\n"),
+             textwrap.dedent(epilogue).strip("\n")]
+    return UserScript(name, code="\n\n".join(part for part in parts if part) + "\n", **options)
+
+
+@dataclasses.dataclass
+class Result:
+    script: UserScript
+    returncode: int
+    stdout: str = dataclasses.field(repr=False)
+    stderr: str = dataclasses.field(repr=False)
+    saved: Dict[str, np.ndarray] = dataclasses.field(repr=False)
+
+    def check(self) -> "Result":
+        """Fails (with the script's stderr) unless the process exited with 0."""
+        if self.returncode != 0:
+            raise AssertionError(
+                f"user path {self.script.name!r} exited with {self.returncode}:\n{self.stderr[-5000:]}"
+            )
+        return self
+
+    def group(self, prefix: str) -> Dict[str, np.ndarray]:
+        """The entries saved as ``record.save(prefix={name: value})``."""
+        start = prefix + "/"
+        return {key[len(start):]: value for key, value in self.saved.items() if key.startswith(start)}
+
+
+def run(script: UserScript) -> Result:
+    """Run ``script`` in a fresh interpreter, in a fresh working directory."""
+    with tempfile.TemporaryDirectory(prefix=f"user-path-{script.name}-") as work:
+        work_dir = Path(work)
+        out = work_dir / "saved.npz"
+        env = {key: value for key, value in os.environ.items() if key != "FLAGS_enable_pir_api"}
+        env.update(PYTHONPATH=os.pathsep.join([str(ROOT), str(HERE)]), USER_PATH_OUT=str(out))
+        env.update(script.env)
+        try:
+            proc = subprocess.run(script.command(work_dir), cwd=work_dir, env=env, capture_output=True,
+                                  text=True, timeout=script.timeout_s)
+        except subprocess.TimeoutExpired as exc:
+            return Result(script, -1, exc.stdout or "", f"timed out after {script.timeout_s} s", {})
+        saved: Dict[str, np.ndarray] = {}
+        if out.exists():
+            with np.load(out) as data:
+                saved = dict(data)
+        return Result(script, proc.returncode, proc.stdout, proc.stderr, saved)
+
+
+def lines_matching(stdout: str, pattern: str) -> List[Tuple[str, ...]]:
+    """The groups of every stdout line matching ``pattern``."""
+    return [match.groups() for match in re.finditer(pattern, stdout, flags=re.M)]

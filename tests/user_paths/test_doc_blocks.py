@@ -1,0 +1,508 @@
+"""Every Python block of README.md, README_cn.md and docs/*.rst runs as a
+user's script, one process each, and gives the numbers its page states.
+
+A block is found by its ``user-path`` marker (harness.py). A block that is a
+fragment gets what the page leaves to the reader (``model``, ``loader``,
+``loss_fn``: ``user_model.BertNamedLinear`` and its batches) before it, at
+module level, and the test's read-back after it. Training blocks are checked
+against the float64 reference (float64_reference.py) with the page's
+hyperparameters written out here; schedule blocks against the formulas of
+tests/schedule_formulas.py; the quick starts against the end state they
+promise. The execution-mode blocks are in test_modes.py.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import float64_reference as reference
+import harness
+import schedule_formulas as formulas
+from reference_adamw import layer_ratio
+from user_model import make_batches
+
+# Blocks that need another virtualenv run there, by the test named here.
+RUN_ELSEWHERE = {"paddleformers-trainer": "tests_paddleformers/test_example.py"}
+
+STEPS = 5
+USER_MODEL = """
+import paddle
+from record import save
+from user_model import BertNamedLinear, loss_fn, make_batches, weights
+
+model = BertNamedLinear(n_layers={n_layers}, init_scale={init_scale})
+loader = [{{"input_ids": paddle.to_tensor(x), "labels": paddle.to_tensor(y)}} for x, y in make_batches({steps})]
+"""
+
+
+def user_model(n_layers: int = 12, init_scale: float = 0.5) -> str:
+    return USER_MODEL.format(n_layers=n_layers, init_scale=init_scale, steps=STEPS)
+
+
+QUICKSTART_READ_BACK = """
+from record import save
+save(last_epoch=scheduler.last_epoch, lr=optimizer.get_lr(), ema_updates=ema.num_updates,
+     ratios={row.name: row.ratio for row in optimizer.param_lr_table()})
+"""
+
+SCHEDULE_READ_BACK = """
+from record import save
+lrs = []
+for _ in range(1100):
+    lrs.append(scheduler())
+    scheduler.step()
+save(lrs=lrs)
+"""
+
+# Updates of ~1e-7 (lr 2e-5, warmup from 0) are resolved on float32 weights of ~1e-3.
+SMALL_INIT = 1e-3
+
+SCRIPTS = [
+    harness.from_doc("readme-quickstart", "readme-quickstart", epilogue=QUICKSTART_READ_BACK),
+    harness.from_doc("quickstart", "quickstart", epilogue=QUICKSTART_READ_BACK),
+    harness.from_doc("adamwdl-loop", "adamwdl-loop", prelude=user_model(init_scale=SMALL_INIT),
+                     epilogue="save(weights=weights(model))"),
+    harness.from_doc(
+        "adamwdl-set-param-lr-fun", "adamwdl-set-param-lr-fun",
+        prelude="""
+            import paddle
+            from paddle_llrd import AdamWDL
+            from record import save
+            from user_model import loss_fn, make_batches
+
+            linear = paddle.nn.Linear(4, 3)
+            init = {n: p.numpy().copy() for n, p in linear.named_parameters()}
+        """,
+        epilogue=f"""
+            for x, y in make_batches({STEPS}):
+                loss = loss_fn(linear(paddle.to_tensor(x)), paddle.to_tensor(y))
+                loss.backward()
+                opt.step()
+                opt.clear_grad()
+            save(init=init, weights={{n: p.numpy() for n, p in linear.named_parameters()}})
+        """,
+    ),
+    harness.from_doc(
+        "adamwdl-param-lr-table", "adamwdl-param-lr-table",
+        prelude=user_model(n_layers=2) + """
+from paddle_llrd import AdamWDL
+opt = AdamWDL(learning_rate=0.1, parameters=model.parameters(), weight_decay=0.01,
+              layerwise_decay=0.5, n_layers=2,
+              name_dict={p.name: n for n, p in model.named_parameters()},
+              apply_decay_param_fun=lambda name: not name.endswith(".b_0"))
+""",
+    ),
+    harness.from_doc(
+        "ema-average-parameters", "ema-average-parameters",
+        prelude=f"""
+            import paddle
+            from paddle_llrd import ExponentialMovingAverage
+            from record import save
+            from user_model import BertNamedLinear, loss_fn, make_batches, weights
+
+            model = BertNamedLinear(n_layers=2)
+            optimizer = paddle.optimizer.AdamW(learning_rate=0.1, parameters=model.parameters())
+            ema = ExponentialMovingAverage(model, decay=0.5)
+            ema.register()
+            history = [weights(model)]
+            for x, y in make_batches({STEPS}):
+                loss_fn(model(paddle.to_tensor(x)), paddle.to_tensor(y)).backward()
+                optimizer.step()
+                optimizer.clear_grad()
+                ema.update()
+                history.append(weights(model))
+            seen = {{}}
+
+            def evaluate(model):
+                seen.update(weights(model))
+        """,
+        epilogue="""
+            save(seen=seen, after=weights(model),
+                 **{f"history{i}": snapshot for i, snapshot in enumerate(history)})
+        """,
+    ),
+    harness.from_doc(
+        "ema-loop-and-checkpoint", "ema-loop-and-checkpoint",
+        epilogue="""
+            import numpy as np
+            from record import save
+            reloaded = state["ema"]
+            save(num_updates=ema.num_updates, saved_updates=int(reloaded["num_updates"]),
+                 shadow={n: t.numpy() for n, t in ema.state_dict()["shadow"].items()},
+                 saved_shadow={n: np.asarray(t) for n, t in reloaded["shadow"].items()},
+                 live={n: p.numpy() for n, p in model.named_parameters()})
+        """,
+    ),
+    harness.from_doc(
+        "migration-adamwdl", "migration-adamwdl",
+        prelude="""
+            import paddle
+            from paddle_llrd import AdamWDL, layerwise_lr_decay, LinearDecayWithWarmup
+            from paddle_llrd.models.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
+            from record import save
+
+            model = TinyBertForSequenceClassification(TinyBertConfig(num_hidden_layers=3))
+            total_steps = 100
+        """,
+        epilogue=f"""
+            for step in range({STEPS}):
+                loss = paddle.nn.functional.cross_entropy(
+                    model(paddle.randint(1, 128, [4, 8])), paddle.randint(0, 2, [4]))
+                loss.backward()
+                optimizer.step()
+                optimizer.clear_grad()
+                scheduler.step()
+            table = optimizer.param_lr_table()
+            save(lr=optimizer.get_lr(), ratios={{row.name: row.ratio for row in table}},
+                 decayed={{row.name: row.decayed for row in table}})
+        """,
+    ),
+    harness.from_doc("layer-map-adamwdl", "layer-map-adamwdl", prelude=user_model(),
+                     epilogue=f"""
+for batch in loader:
+    loss = loss_fn(model(batch["input_ids"]), batch["labels"])
+    loss.backward()
+    opt.step()
+    opt.clear_grad()
+save(n_layers=layer_map.n_layers, weights=weights(model))
+"""),
+    harness.from_doc("param-groups-adamw", "param-groups-adamw", prelude=user_model(),
+                     epilogue="""
+for batch in loader:
+    loss = loss_fn(model(batch["input_ids"]), batch["labels"])
+    loss.backward()
+    opt.step()
+    opt.clear_grad()
+save(weights=weights(model))
+"""),
+    harness.UserScript("param-groups-static", code=f"""
+import numpy as np
+import paddle
+from paddle_llrd import layer_decay_param_groups
+from record import save
+from user_model import N_FEATURES, N_OUTPUTS, BertNamedLinear, loss_fn, make_batches
+
+paddle.enable_static()
+main_program, startup_program = paddle.static.Program(), paddle.static.Program()
+with paddle.static.program_guard(main_program, startup_program):
+    model = BertNamedLinear(n_layers=12)
+    x = paddle.static.data("x", [-1, N_FEATURES], "float32")
+    y = paddle.static.data("y", [-1, N_OUTPUTS], "float32")
+    loss = loss_fn(model(x), y)
+{harness.indented_block("param-groups-static", 4)}
+exe = paddle.static.Executor(paddle.CPUPlace())
+exe.run(startup_program)
+for batch_x, batch_y in make_batches({STEPS}):
+    exe.run(main_program, feed={{"x": batch_x, "y": batch_y}}, fetch_list=[loss])
+scope = paddle.static.global_scope()
+save(weights={{n: np.array(scope.find_var(p.name).get_tensor()) for n, p in model.named_parameters()}})
+"""),
+    harness.from_doc("schedule-cosine-loop", "schedule-cosine-loop", epilogue="""
+from record import save
+save(last_epoch=scheduler.last_epoch, lr=scheduler(), lr_seen=optimizer.get_lr())
+"""),
+    harness.from_doc("get-scheduler-cosine", "get-scheduler-cosine", epilogue=SCHEDULE_READ_BACK),
+    harness.from_doc("get-scheduler-cosine-min-lr", "get-scheduler-cosine-min-lr",
+                     prelude="from paddle_llrd import get_scheduler", epilogue=SCHEDULE_READ_BACK),
+    harness.from_doc("get-scheduler-wsd", "get-scheduler-wsd",
+                     prelude="from paddle_llrd import get_scheduler", epilogue=SCHEDULE_READ_BACK),
+    harness.from_doc("register-scheduler", "register-scheduler", epilogue=SCHEDULE_READ_BACK),
+    harness.from_doc("wd-schedule-loop", "wd-schedule-loop", prelude=user_model(init_scale=0.01),
+                     epilogue="save(weights=weights(model))"),
+    harness.from_doc(
+        "wd-schedule-groups", "wd-schedule-groups",
+        prelude=user_model(n_layers=2) + """
+from paddle_llrd import AdamWDL, WeightDecaySchedule
+no_decay_params = [p for n, p in model.named_parameters() if n.endswith(".bias")]
+other_params = [p for n, p in model.named_parameters() if n.endswith(".weight")]
+""",
+        epilogue="""
+for batch in loader:
+    loss = loss_fn(model(batch["input_ids"]), batch["labels"])
+    loss.backward()
+    opt.step()
+    opt.clear_grad()
+save(weights=weights(model))
+""",
+    ),
+]
+harness.register(*SCRIPTS)
+TESTED_HERE = {script.name for script in SCRIPTS} | {"mode-dygraph", "mode-to-static", "mode-static"}
+
+
+def test_every_python_block_is_a_user_path():
+    """A new Python block in README or docs/ needs a marker and a test here (or
+    in test_modes.py, or in the virtualenv its Trainer needs)."""
+    blocks = harness.doc_blocks()
+    unmarked = [block.sources[0] for block in blocks if block.marker is None]
+    assert not unmarked, f"Python blocks without a `user-path:` marker: {unmarked}"
+    markers = {block.marker for block in blocks}
+    untested = markers - TESTED_HERE - set(RUN_ELSEWHERE)
+    assert not untested, f"markers no user-path test runs: {sorted(untested)}"
+    for marker, test_file in RUN_ELSEWHERE.items():
+        assert (harness.ROOT / test_file).exists(), (marker, test_file)
+    for marker in markers:
+        harness.doc_block(marker)  # a marker on two pages marks one program
+
+
+def _user_path_test(*names):
+    return pytest.mark.user_path(*names)
+
+
+@pytest.mark.parametrize("name", [
+    pytest.param("readme-quickstart", marks=_user_path_test("readme-quickstart")),
+    pytest.param("quickstart", marks=_user_path_test("quickstart")),
+])
+def test_quickstart_ends_where_it_says(user_path, name):
+    """100 steps of ``get_scheduler("linear", 1e-3, 10, 100)``: the lr is
+    ``1e-3 * (100 - 100) / 90 = 0``; one EMA update per step; layer ``i`` of
+    4 learns at ``0.8 ** (4 - i)``, the embeddings at ``0.8 ** 5``."""
+    saved = user_path(name).check()
+    assert int(saved.saved["last_epoch"]) == 100
+    assert float(saved.saved["lr"]) == 0.0
+    assert int(saved.saved["ema_updates"]) == 100
+    ratios = saved.group("ratios")
+    for structured_name, ratio in ratios.items():
+        if ".encoder.layers." in structured_name:
+            layer = int(structured_name.split(".encoder.layers.")[1].split(".")[0])
+            assert float(ratio) == pytest.approx(0.8 ** (4 - layer)), structured_name
+        elif "embeddings" in structured_name:
+            assert float(ratio) == pytest.approx(0.8 ** 5), structured_name
+    assert any(".encoder.layers.0." in name for name in ratios)
+
+
+@_user_path_test("migration-adamwdl")
+def test_migrated_script_keeps_paddlenlps_numbers(user_path):
+    """PaddleNLP's ratios (``0.8 ** (3 - i)`` for ``encoder.layers.i``,
+    ``0.8 ** 4`` for the embeddings, 1 elsewhere), decay for every name
+    without ``bias`` or ``norm``, and ``LinearDecayWithWarmup(5e-5, 100, 0.1)``
+    at step 5: ``5e-5 * 5 / 10``."""
+    result = user_path("migration-adamwdl").check()
+    assert float(result.saved["lr"]) == pytest.approx(5e-5 * STEPS / 10, rel=1e-12)
+    ratios, decayed = result.group("ratios"), result.group("decayed")
+    assert any(".encoder.layers.2." in name for name in ratios)
+    for name, ratio in ratios.items():
+        if ".encoder.layers." in name:
+            expected = 0.8 ** (3 - int(name.split(".encoder.layers.")[1].split(".")[0]))
+        else:
+            expected = 0.8 ** 4 if "embeddings" in name else 1.0
+        assert float(ratio) == pytest.approx(expected), name
+        assert bool(decayed[name]) == _no_bias_or_norm(name), name
+
+
+def _no_bias_or_norm(name: str) -> bool:
+    return not ("bias" in name or "norm" in name)
+
+
+@_user_path_test("adamwdl-loop")
+def test_adamwdl_loop_matches_float64(user_path):
+    """adamwdl.rst's loop: ``LinearDecayWithWarmup(2e-5, 1000, warmup=0.1)``,
+    decay 0.01 except biases and norms, global-norm clip 1.0, ratios 0.8 over 12 layers."""
+    result = user_path("adamwdl-loop").check()
+    lrs = [formulas.linear(2e-5, 100, 1000, s) for s in range(STEPS)]
+    expected = reference.train(
+        make_batches(STEPS), lrs, n_layers=12, ratio=lambda name: layer_ratio(name, 0.8, 12),
+        weight_decay=lambda step, name: 0.01 if _no_bias_or_norm(name) else 0.0, clip_norm=1.0,
+        init_scale=SMALL_INIT,
+    )
+    reference.assert_trained_like(result.group("weights"), expected, "adamwdl-loop", 12, init_scale=SMALL_INIT)
+
+
+@_user_path_test("adamwdl-set-param-lr-fun")
+def test_set_param_lr_fun_returning_none(user_path):
+    """``simple_lr_setting``: weights at ``1e-4 * 0.8 ** 0.5``, the bias at 1e-4;
+    AdamWDL's default decay 0.01 on every parameter."""
+    result = user_path("adamwdl-set-param-lr-fun").check()
+    init = {name: value.astype(np.float64) for name, value in result.group("init").items()}
+    states = {name: reference.AdamWState.zeros_like(value) for name, value in init.items()}
+    params = dict(init)
+    for x, y in make_batches(STEPS):
+        prediction = x.astype(np.float64) @ params["weight"] + params["bias"]
+        d_prediction = 2.0 * (prediction - y) / prediction.size
+        grads = {"weight": x.T @ d_prediction, "bias": d_prediction.sum(axis=0)}
+        for name in params:
+            ratio = 0.8 ** 0.5 if name == "weight" else 1.0
+            params[name], states[name] = reference.adamw_update(
+                params[name], grads[name], states[name], lr=1e-4 * ratio, decay_lr=1e-4, coeff=0.01)
+    for name, value in result.group("weights").items():
+        change, expected_change = value - init[name], params[name] - init[name]
+        np.testing.assert_allclose(change, expected_change, rtol=0, atol=1e-3 * np.abs(expected_change).max(),
+                                   err_msg=name)
+
+
+@_user_path_test("adamwdl-param-lr-table")
+def test_param_lr_table_prints_the_documented_fields(user_path):
+    """One printed row per parameter: layer id 0 for the embeddings, ``i + 1``
+    for ``encoder.layers.i``, 3 for the rest; ratio ``0.5 ** (3 - layer_id)``;
+    lr ``0.1 * ratio``; decayed unless a bias; weight decay 0.01 or 0.0."""
+    stdout = user_path("adamwdl-param-lr-table").check().stdout
+    rows = harness.lines_matching(stdout, r"^(\S+)\s+(\d+)\s+([\d.]+) ([\d.e+-]+) (True|False)\s+([\d.]+)$")
+    names = [row[0] for row in rows]
+    assert names == reference.parameter_names(2), stdout
+    for name, layer_id, ratio, lr, decayed, weight_decay in rows:
+        expected_id = 0 if name.startswith("embeddings") else (
+            int(name.split(".")[2]) + 1 if name.startswith("encoder.layers.") else 3)
+        assert int(layer_id) == expected_id, name
+        assert float(ratio) == pytest.approx(0.5 ** (3 - expected_id), abs=5e-5), name
+        assert float(lr) == pytest.approx(0.1 * 0.5 ** (3 - expected_id), rel=1e-3), name
+        assert decayed == str(name.endswith(".weight")), name
+        assert float(weight_decay) == (0.01 if name.endswith(".weight") else 0.0), name
+
+
+@_user_path_test("ema-average-parameters")
+def test_average_parameters_evaluates_the_average_then_restores(user_path):
+    """The float64 average with ``decay=0.5`` (no warm-up: the default) of the
+    weights after each step is what ``evaluate`` sees; the live weights are
+    back after the block."""
+    result = user_path("ema-average-parameters").check()
+    history = [result.group(f"history{i}") for i in range(STEPS + 1)]
+    average = {name: value.astype(np.float64) for name, value in history[0].items()}
+    for snapshot in history[1:]:
+        d = 0.5
+        average = {name: d * average[name] + (1 - d) * snapshot[name] for name in average}
+    for name, value in result.group("seen").items():
+        np.testing.assert_allclose(value, average[name], rtol=1e-5, atol=1e-6, err_msg=name)
+    for name, value in result.group("after").items():
+        np.testing.assert_array_equal(value, history[-1][name], err_msg=name)
+    assert any(not np.allclose(average[name], history[-1][name], atol=1e-4) for name in average)
+
+
+@_user_path_test("ema-loop-and-checkpoint")
+def test_ema_checkpoint_round_trip(user_path):
+    result = user_path("ema-loop-and-checkpoint").check()
+    assert int(result.saved["num_updates"]) == int(result.saved["saved_updates"]) == 100
+    shadow, saved_shadow, live = result.group("shadow"), result.group("saved_shadow"), result.group("live")
+    assert sorted(shadow) == sorted(saved_shadow) and shadow
+    for name in shadow:
+        np.testing.assert_array_equal(shadow[name], saved_shadow[name], err_msg=name)
+    # the averaged weights are not the live ones after 100 AdamW steps at decay 0.99
+    assert any(not np.allclose(shadow[name], live[name], atol=1e-6) for name in shadow if name in live)
+
+
+def _layer_id(name: str, n_layers: int = 12) -> int:
+    if name.startswith("embeddings"):
+        return 0
+    if name.startswith("encoder.layers."):
+        return int(name.split(".")[2]) + 1
+    return n_layers + 1
+
+
+@_user_path_test("layer-map-adamwdl")
+def test_layer_map_with_adamwdl(user_path):
+    """``r = 0.85 ** (n_layers + 1 - k)`` with ``n_layers`` = 12 counted from
+    the names, lr 1e-4, AdamWDL's default decay 0.01 on every parameter."""
+    result = user_path("layer-map-adamwdl").check()
+    assert int(result.saved["n_layers"]) == 12
+    expected = reference.train(
+        make_batches(STEPS), [1e-4] * STEPS, n_layers=12, ratio=lambda name: 0.85 ** (13 - _layer_id(name)),
+        weight_decay=lambda step, name: 0.01,
+    )
+    reference.assert_trained_like(result.group("weights"), expected, "layer-map-adamwdl", 12)
+
+
+def _param_groups_reference(weight_decay_rule):
+    return reference.train(
+        make_batches(STEPS), [1e-3] * STEPS, n_layers=12, lr_scale=lambda name: 0.75 ** (13 - _layer_id(name)),
+        weight_decay=weight_decay_rule,
+    )
+
+
+@_user_path_test("param-groups-adamw")
+def test_param_groups_with_paddle_adamw(user_path):
+    """Group lr ``1e-3 * 0.75 ** (13 - k)``; decay 0.05 for the 2-D weights,
+    none for biases (at most one dimension). In ``paddle.optimizer.AdamW`` a
+    group's lr scales the decay too (``1 - lr_group * 0.05``)."""
+    result = user_path("param-groups-adamw").check()
+    expected = _param_groups_reference(lambda step, name: 0.05 if name.endswith(".weight") else 0.0)
+    reference.assert_trained_like(result.group("weights"), expected, "param-groups-adamw", 12)
+
+
+@_user_path_test("param-groups-static")
+def test_param_groups_recipe_in_a_static_program(user_path):
+    """layer_maps.rst's static recipe inside ``program_guard`` (PIR): the same
+    numbers as the groups in dygraph."""
+    result = user_path("param-groups-static").check()
+    expected = _param_groups_reference(lambda step, name: 0.05 if name.endswith(".weight") else 0.0)
+    reference.assert_trained_like(result.group("weights"), expected, "param-groups-static", 12)
+
+
+@_user_path_test("schedule-cosine-loop")
+def test_cosine_loop_ends_at_zero(user_path):
+    """``CosineDecayWithWarmup(5e-5, 1000, warmup=0.1)`` after 1000 steps: the
+    half cosine has reached 0, and the optimizer read the scheduler."""
+    saved = user_path("schedule-cosine-loop").check().saved
+    assert int(saved["last_epoch"]) == 1000
+    expected = formulas.cosine(5e-5, 100, 1000, 1000)
+    assert float(saved["lr"]) == pytest.approx(expected, abs=1e-15)
+    assert float(saved["lr_seen"]) == pytest.approx(expected, abs=1e-15)
+
+
+SCHEDULE_FORMULAS = {
+    "get-scheduler-cosine": lambda s: formulas.cosine(5e-5, 100, 1000, s, cycles=0.5),
+    "get-scheduler-cosine-min-lr": lambda s: formulas.cosine(5e-5, 100, 1000, s, cycles=0.5, min_lr=5e-6),
+    "get-scheduler-wsd": lambda s: formulas.wsd(5e-5, 100, 1000, 300, "1-sqrt", 0.1, s),
+    "register-scheduler": lambda s: 1e-3 * 0.7 ** (s // 100),
+}
+
+
+@pytest.mark.parametrize("name", [
+    pytest.param(name, marks=_user_path_test(name)) for name in SCHEDULE_FORMULAS
+])
+def test_schedule_block_follows_its_formula(user_path, name):
+    """1100 steps against the page's formula (past the end of training every
+    schedule holds the value of its last step)."""
+    lrs = user_path(name).check().saved["lrs"]
+    expected = [SCHEDULE_FORMULAS[name](s) for s in range(len(lrs))]
+    np.testing.assert_allclose(lrs, expected, rtol=1e-9, atol=1e-15)
+
+
+def _cosine_wd(step: int, start: float, end: float, total: int) -> float:
+    if step >= total:
+        return end
+    return start + (end - start) * 0.5 * (math.cos(math.pi * (1 - step / total)) + 1)
+
+
+@_user_path_test("wd-schedule-loop")
+def test_weight_decay_schedule_loop(user_path):
+    """``LinearDecayWithWarmup(3e-4, 10_000, 0.01)`` and the cosine ramp
+    ``0.01 -> 0.1`` over 10,000 steps on every parameter (no
+    ``apply_decay_param_fun``), ratios 0.8 over 12 layers."""
+    result = user_path("wd-schedule-loop").check()
+    expected = reference.train(
+        make_batches(STEPS), [formulas.linear(3e-4, 100, 10_000, s) for s in range(STEPS)], n_layers=12,
+        ratio=lambda name: layer_ratio(name, 0.8, 12),
+        weight_decay=lambda step, name: _cosine_wd(step, 0.01, 0.1, 10_000), init_scale=0.01,
+    )
+    reference.assert_trained_like(result.group("weights"), expected, "wd-schedule-loop", 12, init_scale=0.01)
+
+
+@_user_path_test("wd-schedule-groups")
+def test_weight_decay_schedule_with_a_fixed_group(user_path):
+    """Default lr 0.001; biases fixed at decay 0, weights on the linear ramp
+    ``0 -> 0.1`` over 5,000 steps (``WeightDecaySchedule``'s default style)."""
+    result = user_path("wd-schedule-groups").check()
+    expected = reference.train(
+        make_batches(STEPS), [1e-3] * STEPS, n_layers=2,
+        weight_decay=lambda step, name: 0.1 * step / 5000 if name.endswith(".weight") else 0.0,
+    )
+    reference.assert_trained_like(result.group("weights"), expected, "wd-schedule-groups", 2)
+
+
+def test_references_tell_a_wrong_implementation_apart():
+    """The float64 references above would fail an implementation that drops
+    the layer ratios (the AdamWDL blocks) or the groups' lr scale (the
+    parameter-group blocks): the difference is ten times the tolerance."""
+    batches = make_batches(STEPS)
+    lrs = [formulas.linear(2e-5, 100, 1000, s) for s in range(STEPS)]
+    loop = dict(n_layers=12, weight_decay=lambda step, name: 0.01 if _no_bias_or_norm(name) else 0.0,
+                clip_norm=1.0, init_scale=SMALL_INIT)
+    with_ratios = reference.train(batches, lrs, ratio=lambda name: layer_ratio(name, 0.8, 12), **loop)
+    without = reference.train(batches, lrs, **loop)
+    for name in ("embeddings.weight", "encoder.layers.0.bias"):
+        reference.assert_differs(without, with_ratios, name, 12, init_scale=SMALL_INIT)
+    groups = _param_groups_reference(lambda step, name: 0.05 if name.endswith(".weight") else 0.0)
+    unscaled = reference.train(batches, [1e-3] * STEPS, n_layers=12,
+                               weight_decay=lambda step, name: 0.05 if name.endswith(".weight") else 0.0)
+    reference.assert_differs(unscaled, groups, "encoder.layers.3.weight", 12)
