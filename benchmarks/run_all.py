@@ -3,7 +3,10 @@
 
 The regimes (``bench_common.py``): ``bert-base`` (BERT-base shapes, few large
 tensors) and ``small-params`` (1,536 small tensors, where per-parameter Python
-dominates). Prints a table of the ratios of both and writes
+dominates; the training-loop benchmark spreads them over 96 blocks). Each
+regime runs ``bench_adamwdl.py`` (step only, AdamWDL's per-parameter path),
+``bench_ema.py`` and ``bench_training_loop.py`` (``step(); clear_grad()`` in a
+training loop, AdamWDL's multi-tensor and per-parameter paths). Prints a table of the ratios of both and writes
 ``docs/_static/benchmarks.json`` and ``docs/_static/benchmarks.png`` (the
 figure on the docs' benchmarks page). Extra flags go to each benchmark, e.g.
 ``python benchmarks/run_all.py --layers 2 --hidden 64 --steps 5`` for a quick
@@ -21,6 +24,7 @@ sys.path.insert(0, HERE)
 
 import bench_adamwdl  # noqa: E402
 import bench_ema  # noqa: E402
+import bench_training_loop  # noqa: E402
 from bench_common import REGIMES  # noqa: E402
 
 import paddle  # noqa: E402
@@ -33,7 +37,10 @@ LABELS = {
     "adamwdl_wd_schedule_ratio": "AdamWDL step, weight-decay schedule",
     "adamwdl_general_path_ratio": "AdamWDL step, general path (no target)",
     "update_vs_adamw_ratio": "EMA update",
+    "loop_multi_tensor_ratio": "AdamWDL step+clear_grad, multi-tensor",
+    "loop_per_parameter_ratio": "AdamWDL step+clear_grad, per-parameter",
 }
+BENCHMARKS = ("adamwdl", "ema", "training_loop")
 
 
 def _ratios(results: dict) -> dict:
@@ -49,7 +56,7 @@ def _table(results: dict) -> dict[str, dict[str, float]]:
     """``{label: {regime: ratio}}`` over both benchmarks and regimes."""
     table: dict[str, dict[str, float]] = {}
     for regime in REGIMES:
-        for bench in ("adamwdl", "ema"):
+        for bench in BENCHMARKS:
             for label, value in _ratios(results[regime][bench]).items():
                 table.setdefault(label, {})[regime] = value
     return table
@@ -57,13 +64,13 @@ def _table(results: dict) -> dict[str, dict[str, float]]:
 
 def _targets(results: dict) -> dict[str, float | None]:
     return {
-        f"{bench} {regime}": results[regime][bench]["target_ratio"] for regime in REGIMES for bench in ("adamwdl", "ema")
+        f"{bench} {regime}": results[regime][bench]["target_ratio"] for regime in REGIMES for bench in BENCHMARKS
     }
 
 
 def _print_table(table: dict[str, dict[str, float]], targets: dict[str, float | None]) -> None:
     print()
-    print("Median per-round time ratio to paddle.optimizer.AdamW's step (same run, interleaved)")
+    print("Median per-round time ratio to paddle.optimizer.AdamW (step, or step+clear_grad; same run, interleaved)")
     print(f"  {'':42s}" + "".join(f"{regime:>14s}" for regime in REGIMES))
     for label, by_regime in table.items():
         print(f"  {label:42s}" + "".join(f"{by_regime.get(regime, float('nan')):13.3f}x" for regime in REGIMES))
@@ -109,7 +116,11 @@ def main(argv: list[str] | None = None) -> int:
     results: dict = {"machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "paddle": paddle.__version__}}
     for regime in REGIMES:
         regime_argv = argv + ["--regime", regime]
-        results[regime] = {"adamwdl": bench_adamwdl.main(regime_argv), "ema": bench_ema.main(regime_argv)}
+        results[regime] = {
+            "adamwdl": bench_adamwdl.main(regime_argv),
+            "ema": bench_ema.main(regime_argv),
+            "training_loop": bench_training_loop.main(regime_argv),
+        }
     table = _table(results)
     _print_table(table, _targets(results))
     os.makedirs(OUT_DIR, exist_ok=True)

@@ -82,6 +82,7 @@ def test_str_lists_decayed_parameters():
 
 def test_coeff_and_lr_to_coeff_cache():
     model = tiny_bert()
+    # (the per-parameter path: its kernel calls are recorded)
     opt = AdamWDL(parameters=model.parameters(), weight_decay=0.25, layerwise_decay=0.5,
                   n_layers=N_LAYERS, name_dict=name_dict_of(model), use_multi_tensor=False)
     opt._force_general_decay = True

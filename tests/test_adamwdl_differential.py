@@ -18,6 +18,11 @@ with :class:`reference_adamw.ReferenceAdamW`, which is fed the gradients the
 optimizer was given and the options written out from the case, never the
 optimizer's own numbers. Only the public API is used.
 
+Every case runs twice, on AdamWDL's multi-tensor step and on its
+per-parameter path (``use_multi_tensor=False``): both match the reference,
+give the same bits at every step, and the multi-tensor path runs exactly in
+the cases it serves (:func:`multi_tensor_applies`).
+
 The named features each have an explicit case as well
 (``test_named_feature_matches_float64_reference``), so that they are exercised
 whatever the (derandomized) search draws.
@@ -67,8 +72,9 @@ HALF_RTOL = {"float16": 2.0**-10, "bfloat16": 2.0**-7}
 class Run:
     """Builds the parameters and the optimizer of a case; steps it; re-builds it from a checkpoint."""
 
-    def __init__(self, case: Case):
+    def __init__(self, case: Case, use_multi_tensor: bool | None = None):
         self.case = case
+        self.use_multi_tensor = use_multi_tensor
         self.names = [structured_name(p, i) for i, p in enumerate(case.params)]
         self.params: list[paddle.Tensor] = []
         rng = np.random.default_rng(case.seed)
@@ -158,6 +164,7 @@ class Run:
             multi_precision=case.multi_precision,
             n_layers=N_LAYERS,
             amsgrad=case.amsgrad,
+            use_multi_tensor=self.use_multi_tensor,
             **self._betas(),
             **self._ratio_function(),
         )
@@ -257,14 +264,33 @@ def assert_matches_reference(case: Case, run: Run, reference: ReferenceAdamW, st
         np.testing.assert_allclose(value, expected, rtol=HALF_RTOL[dtype], atol=ATOL, err_msg=context)
 
 
-def run_case(case: Case) -> None:
+def multi_tensor_applies(case: Case) -> bool:
+    """Whether AdamWDL's multi-tensor step serves ``case`` (written out from the rules in its docs)."""
+    return (
+        not any(spec.sparse for spec in case.params)
+        and case.clip_norm is None
+        and not any(group.clip_norm is not None for group in case.groups or ())
+        and case.ratios in ("layerwise", "layer_map", "none")
+        # (a Tensor weight_decay is read as a float by Paddle's AdamW; a group's float betas replace Tensor ones)
+        and not (
+            case.tensor_betas
+            and (case.groups is None or any(g.beta1 is None or g.beta2 is None for g in case.groups))
+        )
+    )
+
+
+def run_case(case: Case, use_multi_tensor: bool | None = None) -> tuple[list[dict[str, np.ndarray]], int]:
+    """Run ``case`` against the reference; returns every weight and master weight after
+    each step, and how many steps took the multi-tensor path."""
     paddle.disable_static()
+    trajectory: list[dict[str, np.ndarray]] = []
+    multi_tensor_steps = 0
     with contextlib.ExitStack() as names:
         # Each optimizer creates its accumulators (lazily, at its first step)
         # under names of its own, as in a process of its own: a checkpoint's
         # keys are those a fresh process gives.
         names.enter_context(unique_name.guard())
-        run = Run(case)
+        run = Run(case, use_multi_tensor)
         initial = {name: p.astype("float32").numpy() for name, p in run.by_name.items()}
         betas = {}
         if case.tensor_betas:
@@ -277,6 +303,7 @@ def run_case(case: Case) -> None:
                 checkpoint = _saved_and_loaded(run.optimizer.state_dict())
                 names.close()
                 names.enter_context(unique_name.guard())
+                multi_tensor_steps += _multi_tensor_steps(run.optimizer)
                 run.resume(checkpoint)
             overflow = step == case.overflow_at
             if overflow:
@@ -296,6 +323,33 @@ def run_case(case: Case) -> None:
             if run.scheduler is not None:
                 run.scheduler.step()
             assert_matches_reference(case, run, reference, step)
+            snapshot = {name: p.numpy().copy() for name, p in run.by_name.items()}
+            snapshot.update({f"master {n}": m for n, m in run.master_weights().items()})
+            trajectory.append(snapshot)
+        multi_tensor_steps += _multi_tensor_steps(run.optimizer)
+    return trajectory, multi_tensor_steps
+
+
+def _multi_tensor_steps(optimizer: AdamWDL) -> int:
+    return 0 if optimizer._multi_tensor is None else optimizer._multi_tensor.fused_steps
+
+
+def run_both_paths(case: Case) -> None:
+    """``case`` on the multi-tensor and the per-parameter path: each matches the
+    reference, and the two give the same bits at every step."""
+    multi, multi_steps = run_case(case, use_multi_tensor=None)
+    single, single_steps = run_case(case, use_multi_tensor=False)
+    assert single_steps == 0
+    if multi_tensor_applies(case):
+        assert multi_steps > 0, f"the multi-tensor path never ran for {case}"
+    else:
+        assert multi_steps == 0, f"the multi-tensor path ran for {case}, which it does not serve"
+    for step, (got, expected) in enumerate(zip(multi, single)):
+        assert got.keys() == expected.keys()
+        for name in got:
+            np.testing.assert_array_equal(
+                got[name], expected[name], err_msg=f"{name}: multi-tensor != per-parameter after step {step} of {case}"
+            )
 
 
 # ------------------------------------------------ named features, explicitly
@@ -363,7 +417,7 @@ EXAMPLES = {
 
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_named_feature_matches_float64_reference(name: str) -> None:
-    run_case(EXAMPLES[name])
+    run_both_paths(EXAMPLES[name])
 
 
 @settings(
@@ -375,4 +429,4 @@ def test_named_feature_matches_float64_reference(name: str) -> None:
 )
 @given(case=cases())
 def test_generated_case_matches_float64_reference(case: Case) -> None:
-    run_case(case)
+    run_both_paths(case)

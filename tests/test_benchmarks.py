@@ -9,6 +9,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 import bench_adamwdl  # noqa: E402
 import bench_ema  # noqa: E402
+import bench_training_loop  # noqa: E402
 
 TINY = ["--layers", "1", "--hidden", "32", "--steps", "2"]
 
@@ -59,9 +60,19 @@ def test_run_all_tables_both_regimes_and_writes_the_figure(tmp_path, monkeypatch
     assert results["small-params"]["adamwdl"]["tensors"] == 48
     assert (tmp_path / "benchmarks.png").stat().st_size > 0
     table = capsys.readouterr().out.split("Median per-round time ratio")[1]
-    for label in ("AdamWDL step, fast path", "EMA update"):
+    for label in ("AdamWDL step, fast path", "EMA update", "AdamWDL step+clear_grad, multi-tensor"):
         row = next(line for line in table.splitlines() if label in line)
         assert row.count("x") >= 2  # a ratio for each regime
+
+
+def test_training_loop_benchmark_runs_the_multi_tensor_path(capsys):
+    results = bench_training_loop.main(["--regime", "small-params", "--small-params", "48", "--blocks", "4", "--steps", "1"])
+    # 4 blocks x (weights, biases) + the embedding table: 9 kernel calls for 49 tensors
+    assert results["tensors"] == 49 and results["kernel_groups"] == 9
+    assert results["multi_tensor_steps"] == results["steps"] + 1  # every step, the untimed first one too
+    assert results["loop_multi_tensor_ratio"] > 0 and results["loop_per_parameter_ratio"] > 0
+    assert results["target_ratio"] == 0.25
+    assert "AdamWDL, multi-tensor" in capsys.readouterr().out
 
 
 def test_run_all_refuses_a_regime_flag():

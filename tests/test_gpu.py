@@ -220,3 +220,21 @@ def test_two_gpus_match_one_gpu(tmp_path, wrapper):
             continue
         np.testing.assert_allclose(ranks[1][key], ranks[0][key], rtol=0, atol=1e-7, err_msg=f"ranks differ on {key}")
         np.testing.assert_allclose(ranks[0][key], expected, rtol=0, atol=1e-5, err_msg=f"2 GPUs vs 1 on {key}")
+
+
+# ------------------------------------------------------ multi-tensor step
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_multi_tensor_step_matches_the_per_parameter_path_on_gpu(dtype):
+    """One ``adamw`` call per group of GPU tensors (the kernel's own master-weight
+    input for float16/bfloat16, beta powers on the CPU as Paddle keeps them) gives
+    the per-parameter path's bits (``tests/test_multi_tensor.py`` runs whole on a GPU too)."""
+    import test_multi_tensor as multi_tensor
+
+    multi = multi_tensor.both_paths(
+        multi_tensor.elementwise_step, steps=6, model_dtype=dtype, multi_precision=dtype != "float32"
+    )
+    state = multi[3]._multi_tensor
+    assert state.fused_steps == 6 and state.kernel_groups < len(list(multi[2].parameters()))
+    for bank in state.banks:
+        assert "gpu" in bank.key.place.lower() and not bank.key.fp32_fallback
+        assert bank.beta1_pows.place.is_cpu_place()

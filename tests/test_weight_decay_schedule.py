@@ -138,7 +138,8 @@ START, END, TOTAL = 0.05, 0.6, 4  # a large end value so that the ramp shows in 
 
 @pytest.mark.parametrize("style", ["linear", "cosine"])
 @pytest.mark.parametrize("general", [False, True], ids=["fused", "general"])
-def test_adamwdl_follows_schedule_against_float64_reference(style, general):
+@pytest.mark.parametrize("use_multi_tensor", [None, False], ids=["multi_tensor", "per_parameter"])
+def test_adamwdl_follows_schedule_against_float64_reference(style, general, use_multi_tensor):
     """7 steps: the ramp over 4, then 3 clamped at end_wd; LR scheduler, layer ratios, no-decay params."""
     steps = TOTAL + 3
     model = tiny_bert()
@@ -151,6 +152,7 @@ def test_adamwdl_follows_schedule_against_float64_reference(style, general):
         weight_decay=WeightDecaySchedule(START, END, TOTAL, style),
         layerwise_decay=0.5,
         apply_decay_param_fun=no_bias_or_norm(names),
+        use_multi_tensor=use_multi_tensor,
     )
     kernel_decays = []
     original = optimizer._append_decoupled_weight_decay
@@ -176,8 +178,11 @@ def test_adamwdl_follows_schedule_against_float64_reference(style, general):
     )
     assert optimizer.weight_decay_schedule.current_step == steps
     assert optimizer._coeff == END
-    # the fused path keeps the decay inside the kernel; the general one uses the separate op
-    assert bool(kernel_decays) == general
+    if use_multi_tensor is None:
+        assert optimizer._multi_tensor.fused_steps == steps and not kernel_decays  # (its decay ops are per group)
+    else:
+        # the fused path keeps the decay inside the kernel; the general one uses the separate op
+        assert bool(kernel_decays) == general
 
 
 def test_schedule_changes_the_weights():

@@ -36,6 +36,7 @@ from paddle.optimizer import AdamW
 from ..layer_decay.layerwise import layerwise_lr_decay, warn_if_no_encoder_layers
 from ..schedules.weight_decay import WeightDecaySchedule, claim_schedule
 from .checkpoint import check_state_names
+from .multi_tensor import MultiTensorStep
 from .arguments import (
     check_adamw_arguments,
     check_added_group,
@@ -196,13 +197,21 @@ class AdamWDL(AdamW):
         name (str|None, optional): Prefix of the accumulator names, as in Paddle.
         amsgrad (bool, optional): Keyword only. The AMSGrad variant, as in
             ``paddle.optimizer.AdamW``. Default False.
+        use_multi_tensor (bool|None, optional): Keyword only. None (default) or
+            True: a dygraph step makes one ``adamw`` kernel call per group of
+            parameters that share dtype, place, parameter group, lr factor,
+            ratio, decay and beta powers (views of flat buffers;
+            :mod:`paddle_llrd.optim.multi_tensor`), wherever that applies,
+            with the per-parameter path's numbers bit for bit. False: one
+            call per parameter. See :ref:`adamwdl-multi-tensor`.
 
     Raises:
         TypeError: ``learning_rate``, ``beta1``, ``beta2``, ``epsilon`` or
             ``weight_decay`` (or a group's) is None or of the wrong type (a
             str, a bool), ``apply_decay_param_fun`` is not callable,
             ``parameters`` holds something other than parameters or group
-            dicts, ``layerwise_decay`` is not a float or Tensor (an ``int`` is
+            dicts, ``use_multi_tensor`` is not None, True or False,
+            ``layerwise_decay`` is not a float or Tensor (an ``int`` is
             refused), ``set_param_lr_fun`` is not callable, ``name_dict`` is not
             a mapping, (default function) ``n_layers`` is not an int, a
             parameter group's ``weight_decay`` is a ``WeightDecaySchedule``
@@ -269,6 +278,7 @@ class AdamWDL(AdamW):
         name: str | None = None,
         *,
         amsgrad: bool = False,
+        use_multi_tensor: bool | None = None,
     ) -> None:
         check_adamw_arguments(
             learning_rate=learning_rate, beta1=beta1, beta2=beta2, epsilon=epsilon,
@@ -278,6 +288,10 @@ class AdamWDL(AdamW):
         check_decay_factor(learning_rate, weight_decay, parameters)
         check_layerwise_arguments(layerwise_decay, n_layers, set_param_lr_fun, name_dict)
         warn_if_no_encoder_layers(set_param_lr_fun, layerwise_decay, name_dict, parameters)
+        if not (use_multi_tensor is None or isinstance(use_multi_tensor, bool)):
+            raise TypeError(
+                f"AdamWDL: `use_multi_tensor` must be None, True or False, got {use_multi_tensor!r}."
+            )
         # Paddle's constructor adds the parameter groups (_add_param_group),
         # which notes the groups that follow the schedule.
         self._weight_decay_schedule: WeightDecaySchedule | None = None
@@ -323,6 +337,8 @@ class AdamWDL(AdamW):
         # Tests (and debugging) set this to route every decay through the
         # separate op instead of the fused kernel.
         self._force_general_decay = False
+        # The multi-tensor dygraph step (multi_tensor.py); None: the per-parameter path only.
+        self._multi_tensor = None if use_multi_tensor is False else MultiTensorStep()
         self._params_name: dict[str, None] = {}  # ordered set, for a stable str()
         for param in self._listed_parameters():
             if self._decays(param):
@@ -405,6 +421,11 @@ class AdamWDL(AdamW):
             >>> opt.clear_grad()
         """
         _run_eagerly_under_sot(recursive=True)
+        # The dispatch point of the multi-tensor path, before Paddle's step
+        # loops over the parameters: it returns False where the
+        # per-parameter step below must run instead (nothing changed then).
+        if self._multi_tensor is not None and self._multi_tensor.step(self):
+            return None
         if not self._grouped():
             return super().step()  # one _apply_optimize: the schedule and the ratios inside
         # Parameter groups make one _apply_optimize (and one pass) each: ask
@@ -702,6 +723,8 @@ class AdamWDL(AdamW):
         """
         check_state_names(self, state_dict, self._listed_parameters(), name_dict=self.name_dict)
         self._plans.clear()  # their accumulators and master weights may be replaced
+        if self._multi_tensor is not None:
+            self._multi_tensor.invalidate()  # laid out afresh from the loaded state at the next step
         schedule_state = state_dict.get(WEIGHT_DECAY_SCHEDULE_KEY)
         if schedule_state is not None:
             state_dict = {k: v for k, v in state_dict.items() if k != WEIGHT_DECAY_SCHEDULE_KEY}
@@ -726,6 +749,14 @@ class AdamWDL(AdamW):
             schedule.current_step = previous_step
             raise
         self._sync_weight_decay()
+
+    def clear_grad(self, set_to_zero: bool = True) -> None:
+        """As ``paddle.optimizer.AdamW.clear_grad``; on the multi-tensor path
+        ``set_to_zero=True`` zeroes each group's flat gradient buffer in one op."""
+        _run_eagerly_under_sot(recursive=True)
+        if self._multi_tensor is not None and self._multi_tensor.clear_grad(self, set_to_zero):
+            return None
+        return super().clear_grad(set_to_zero)
 
     load_state_dict = set_state_dict
 

@@ -1,0 +1,163 @@
+"""``step(); clear_grad()`` of ``AdamWDL`` in a training loop, against
+``paddle.optimizer.AdamW`` (targets: <= 0.25x with many small tensors, <= 1.0x
+on BERT-base shapes), its multi-tensor path against its per-parameter one.
+
+Each optimizer trains its own copy of the model (same initial weights), so
+that each keeps its own gradient tensors as in a real loop: per round, each
+runs a backward (untimed; ``0.01 * sum`` of every parameter) and then a timed
+``optimizer.step(); optimizer.clear_grad()``, in rotating order so that load
+from other processes on a shared CPU hits all. Three optimizers:
+
+* ``paddle.optimizer.AdamW`` (the reference),
+* ``AdamWDL`` with layer decay, ``use_multi_tensor`` left at its default (the
+  multi-tensor path),
+* the same with ``use_multi_tensor=False`` (the per-parameter path).
+
+Regimes (``--regime``): ``small-params``, ``--small-params`` tensors of
+``Linear(16, 16)`` layers in ``--blocks`` encoder blocks (default 96: 96
+distinct layer ratios) plus an embedding table, and ``bert-base``,
+BERT-base-shaped (``--layers`` x ``--hidden``). The ratios printed are medians
+of the per-round ratios to AdamW's time.
+
+    python benchmarks/bench_training_loop.py --regime small-params
+    python benchmarks/bench_training_loop.py --layers 2 --hidden 64   # a quick run
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from typing import Any
+
+import paddle
+from paddle import nn
+
+from paddle_llrd import AdamWDL
+from bench_common import bert_base_shaped_model, model_size_parser, parse_lenient
+
+# The step+clear_grad time ratio to AdamW each regime must stay under.
+TARGET_RATIOS = {"bert-base": 1.0, "small-params": 0.25}
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    parser = model_size_parser(__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=15, help="timed steps of each optimizer (default 15)")
+    parser.add_argument("--blocks", type=int, default=96, help="small-params: encoder blocks (default 96)")
+    parser.add_argument("--layerwise-decay", type=float, default=0.9, help="AdamWDL's layerwise_decay (default 0.9)")
+    return parse_lenient(parser, argv, "bench_training_loop", counts=("steps", "layers", "hidden", "blocks"))
+
+
+class _Block(nn.Layer):
+    def __init__(self, linears: int) -> None:
+        super().__init__()
+        self.linears = nn.LayerList([nn.Linear(16, 16) for _ in range(linears)])
+
+
+class ManyBlocksModel(nn.Layer):
+    """``embeddings.word_embeddings`` and ``encoder.layers.i.linears.j`` (Linear(16, 16)) in ``blocks`` blocks."""
+
+    def __init__(self, linears: int, blocks: int) -> None:
+        super().__init__()
+        self.embeddings = nn.Layer()
+        self.embeddings.word_embeddings = nn.Embedding(64, 16)
+        self.encoder = nn.Layer()
+        per_block = [linears // blocks + (i < linears % blocks) for i in range(blocks)]
+        self.encoder.layers = nn.LayerList([_Block(n) for n in per_block])
+
+
+def _model(args: argparse.Namespace) -> tuple[nn.Layer, int]:
+    if args.regime == "small-params":
+        return ManyBlocksModel(max(1, args.small_params // 2), args.blocks), args.blocks
+    return bert_base_shaped_model(args), args.layers
+
+
+def _backward(params: list[Any]) -> None:
+    paddle.add_n([(p * 0.01).sum() for p in params]).backward()
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    """Run the benchmark; returns the settings, medians (ms) and ratios."""
+    args = _parse(list(sys.argv[1:] if argv is None else argv))
+    rounds = args.steps * (3 if args.regime == "small-params" else 1)
+    models: dict[str, nn.Layer] = {}
+    for name in ("adamw", "adamwdl_multi_tensor", "adamwdl_per_parameter"):
+        paddle.seed(0)
+        models[name], n_layers = _model(args)
+    params = {name: [p for p in model.parameters() if not p.stop_gradient] for name, model in models.items()}
+
+    def adamwdl(name: str, use_multi_tensor: bool | None) -> AdamWDL:
+        name_dict = {p.name: n for n, p in models[name].named_parameters()}
+        return AdamWDL(
+            learning_rate=1e-4, parameters=params[name], weight_decay=0.01,
+            layerwise_decay=args.layerwise_decay, n_layers=n_layers, name_dict=name_dict,
+            apply_decay_param_fun=lambda n: not n.endswith(".b_0"), use_multi_tensor=use_multi_tensor,
+        )
+
+    optimizers: dict[str, Any] = {
+        "adamw": paddle.optimizer.AdamW(
+            learning_rate=1e-4, parameters=params["adamw"], weight_decay=0.01,
+            apply_decay_param_fun=lambda n: not n.endswith(".b_0"),
+        ),
+        "adamwdl_multi_tensor": adamwdl("adamwdl_multi_tensor", None),
+        "adamwdl_per_parameter": adamwdl("adamwdl_per_parameter", False),
+    }
+    for name, optimizer in optimizers.items():  # the first step creates the state, untimed
+        _backward(params[name])
+        optimizer.step()
+        optimizer.clear_grad()
+    names = list(optimizers)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for round_index in range(rounds):
+        shift = round_index % len(names)
+        for name in names[shift:] + names[:shift]:
+            _backward(params[name])
+            optimizer = optimizers[name]
+            start = time.perf_counter()
+            optimizer.step()
+            optimizer.clear_grad()
+            times[name].append(time.perf_counter() - start)
+
+    def ratio(name: str, to: str = "adamw") -> float:
+        return statistics.median(t / a for t, a in zip(times[name], times[to]))
+
+    multi = optimizers["adamwdl_multi_tensor"]._multi_tensor
+    target = TARGET_RATIOS[args.regime]
+    results: dict[str, Any] = {
+        "regime": args.regime,
+        "tensors": len(params["adamw"]),
+        "blocks": n_layers,
+        "parameters": sum(int(p.size) for p in params["adamw"]),
+        "steps": rounds,
+        "adamw_ms": 1e3 * statistics.median(times["adamw"]),
+        "multi_tensor_ms": 1e3 * statistics.median(times["adamwdl_multi_tensor"]),
+        "per_parameter_ms": 1e3 * statistics.median(times["adamwdl_per_parameter"]),
+        "loop_multi_tensor_ratio": ratio("adamwdl_multi_tensor"),
+        "loop_per_parameter_ratio": ratio("adamwdl_per_parameter"),
+        "kernel_groups": multi.kernel_groups,
+        "multi_tensor_steps": multi.fused_steps,
+        "target_ratio": target,
+    }
+    results["meets_target"] = results["loop_multi_tensor_ratio"] <= target
+    where = (
+        f"small-params: {results['tensors']} tensors in {n_layers} blocks"
+        if args.regime == "small-params"
+        else f"bert-base: {args.layers} layers, hidden {args.hidden}, {results['parameters'] / 1e6:.1f}M parameters "
+        f"in {results['tensors']} tensors"
+    )
+    print(f"step(); clear_grad() in a training loop, {where}, {rounds} interleaved rounds each")
+    print(f"  paddle.optimizer.AdamW            {results['adamw_ms']:9.2f} ms  1.000x")
+    print(
+        f"  AdamWDL, multi-tensor ({results['kernel_groups']:4d} groups) {results['multi_tensor_ms']:7.2f} ms  "
+        f"{results['loop_multi_tensor_ratio']:.3f}x  (target <= {target}x: "
+        f"{'met' if results['meets_target'] else 'MISSED'}; {multi.fused_steps} multi-tensor steps)"
+    )
+    print(
+        f"  AdamWDL, per-parameter            {results['per_parameter_ms']:9.2f} ms  "
+        f"{results['loop_per_parameter_ratio']:.3f}x"
+    )
+    return results
+
+
+if __name__ == "__main__":
+    main()

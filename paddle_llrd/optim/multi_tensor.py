@@ -1,0 +1,541 @@
+"""AdamWDL's multi-tensor dygraph step: one ``adamw`` kernel call per group of parameters.
+
+With many small parameters an optimizer step is nearly all per-parameter
+overhead (Python and op dispatch). Here the parameters that share everything
+the kernel is given (dtype, place, parameter group, lr factor, layer ratio,
+whether they decay, master weights, beta powers) are laid out as views of
+flat buffers -- one each for the parameters, gradients, both moments, the
+master weights and the beta powers -- and one kernel call updates the whole
+group. The ``adamw`` kernel is elementwise, so a flat call gives exactly the
+bits of one call per parameter. Parameters whose buffers can be shared but
+not their kernel call (another ratio, decay or not) are one :class:`Bank`:
+one set of flat buffers, a :class:`KernelGroup` range of it per call, so
+that zeroing the gradients and advancing the beta powers is one op per bank.
+
+The views use Paddle's own storage-sharing calls (those of its fused
+``ParamStorage``): ``flat._slice(a, b)._share_buffer_to(param)`` then
+``param.get_tensor()._set_dims(shape)``; a gradient view is handed over with
+``param._copy_gradient_from(view)``; backward then accumulates into it. The
+kernel runs with ``use_global_beta_pow=True`` and a bank's beta powers,
+views of one buffer (all equal: they are part of its key), advance by one
+``scale_`` each, as the kernel advances one parameter's; the per-group lrs
+:math:`\eta s_p r_p` are one in-place multiply per step.
+
+Aliases can break: ``p.clear_gradient()`` (and so Paddle's per-parameter
+``clear_grad``, ``model.clear_gradients()``) lets the next backward *replace*
+a gradient tensor; ``clear_grad(set_to_zero=False)`` drops it; ``model.to``,
+AMP ``decorate``, ``set_state_dict`` replace parameters or master weights;
+freezing, unfreezing or a parameter without a gradient changes who is
+updated. Every step checks each parameter and gradient
+(:meth:`Bank.check`): a replaced gradient is copied back into its view
+(and aliased again); anything else rebuilds the groups before the update.
+What the groups cannot express (see :func:`unsupported_reason`) takes the
+per-parameter path for the whole step, with the same numbers.
+
+:class:`MultiTensorStep` is the optimizer's state of this path:
+:meth:`~MultiTensorStep.step` and :meth:`~MultiTensorStep.clear_grad` return
+False where the caller must take the per-parameter path.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import paddle
+from paddle import _C_ops
+from paddle.base import framework
+from paddle.base.layer_helper import LayerHelper
+
+from .updates import (
+    MIN_ROW_SIZE_TO_USE_MULTITHREAD,
+    AdamSettings,
+    UpdatePass,
+    decay_scale,
+    decoupled_decay,
+    fused_decay_coeff,
+    is_tensor,
+)
+
+try:
+    # As in AdamWDL.step: the frames of a step run as plain Python under
+    # paddle.jit.to_static's translator (SOT), whoever calls them.
+    from paddle.jit.sot.psdb import fallback as _run_eagerly_under_sot
+except ImportError:  # pragma: no cover - a Paddle without SOT
+
+    def _run_eagerly_under_sot(recursive: bool = False) -> None:
+        return None
+
+
+__all__ = ["Bank", "BankKey", "KernelGroup", "KernelKey", "MultiTensorStep", "share_flat", "unsupported_reason"]
+
+# Rebuilding the groups in this many consecutive steps means something
+# replaces parameters or changes the trained set every step: the flat
+# buffers no longer pay, and the optimizer keeps the per-parameter path.
+MAX_CONSECUTIVE_REBUILDS = 3
+
+
+class BankKey(NamedTuple):
+    """What the parameters sharing flat buffers (a :class:`Bank`) have in common."""
+
+    param_group: int
+    dtype: Any
+    grad_dtype: Any
+    place: str
+    master: bool
+    fp32_fallback: bool
+    beta1_pow: float
+    beta2_pow: float
+
+
+class KernelKey(NamedTuple):
+    """What the parameters of one kernel call share beyond their :class:`BankKey`."""
+
+    decays: bool
+    base_scale: float
+    update_scale: float
+
+
+def _numel(tensor: Any) -> int:
+    return int(math.prod(tensor.shape))
+
+
+def share_flat(tensors: Sequence[Any]) -> Any:
+    """Make ``tensors`` (same dtype and place) views of one new flat buffer holding
+    their values in order; returns the buffer. Each keeps its shape and Python object.
+
+    Examples:
+        >>> import paddle
+        >>> a, b = paddle.ones([2, 2]), paddle.full([3], 2.0)
+        >>> flat = share_flat([a, b])
+        >>> flat.shape, a._is_shared_buffer_with(flat)
+        (paddle.Size([7]), True)
+        >>> flat.scale_(10.0).numpy().tolist()[3:], b.numpy().tolist()
+        ([10.0, 20.0, 20.0, 20.0], [20.0, 20.0, 20.0])
+    """
+    with paddle.no_grad():
+        flat = _C_ops.concat([_C_ops.reshape(t, [-1]) for t in tensors], 0)
+    offset = 0
+    for tensor in tensors:
+        size, shape = _numel(tensor), list(tensor.shape)
+        flat._slice(offset, offset + size)._share_buffer_to(tensor)
+        tensor.get_tensor()._set_dims(shape)
+        offset += size
+    return flat
+
+
+def _own_storage(tensor: Any) -> None:
+    """Give ``tensor`` a buffer of its own (it leaves a bank; the bank's buffer can be freed)."""
+    shape = list(tensor.shape)
+    with paddle.no_grad():
+        _C_ops.assign(tensor)._share_buffer_to(tensor)
+    tensor.get_tensor()._set_dims(shape)
+
+
+class KernelGroup:
+    """A contiguous range of a :class:`Bank` that one kernel call updates, as views of its buffers."""
+
+    __slots__ = ("key", "params", "start", "stop", "param", "grad", "moment1", "moment2", "moment2_max", "master",
+                 "beta1_pow", "beta2_pow", "lr_index")
+
+    def __init__(self, key: KernelKey, params: list[Any], bank: Bank, start: int, stop: int, first_plan: Any) -> None:
+        self.key = key
+        self.params = params
+        self.start, self.stop = start, stop
+
+        def part(flat: Any) -> Any:
+            return None if flat is None else flat._slice(start, stop)
+
+        self.param, self.grad = part(bank.param_flat), part(bank.grad_flat)
+        self.moment1, self.moment2, self.moment2_max = part(bank.moment1), part(bank.moment2), part(bank.moment2_max)
+        self.master = part(bank.master_flat)
+        # The kernel reads one beta power pair for the range: all of the bank's are equal.
+        self.beta1_pow, self.beta2_pow = first_plan.moments[3], first_plan.moments[4]
+        self.lr_index = 0
+
+
+class Bank:
+    """Parameters of one :class:`BankKey` as views of flat buffers (parameters,
+    gradients, moments, master weights, beta powers), in :class:`KernelGroup` ranges."""
+
+    def __init__(self, key: BankKey, members: dict[KernelKey, list[tuple[Any, Any, Any]]]) -> None:
+        self.key = key
+        ordered = [member for kernel_members in members.values() for member in kernel_members]
+        self.params = [param for param, _, _ in ordered]
+        plans = [plan for _, _, plan in ordered]
+        self.base_scales = [kernel_key.base_scale for kernel_key, ms in members.items() for _ in ms]
+        self.param_flat = share_flat(self.params)
+        with paddle.no_grad():
+            self.grad_flat = _C_ops.concat([_C_ops.reshape(grad, [-1]) for _, grad, _ in ordered], 0)
+        self.offsets = []
+        offset = 0
+        for param in self.params:
+            self.offsets.append(offset)
+            param._copy_gradient_from(self._grad_view(len(self.offsets) - 1))
+            offset += _numel(param)
+        moments = list(zip(*(plan.moments for plan in plans)))
+        self.moment1 = share_flat(moments[0])
+        self.moment2 = share_flat(moments[1])
+        self.moment2_max = None if moments[2][0] is None else share_flat(moments[2])
+        self.beta1_pows = share_flat(moments[3])
+        self.beta2_pows = share_flat(moments[4])
+        self.master_flat = share_flat([plan.master_weight for plan in plans]) if key.master else None
+        self.tensors = list(self.params) + [t for plan in plans for t in plan.moments if t is not None]
+        self.tensors += [plan.master_weight for plan in plans if plan.master_weight is not None]
+        self.groups = []
+        start = index = 0
+        for kernel_key, kernel_members in members.items():
+            stop = start + sum(_numel(param) for param, _, _ in kernel_members)
+            group_params = [param for param, _, _ in kernel_members]
+            self.groups.append(KernelGroup(kernel_key, group_params, self, start, stop, plans[index]))
+            start, index = stop, index + len(kernel_members)
+
+    def _grad_view(self, index: int) -> Any:
+        """A new view of parameter ``index``'s range of the gradient buffer.
+
+        New each time: ``clear_gradient(set_to_zero=False)`` releases the
+        storage of the tensor a parameter's gradient shares, views included.
+        """
+        param, start = self.params[index], self.offsets[index]
+        view = self.grad_flat._slice(start, start + _numel(param))
+        view.get_tensor()._set_dims(list(param.shape))
+        return view
+
+    def check(self) -> tuple[bool, list[int]]:
+        """``(intact, replaced)``: whether every parameter is still trained, has a
+        gradient, its lr factor and is a view of the bank, and the positions
+        of gradients that are no longer views (replaced by a backward after
+        ``clear_gradient``)."""
+        param_flat, grad_flat = self.param_flat, self.grad_flat
+        replaced = []
+        for index, (param, base_scale) in enumerate(zip(self.params, self.base_scales)):
+            grad = param.grad
+            if (
+                grad is None
+                or param.stop_gradient
+                or not param._is_shared_buffer_with(param_flat)
+                or param.optimize_attr["learning_rate"] != base_scale
+            ):
+                return False, replaced
+            if not grad._is_shared_buffer_with(grad_flat):
+                replaced.append(index)
+        return True, replaced
+
+    def realias_grads(self, replaced: list[int]) -> bool:
+        """Copy replaced gradients into their views and hand the views back; False if one cannot be."""
+        grads = [self.params[i].grad for i in replaced]
+        flat = self.grad_flat
+        for index, grad in zip(replaced, grads):
+            param = self.params[index]
+            if grad.is_selected_rows() or grad.dtype != flat.dtype or list(grad.shape) != list(param.shape):
+                return False
+        with paddle.no_grad():
+            for index, grad in zip(replaced, grads):
+                view = self._grad_view(index)
+                _C_ops.assign_out_(grad, view)
+                if not view._is_shared_buffer_with(flat):
+                    return False  # (the layout then starts afresh from the gradients)
+                self.params[index]._copy_gradient_from(view)
+        return True
+
+    def zero_grads(self) -> bool:
+        """``clear_grad(set_to_zero=True)`` for the whole bank in one op; False (nothing
+        done) where a gradient is not a view or a parameter is frozen."""
+        grad_flat = self.grad_flat
+        for param in self.params:
+            grad = param.grad
+            if param.stop_gradient or grad is None or not grad._is_shared_buffer_with(grad_flat):
+                return False
+        grad_flat.zero_()
+        return True
+
+    def update(self, lrs: list[Any], update: UpdatePass, coeff: float, optimizer: Any) -> None:
+        """One Adam step of the bank: per :class:`KernelGroup` the per-parameter
+        path's ops (:func:`~paddle_llrd.optim.updates.adamw_update`) on its
+        ranges, then the beta powers advance (one ``scale_`` each)."""
+        key = self.key
+        settings = update.settings(optimizer)
+        with_ratio = optimizer._decay_with_ratio
+        # CPU has no half-precision kernel: the float32 master weights take the
+        # step from the float32 cast of the gradients, then are cast into the parameters.
+        grad32 = _C_ops.cast(self.grad_flat, paddle.float32) if key.fp32_fallback else None
+        for group in self.groups:
+            kernel_key = group.key
+            lr_scale_of_decay = decay_scale(kernel_key.base_scale, kernel_key.update_scale, with_ratio=with_ratio)
+            fused = (
+                None
+                if not kernel_key.decays or optimizer._force_general_decay
+                else fused_decay_coeff(coeff, lr_scale_of_decay, kernel_key.update_scale)
+            )
+            if kernel_key.decays and fused is None:  # the separate decay op, as the per-parameter path
+                factor = update.decay_factor(update.lr(lr_scale_of_decay), coeff, None)
+                decoupled_decay(None, group.master if key.master else group.param, factor)
+            if grad32 is not None:
+                target, grad, kernel_master = group.master, grad32._slice(group.start, group.stop), None
+            else:
+                target, grad, kernel_master = group.param, group.grad, group.master
+            _C_ops.adamw_(
+                target, grad, lrs[group.lr_index], group.moment1, group.moment2, group.moment2_max,
+                group.beta1_pow, group.beta2_pow, kernel_master, None, settings.beta1_value, settings.beta2_value,
+                settings.epsilon, 1.0, 0.0 if fused is None else fused, fused is not None, settings.lazy_mode,
+                MIN_ROW_SIZE_TO_USE_MULTITHREAD, kernel_master is not None, True, settings.amsgrad,
+            )
+        if key.fp32_fallback:
+            _C_ops.assign_out_(_C_ops.cast(self.master_flat, self.param_flat.dtype), self.param_flat)
+        # What the kernel does to one parameter's powers (use_global_beta_pow=False), for all.
+        _C_ops.scale_(self.beta1_pows, float(settings.beta1_value), 0.0, True)
+        _C_ops.scale_(self.beta2_pows, float(settings.beta2_value), 0.0, True)
+
+
+def unsupported_reason(optimizer: Any) -> str | None:
+    """Why ``optimizer``'s step cannot take the multi-tensor path now, or None if it can.
+
+    The path needs a dygraph step outside ``to_static`` translation, no
+    gradient clipping, float betas, epsilon and weight decay (a
+    ``WeightDecaySchedule`` gives floats), and layer ratios that are cached
+    (a function pure in the name with a float ``layerwise_decay``) or none.
+    """
+    if not framework.in_dygraph_mode() or paddle.base.dygraph.base.in_to_static_mode():
+        return "not a dygraph step"
+    if optimizer.set_param_lr_fun is not None and optimizer._active_ratio_cache() is None:
+        return "set_param_lr_fun is not pure in the parameter name (its ratios are asked every step)"
+    groups = optimizer._param_groups if _grouped(optimizer) else [optimizer._default_dict]
+    if optimizer._grad_clip is not None or any(g.get("grad_clip") is not None for g in groups):
+        return "gradient clipping"
+    for group in groups:
+        for key in ("beta1", "beta2", "epsilon", "weight_decay"):
+            if is_tensor(group.get(key, optimizer._default_dict.get(key))):
+                return f"a Tensor {key}"
+    return None
+
+
+def _grouped(optimizer: Any) -> bool:
+    return bool(optimizer._parameter_list) and isinstance(optimizer._parameter_list[0], dict)
+
+
+def _param_groups(optimizer: Any) -> list[tuple[dict[str, Any] | None, list[Any]]]:
+    """``(group dict or None, parameters)`` per parameter group, in the optimizer's order."""
+    if _grouped(optimizer):
+        return [(group, list(group["params"])) for group in optimizer._param_groups]
+    return [(None, list(optimizer._parameter_list or []))]
+
+
+def _listed_count(optimizer: Any) -> int:
+    if _grouped(optimizer):
+        return sum(len(group["params"]) for group in optimizer._param_groups)
+    return len(optimizer._parameter_list or ())
+
+
+class _LrTable:
+    """The kernel lrs of one parameter group: ``global lr * update scale`` for each
+    distinct scale, computed by one in-place multiply into a buffer whose
+    ``[1]`` slices the kernels read (bit-identical to ``global_lr * scale``)."""
+
+    def __init__(self, scales: list[float], global_lr: Any) -> None:
+        self.scales = paddle.to_tensor(scales, dtype=global_lr.dtype, place=global_lr.place)
+        self.values = _C_ops.assign(self.scales)
+        self.slices = [self.values._slice(i, i + 1) for i in range(len(scales))]
+
+    def refresh(self, global_lr: Any) -> list[Any]:
+        _C_ops.assign_out_(self.scales, self.values)
+        _C_ops.multiply_(self.values, global_lr)
+        return self.slices
+
+
+class MultiTensorStep:
+    """The multi-tensor path's state in one optimizer: its banks and why it may be off.
+
+    ``fused_steps`` counts the steps it took; ``rebuilds`` how often the
+    banks were laid out; ``disabled`` says why the optimizer keeps the
+    per-parameter path for good (None while it does not); ``last_reason``
+    why the last step did not take it (None if it did).
+    """
+
+    def __init__(self) -> None:
+        self.banks: list[Bank] = []
+        self.outside: list[Any] = []  # listed parameters in no bank (frozen, no gradient)
+        self._lr_tables: dict[int, _LrTable] = {}
+        self.fused_steps = 0
+        self.rebuilds = 0
+        self._consecutive_rebuilds = 0
+        self._listed = 0
+        self.disabled: str | None = None
+        self.last_reason: str | None = None
+
+    @property
+    def kernel_groups(self) -> int:
+        """The number of kernel calls a step makes."""
+        return sum(len(bank.groups) for bank in self.banks)
+
+    def invalidate(self) -> None:
+        """Drop the banks (the tensors stay views of their buffers until the next layout)."""
+        self.banks = []
+        self.outside = []
+        self._lr_tables = {}
+
+    # ------------------------------------------------------------------ step
+    def step(self, optimizer: Any) -> bool:
+        """One multi-tensor step of ``optimizer`` (an ``AdamWDL``); False where the
+        caller must take the per-parameter path (nothing has changed then)."""
+        _run_eagerly_under_sot(recursive=True)
+        if self.disabled is not None:
+            self.last_reason = self.disabled
+            return False
+        reason = unsupported_reason(optimizer)
+        found_inf = optimizer._get_auxiliary_var("found_inf")
+        if reason is None and found_inf is not None and bool(found_inf):
+            # An AMP overflow step changes no number; the per-parameter pass
+            # also creates the accumulators of new parameters then.
+            reason = "an AMP overflow step"
+        self.last_reason = reason
+        if reason is not None:
+            return False
+        if not self.banks or not self._intact(optimizer):
+            if self.banks or self.rebuilds:
+                self._consecutive_rebuilds += 1
+            if self._consecutive_rebuilds >= MAX_CONSECUTIVE_REBUILDS:
+                self.disabled = self.last_reason = (
+                    f"the trained parameters changed in {MAX_CONSECUTIVE_REBUILDS} consecutive steps"
+                )
+                return False
+            if not self._layout(optimizer):
+                return False
+        else:
+            self._consecutive_rebuilds = 0
+        schedule = optimizer._weight_decay_schedule
+        if schedule is not None:
+            optimizer._sync_weight_decay()
+        self._update(optimizer)
+        if schedule is not None:
+            optimizer._finish_scheduled_step()
+        self.fused_steps += 1
+        return True
+
+    def _intact(self, optimizer: Any) -> bool:
+        """Whether the banks still hold (realiasing replaced gradients on the way)."""
+        if _listed_count(optimizer) != self._listed:
+            return False  # a parameter group was added
+        for param in self.outside:
+            if not param.stop_gradient and param._grad_ivar() is not None:
+                return False
+        for bank in self.banks:
+            intact, replaced = bank.check()
+            if not intact or (replaced and not bank.realias_grads(replaced)):
+                return False
+        return True
+
+    def _layout(self, optimizer: Any) -> bool:
+        """Put the parameters that have a gradient now into banks; False (nothing
+        changed) if one of them cannot share a kernel call."""
+        block = framework.default_main_program().global_block()
+        if getattr(optimizer, "helper", None) is None:  # what Paddle's pass sets up first (the lr variable needs it)
+            optimizer.helper = LayerHelper(optimizer.__class__.__name__)
+        listed = _param_groups(optimizer)
+        # Ask the ratio function about every parameter first: a bad ratio raises here.
+        optimizer._resolve_update_scales(
+            p for _, params in listed for p in params if not p.stop_gradient and p._grad_ivar() is not None
+        )
+        members: dict[BankKey, dict[KernelKey, list[tuple[Any, Any, Any]]]] = {}
+        outside = []
+        for group_index, (group, params) in enumerate(listed):
+            trained = [p for p in params if not p.stop_gradient and p._grad_ivar() is not None]
+            outside.extend(p for p in params if p.stop_gradient or p._grad_ivar() is None)
+            if not trained:
+                continue
+            if group is None:
+                optimizer._create_accumulators(block, trained)
+            else:
+                optimizer._create_accumulators(block, dict(group, params=trained))
+            for param in trained:
+                keys = _keys(optimizer, group_index, param)
+                if keys is None:
+                    self.last_reason = f"parameter {param.name!r} cannot share a kernel call"
+                    return False
+                members.setdefault(keys[0], {}).setdefault(keys[1], []).append(
+                    (param, param._grad_ivar(), optimizer._plan(param))
+                )
+        previous = {id(t): t for bank in self.banks for t in bank.tensors}
+        self.banks = [Bank(key, by_kernel) for key, by_kernel in members.items()]
+        self.outside = outside
+        self._listed = _listed_count(optimizer)
+        now = {id(t) for bank in self.banks for t in bank.tensors}
+        for tensor_id, tensor in previous.items():
+            if tensor_id not in now:
+                _own_storage(tensor)
+        optimizer._create_global_learning_rate()
+        global_lr = optimizer._global_learning_rate()
+        self._lr_tables = {}
+        for group_index in {bank.key.param_group for bank in self.banks}:
+            groups = [g for bank in self.banks if bank.key.param_group == group_index for g in bank.groups]
+            scales = sorted({g.key.update_scale for g in groups})
+            for group in groups:
+                group.lr_index = scales.index(group.key.update_scale)
+            self._lr_tables[group_index] = _LrTable(scales, global_lr)
+        self.rebuilds += 1
+        return True
+
+    def _update(self, optimizer: Any) -> None:
+        optimizer._create_global_learning_rate()
+        global_lr = optimizer._global_learning_rate()
+        grouped = _grouped(optimizer)
+        try:
+            current, lrs = None, None
+            for bank in self.banks:
+                index = bank.key.param_group
+                if index != current:
+                    # One pass per parameter group, as the per-parameter step.
+                    optimizer._pass = update = optimizer._new_pass()
+                    if grouped:
+                        optimizer._update_param_group(dict(optimizer._param_groups[index]))
+                    lrs = self._lr_tables[index].refresh(global_lr)
+                    current = index
+                bank.update(lrs, update, optimizer._coeff, optimizer)
+        finally:
+            optimizer._pass = None
+
+    # ------------------------------------------------------------ clear_grad
+    def clear_grad(self, optimizer: Any, set_to_zero: bool) -> bool:
+        """``clear_grad(set_to_zero=True)``: one zeroing op per intact bank and
+        Paddle's per-parameter clearing for every other parameter. False (the
+        caller clears as Paddle does) with ``set_to_zero=False`` or no banks."""
+        _run_eagerly_under_sot(recursive=True)
+        if not set_to_zero or not self.banks or self.disabled is not None:
+            return False
+        rest = list(self.outside)
+        for bank in self.banks:
+            if not bank.zero_grads():
+                rest.extend(bank.params)
+        if _listed_count(optimizer) != self._listed:  # a parameter group added since the layout
+            banked = {id(p) for bank in self.banks for p in bank.params}
+            rest = [p for _, params in _param_groups(optimizer) for p in params if id(p) not in banked]
+        for param in rest:
+            if not param.stop_gradient:
+                param.clear_gradient(True)
+        return True
+
+
+def _keys(optimizer: Any, group_index: int, param: Any) -> tuple[BankKey, KernelKey] | None:
+    """The param's bank and kernel keys; None where its update cannot share a kernel call."""
+    grad = param._grad_ivar()
+    if grad.is_selected_rows() or not param._is_initialized() or _numel(param) == 0:
+        return None
+    if getattr(param, "regularizer", None) is not None or param.is_dist():
+        return None
+    attr = getattr(param, "optimize_attr", None)
+    if attr is None or "learning_rate" not in attr or is_tensor(attr["learning_rate"]):
+        return None
+    base_scale = attr["learning_rate"]
+    cache = optimizer._active_ratio_cache()
+    update_scale = base_scale if cache is None else base_scale * cache.ratio(param)
+    plan = optimizer._plan(param)
+    master = plan.master_weight is not None
+    if not master and param.place.is_cpu_place() and param.dtype not in (paddle.float32, paddle.float64):
+        return None  # no half-precision kernel on CPU: the per-parameter path raises as AdamW does
+    if grad.dtype != param.dtype or list(grad.shape) != list(param.shape):
+        return None
+    beta1_pow, beta2_pow = plan.moments[3], plan.moments[4]
+    bank = BankKey(
+        group_index, param.dtype, grad.dtype, str(param.place), master, plan.fp32_fallback,
+        float(beta1_pow.item()), float(beta2_pow.item()),
+    )
+    return bank, KernelKey(plan.decays, float(base_scale), float(update_scale))
