@@ -7,10 +7,14 @@ The layer ratios are read back from what the run did: Adam's first step moves
 every weight element by ``lr * ratio * |g| / (|g| + eps')``, so after one step
 the typical ``|delta w|`` of a parameter is ``lr * ratio`` to a few 1e-4, and
 no element moves by more; the ratios are ``d ** (L - i)`` written out below.
+With ``report_to`` left at PaddleFormers' default the run also writes a
+VisualDL log; its ``learning_rate/<group>`` scalars are read back with
+VisualDL's LogReader and checked against the WSD formula times the ratios.
 """
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import shutil
@@ -22,6 +26,7 @@ import numpy as np
 import pytest
 import yaml
 from safetensors.numpy import load_file
+from trainer_suite import group_ratios, visualdl_scalars  # tests_shared/, on sys.path by conftest.py
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 N_LAYERS = 3
@@ -137,9 +142,30 @@ def check_first_step_ratios(before: dict, after: dict) -> None:
     assert len(seen) == N_LAYERS + 2  # embeddings, each block, norm/head: every ratio was exercised
 
 
+def wsd_cosine_factor(step: int, total: int, decay_steps: int) -> float:
+    """WSD without warmup: 1 before the last ``decay_steps`` steps, then the half cosine ``(1 + cos(pi r)) / 2``."""
+    if step < total - decay_steps:
+        return 1.0
+    return 0.5 * (1.0 + math.cos(math.pi * (step - (total - decay_steps)) / decay_steps))
+
+
+def check_logged_group_lrs(output_dir: Path, logged_steps: list, total: int, decay_steps: int) -> None:
+    """Each group's ``learning_rate/<group>`` in the run's VisualDL log, at each logged global step g, is
+    the lr of the step just taken (schedule step g - 1) times the group's ratio."""
+    (logging_dir,) = (output_dir / "runs").iterdir()  # PaddleFormers' default logging_dir
+    scalars = visualdl_scalars(logging_dir)
+    for group, ratio in group_ratios(DECAY, N_LAYERS).items():
+        got = scalars[f"train/learning_rate/{group}"]
+        assert [step for step, _ in got] == logged_steps, (group, got)
+        expected = [LEARNING_RATE * wsd_cosine_factor(step - 1, total, decay_steps) * ratio for step in logged_steps]
+        assert [value for _, value in got] == pytest.approx(expected, rel=1e-6), group
+
+
 def test_sft_full_trains_with_layer_ratios_and_resumes_to_the_same_weights(workspace):
+    steps, decay_steps = 4, 3  # schedule factors 1, 1, 0.75, 0.25
     config = write_config(
-        workspace, "full", max_steps=4, save_steps=1,
+        workspace, "full", max_steps=steps, save_steps=1,
+        lr_scheduler_kwargs={"decay_style": "cosine", "num_decay_steps": decay_steps},
         weight_decay=0.0, weight_decay_end=0.05, weight_decay_incr_style="linear", ema_decay=0.9,
     )
     output = train(config)
@@ -149,6 +175,7 @@ def test_sft_full_trains_with_layer_ratios_and_resumes_to_the_same_weights(works
     assert "save_checkpoint_format: 'unified_checkpoint' (paddleformers-cli: 'flex_checkpoint')" in output
     # the weight-decay ramp starts at 0, so step 1 is Adam's step alone
     check_first_step_ratios(weights(workspace / "model"), weights(out / "checkpoint-1"))
+    check_logged_group_lrs(out, [1, 2, 3, 4], steps, decay_steps)
     assert (out / "checkpoint-2" / "paddle_llrd_state.pdparams").is_file()  # EMA and weight-decay position
     final, final_ema = weights(out), weights(out / "ema")
 
@@ -158,6 +185,7 @@ def test_sft_full_trains_with_layer_ratios_and_resumes_to_the_same_weights(works
     shutil.copytree(out / "checkpoint-2", resumed / "checkpoint-2")
     output = train(config, f"output_dir={resumed}")
     assert "Continuing training from global step 2" in output, output[-3000:]
+    check_logged_group_lrs(resumed, [3, 4], steps, decay_steps)  # the schedule resumed at its step
     for name, value in weights(resumed).items():
         np.testing.assert_array_equal(value, final[name], err_msg=name)
     for name, value in weights(resumed / "ema").items():

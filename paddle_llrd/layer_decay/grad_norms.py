@@ -25,7 +25,8 @@ parameters has a gradient is left out.
 Examples:
     >>> import paddle
     >>> from paddle_llrd import layer_grad_norms
-    >>> from paddle_llrd.models.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
+    >>> from paddle_llrd.models.tiny_bert import (
+    ...     TinyBertConfig, TinyBertForSequenceClassification)
     >>> paddle.seed(0)  # doctest: +ELLIPSIS
     <...>
     >>> model = TinyBertForSequenceClassification(TinyBertConfig(num_hidden_layers=2))
@@ -75,8 +76,10 @@ def layer_groups(model: nn.Layer, layer_map: str | LayerMap = "auto", n_layers: 
     ``"head"`` group (and ``"embeddings"`` if it has embeddings).
 
     Examples:
-        >>> from paddle_llrd.models.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
-        >>> groups = layer_groups(TinyBertForSequenceClassification(TinyBertConfig(num_hidden_layers=2)))
+        >>> from paddle_llrd.models.tiny_bert import (
+        ...     TinyBertConfig, TinyBertForSequenceClassification)
+        >>> model = TinyBertForSequenceClassification(TinyBertConfig(num_hidden_layers=2))
+        >>> groups = layer_groups(model)
         >>> {name: len(params) for name, params in groups.items()}
         {'embeddings': 5, 'layer_0': 16, 'layer_1': 16, 'head': 4}
     """

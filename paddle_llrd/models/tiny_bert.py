@@ -7,7 +7,8 @@ Parameter names follow PaddleNLP's ``BertForSequenceClassification``
 
 Example:
     >>> import paddle
-    >>> from paddle_llrd.models.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
+    >>> from paddle_llrd.models.tiny_bert import (
+    ...     TinyBertConfig, TinyBertForSequenceClassification)
     >>> model = TinyBertForSequenceClassification(TinyBertConfig(num_hidden_layers=2))
     >>> logits = model(paddle.randint(0, 100, [4, 16]))
     >>> list(logits.shape)

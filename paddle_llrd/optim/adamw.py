@@ -133,7 +133,8 @@ class AdamW(AdamWDL):
         >>> before = first.weight.numpy().copy()
         >>> (second(first(paddle.ones([1, 2]))) * 0.0).sum().backward()
         >>> opt.step()
-        >>> print(f"{float((first.weight.numpy() / before).mean()):.3f}")  # 1 - 0.1 * 0.5 * 0.5
+        >>> # zero gradients: w *= 1 - lr * ratio * weight_decay = 1 - 0.1 * 0.5 * 0.5
+        >>> print(f"{float((first.weight.numpy() / before).mean()):.3f}")
         0.975
     """
 

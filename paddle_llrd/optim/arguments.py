@@ -118,7 +118,8 @@ def check_rate(value: Any, argument: str, *, owner: str = "AdamWDL") -> None:
         >>> check_rate("0.5", "parameter group 1's `learning_rate`")
         Traceback (most recent call last):
         ...
-        TypeError: AdamWDL: parameter group 1's `learning_rate` must be a real number >= 0 or a Tensor, got str '0.5'.
+        TypeError: AdamWDL: parameter group 1's `learning_rate` must be a real number >= 0
+            or a Tensor, got str '0.5'.
     """
     if not (is_real_number(value) or is_tensor(value)):
         raise TypeError(
@@ -137,7 +138,8 @@ def check_beta_or_epsilon(value: Any, argument: str, *, key: str, owner: str = "
         >>> check_beta_or_epsilon("0.9", "`beta1`", key="beta1")
         Traceback (most recent call last):
         ...
-        TypeError: AdamWDL: `beta1` must be a real number in [0, 1) or a Tensor, got str '0.9'.
+        TypeError: AdamWDL: `beta1` must be a real number in [0, 1) or a Tensor,
+            got str '0.9'.
         >>> check_beta_or_epsilon(1.5, "parameter group 0's `beta1`", key="beta1")
         Traceback (most recent call last):
         ...
@@ -256,7 +258,8 @@ def checked_parameters(parameters: Any, *, owner: str = "AdamWDL") -> Any:
         >>> checked_parameters([1, 2])
         Traceback (most recent call last):
         ...
-        TypeError: AdamWDL: `parameters` item 0 must be a Paddle parameter or a parameter-group dict, got int 1.
+        TypeError: AdamWDL: `parameters` item 0 must be a Paddle parameter or a
+            parameter-group dict, got int 1.
     """
     if parameters is None:
         if framework.in_dygraph_mode():
@@ -312,7 +315,8 @@ def check_adamw_arguments(
         ...                       weight_decay=True, apply_decay_param_fun=None)
         Traceback (most recent call last):
         ...
-        TypeError: AdamWDL: `weight_decay` must be a real number >= 0, a Tensor or a WeightDecaySchedule, got bool True.
+        TypeError: AdamWDL: `weight_decay` must be a real number >= 0, a Tensor or a
+            WeightDecaySchedule, got bool True.
     """
     values = {"learning_rate": learning_rate, "beta1": beta1, "beta2": beta2, "epsilon": epsilon}
     for argument, value in values.items():
@@ -379,7 +383,9 @@ def check_decay_factor(learning_rate: Any, weight_decay: Any, parameters: Any, *
         >>> check_decay_factor(0.001, 2e6, None)
         Traceback (most recent call last):
         ...
-        ValueError: AdamWDL: `weight_decay` = 2000000.0 with learning rate 0.001 makes the decay factor 1 - lr * weight_decay = -1999.0 negative (each step would flip the weights' sign); `weight_decay` must be <= 1 / lr = 1000.0.
+        ValueError: AdamWDL: `weight_decay` = 2000000.0 with learning rate 0.001 makes the
+            decay factor 1 - lr * weight_decay = -1999.0 negative (each step would flip the
+            weights' sign); `weight_decay` must be <= 1 / lr = 1000.0.
     """
     lr = peak_learning_rate(learning_rate)
     if lr is None or lr == 0.0:

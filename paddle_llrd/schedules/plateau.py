@@ -54,7 +54,7 @@ class ReduceOnPlateauSchedule(ReduceOnPlateau):
 
     and each call that does not (outside a cooldown) counts as bad. When the
     bad calls in a row exceed ``patience``, the lr becomes
-    :math:`\max(\mathrm{lr} \cdot \text{factor}, \text{min\_lr})` (unless that
+    :math:`\max(\mathrm{lr} \cdot \mathrm{factor}, \mathrm{min\_lr})` (unless that
     lowers it by ``epsilon`` or less), the count restarts and the next
     ``cooldown`` calls are skipped.
 

@@ -665,7 +665,7 @@ def get_cosine_annealing_schedule_with_warmup(
         \end{cases}
 
     Examples:
-        >>> from paddle_llrd.schedules.registry import get_cosine_annealing_schedule_with_warmup
+        >>> from paddle_llrd import get_cosine_annealing_schedule_with_warmup
         >>> scheduler = get_cosine_annealing_schedule_with_warmup(1.0, 2, 6, min_lr=0.2)
         >>> lrs = []
         >>> for _ in range(8):
@@ -699,7 +699,7 @@ def get_linear_annealing_schedule_with_warmup(
     and the lr stays at ``min_lr`` after :math:`T`.
 
     Examples:
-        >>> from paddle_llrd.schedules.registry import get_linear_annealing_schedule_with_warmup
+        >>> from paddle_llrd import get_linear_annealing_schedule_with_warmup
         >>> scheduler = get_linear_annealing_schedule_with_warmup(1.0, 2, 6, min_lr=0.2)
         >>> lrs = []
         >>> for _ in range(8):
