@@ -116,3 +116,32 @@ def test_majority_task_rejects_bad_arguments(kwargs, message):
     args = {"num_samples": 4, **kwargs}
     with pytest.raises(ValueError, match=message):
         make_majority_task(**args)
+
+
+def test_all_says_exactly_what_is_public():
+    """Every public attribute of a freshly imported package is in ``__all__``, or is one of its own
+    sub-packages (which Python sets on import); nothing else leaks, e.g. ``annotations``."""
+    result = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(
+            """
+            import types, paddle_llrd
+            for name in dir(paddle_llrd):
+                if name.startswith("_") or name in paddle_llrd.__all__:
+                    continue
+                value = getattr(paddle_llrd, name)
+                own = isinstance(value, types.ModuleType) and value.__name__ == "paddle_llrd." + name
+                print(("SUBMODULE " if own else "LEAK ") + name)
+            """
+        )],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "LEAK" not in result.stdout, result.stdout
+    required = {
+        "AdamWDL", "AdamW", "layerwise_lr_decay", "ExponentialMovingAverage", "LinearDecayWithWarmup",
+        "ConstScheduleWithWarmup", "CosineDecayWithWarmup", "PolyDecayWithWarmup",
+        "CosineAnnealingWithWarmupDecay", "LinearAnnealingWithWarmupDecay", "InverseSquareRootSchedule",
+        "get_scheduler", "register_scheduler", "SchedulerType", "WeightDecaySchedule", "LayerMap",
+        "layer_decay_param_groups", "SequentialSchedule", "layer_grad_norms",
+    }
+    assert required <= set(paddle_llrd.__all__), required - set(paddle_llrd.__all__)
