@@ -18,7 +18,7 @@ install: $(STAMP)
 test: install
 	$(PY) -m pytest -q
 
-# The core suite on the oldest Paddle setup.py accepts (3.1.0), in its own
+# The core suite on the oldest Paddle setup.py accepts (3.0.0), in its own
 # virtualenv: a Paddle upgrade is not the only way to break users.
 OLDEST_VENV := .venv-paddle-oldest
 OLDEST_PY := $(OLDEST_VENV)/bin/python
@@ -29,7 +29,7 @@ $(OLDEST_VENV)/.installed: setup.py requirements-paddle-oldest.txt
 	touch $@
 
 test-oldest-paddle: $(OLDEST_VENV)/.installed
-	$(OLDEST_PY) -c "import paddle; assert paddle.__version__ == '3.1.0', paddle.__version__"
+	$(OLDEST_PY) -c "import paddle; assert paddle.__version__ == '3.0.0', paddle.__version__"
 	$(OLDEST_PY) -m pytest -q
 
 demo: install

@@ -29,7 +29,7 @@ setup(
     python_requires=">=3.9",
     install_requires=["numpy"],
     extras_require={
-        "cpu": ["paddlepaddle>=3.1"],  # the oldest tested: requirements-paddle-oldest.txt
+        "cpu": ["paddlepaddle>=3.0"],  # the oldest tested: requirements-paddle-oldest.txt
         "test": ["pytest", "hypothesis"],
         "plot": ["matplotlib"],
         "demo": ["tqdm", "matplotlib", "scikit-learn"],

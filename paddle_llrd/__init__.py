@@ -6,10 +6,8 @@ A working drop-in for ``paddlenlp.ops.optimizer`` (``AdamWDL``,
 ``get_scheduler`` registry), on CPU and GPU, in every execution mode.
 """
 
-# 3.1 is the oldest release tested (make test-oldest-paddle). Paddle 3.0's SOT
-# has no psdb.fallback(recursive=True), which runs the optimizer step eagerly
-# under paddle.jit.to_static; on 3.0.0 every AdamWDL step fails.
-_MIN_PADDLE = (3, 1)
+# 3.0 is the oldest release accepted, and CI tests it (make test-oldest-paddle).
+_MIN_PADDLE = (3, 0)
 # PyPI's paddlepaddle-gpu stops at 2.6.2: Paddle 3 GPU builds come only from
 # Paddle's own package index, one per CUDA version (cu118, cu126, cu129). The
 # READMEs, the docs and scripts/gpu_check.sh give this same command.
@@ -18,7 +16,7 @@ _GPU_INSTALL_COMMAND = (
     "-i https://www.paddlepaddle.org.cn/packages/stable/cu126/"
 )
 _INSTALL_HINT = (
-    "On CPU: `pip install paddlepaddle>=3.1` (or `pip install paddle_llrd[cpu]`). "
+    "On CPU: `pip install paddlepaddle>=3.0` (or `pip install paddle_llrd[cpu]`). "
     "On a CUDA machine, Paddle 3 GPU builds are not on PyPI; install one from "
     "Paddle's package index for your CUDA version: `" + _GPU_INSTALL_COMMAND + "` "
     "(CUDA 12.6; cu118 or cu129 in the URL for CUDA 11.8 or 12.9)."
@@ -30,7 +28,7 @@ def _check_paddle() -> None:
         import paddle
     except ImportError as exc:
         raise ImportError(
-            "paddle_llrd needs PaddlePaddle >= 3.1, which is not installed. "
+            "paddle_llrd needs PaddlePaddle >= 3.0, which is not installed. "
             + _INSTALL_HINT
         ) from exc
     version = getattr(paddle, "__version__", "0.0.0")
@@ -40,7 +38,7 @@ def _check_paddle() -> None:
         return
     if major_minor != (0, 0) and major_minor < _MIN_PADDLE:  # 0.0.0 marks a source build
         raise ImportError(
-            f"paddle_llrd needs PaddlePaddle >= 3.1, found {version}. " + _INSTALL_HINT
+            f"paddle_llrd needs PaddlePaddle >= 3.0, found {version}. " + _INSTALL_HINT
         )
 
 
