@@ -744,7 +744,8 @@ def test_reduce_lr_on_plateau_with_adamwdl(user_path):
     """The lr of each epoch is ``paddle.optimizer.lr.ReduceOnPlateau(1e-3,
     factor=0.5, patience=2)``'s, fed the same metrics; the weights are the
     float64 AdamWDL run with those lrs times the ratios ``0.8 ** (12 - i)``
-    (embeddings ``0.8 ** 13``), decay 0.01 on every parameter."""
+    (embeddings ``0.8 ** 13``), decay 0.01 on every parameter; the runs at a
+    constant 1e-3 or without the ratios differ by ten times the tolerance."""
     import paddle
 
     result = user_path("reduce-lr-on-plateau").check()
@@ -756,8 +757,11 @@ def test_reduce_lr_on_plateau_with_adamwdl(user_path):
     np.testing.assert_allclose(result.saved["lrs_seen"], expected_lrs, rtol=1e-12)
     assert float(result.saved["last_lr"]) == pytest.approx(plateau.last_lr, rel=1e-12)
     assert min(expected_lrs) == 2.5e-4  # the metrics reach the plateau twice
-    expected = reference.train(
-        make_batches(len(PLATEAU_METRICS)), expected_lrs, n_layers=12,
-        ratio=lambda name: layer_ratio(name, 0.8, 12), weight_decay=lambda step, name: 0.01,
-    )
+    batches, common = make_batches(len(PLATEAU_METRICS)), dict(n_layers=12, weight_decay=lambda step, name: 0.01)
+    expected = reference.train(batches, expected_lrs, ratio=lambda name: layer_ratio(name, 0.8, 12), **common)
     reference.assert_trained_like(result.group("weights"), expected, "reduce-lr-on-plateau", 12)
+    # a run that never lowers the lr, or one without the ratios, would fail the check
+    never_lowered = reference.train(batches, [1e-3] * len(PLATEAU_METRICS),
+                                    ratio=lambda name: layer_ratio(name, 0.8, 12), **common)
+    reference.assert_differs(never_lowered, expected, "classifier.weight", 12)
+    reference.assert_differs(reference.train(batches, expected_lrs, **common), expected, "encoder.layers.0.weight", 12)
