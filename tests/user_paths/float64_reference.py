@@ -21,11 +21,19 @@ def parameter_names(n_layers: int) -> list:
     return [f"{prefix}.{kind}" for prefix in prefixes for kind in ("weight", "bias")]
 
 
-def initial_weights(n_layers: int, init_scale: float = INIT_SCALE) -> Dict[str, np.ndarray]:
+def llama_parameter_names(n_layers: int) -> list:
+    """``user_model.LlamaNamedLinear``'s names."""
+    prefixes = ["model.embed_tokens"] + [f"model.layers.{i}" for i in range(n_layers)] + ["lm_head"]
+    return [f"{prefix}.{kind}" for prefix in prefixes for kind in ("weight", "bias")]
+
+
+def initial_weights(n_layers: int, init_scale: float = INIT_SCALE,
+                    names: Optional[Sequence[str]] = None) -> Dict[str, np.ndarray]:
+    """The initial weights of ``names`` (default: ``BertNamedLinear``'s)."""
     shapes = {"weight": (N_FEATURES, N_OUTPUTS), "bias": (N_OUTPUTS,)}
     return {
         name: initial_value(name, shapes[name.rsplit(".", 1)[1]], init_scale).astype(np.float64)
-        for name in parameter_names(n_layers)
+        for name in (parameter_names(n_layers) if names is None else names)
     }
 
 
@@ -50,6 +58,7 @@ def train(
     beta2: float = 0.999,
     epsilon: float = 1e-8,
     init_scale: float = INIT_SCALE,
+    names: Optional[Sequence[str]] = None,
 ) -> Dict[str, np.ndarray]:
     """The weights after one AdamW(DL) update per batch.
 
@@ -57,7 +66,7 @@ def train(
     at ``lr * lr_scale(name) * ratio(name)``, its decoupled decay at
     ``lr * lr_scale(name)`` with ``weight_decay(step, name)`` (0: not decayed).
     """
-    params = initial_weights(n_layers, init_scale)
+    params = initial_weights(n_layers, init_scale, names)
     states = {name: AdamWState.zeros_like(value) for name, value in params.items()}
     for step, ((x, y), lr) in enumerate(zip(batches, lrs)):
         grads = gradients(params, x, y)
@@ -73,11 +82,12 @@ def train(
 
 
 def assert_trained_like(actual: Dict[str, np.ndarray], expected: Dict[str, np.ndarray], what: str,
-                        n_layers: int, init_scale: float = INIT_SCALE, rtol: float = 1e-3) -> None:
+                        n_layers: int, init_scale: float = INIT_SCALE, rtol: float = 1e-3,
+                        names: Optional[Sequence[str]] = None) -> None:
     """Each parameter's change from its initial value equals the reference's
     within ``rtol`` of the largest reference change (float32 rounding of the
     weights aside)."""
-    init = initial_weights(n_layers, init_scale)
+    init = initial_weights(n_layers, init_scale, names)
     assert sorted(actual) == sorted(expected), (what, sorted(actual), sorted(expected))
     failures = []
     for name in expected:
@@ -92,10 +102,11 @@ def assert_trained_like(actual: Dict[str, np.ndarray], expected: Dict[str, np.nd
 
 
 def assert_differs(left: Dict[str, np.ndarray], right: Dict[str, np.ndarray], name: str, n_layers: int,
-                   init_scale: float = INIT_SCALE, factor: float = 10.0, rtol: float = 1e-3) -> None:
+                   init_scale: float = INIT_SCALE, factor: float = 10.0, rtol: float = 1e-3,
+                   names: Optional[Sequence[str]] = None) -> None:
     """``left`` and ``right`` differ at ``name`` by ``factor`` times the
     tolerance of :func:`assert_trained_like`: the check can tell them apart."""
-    init = initial_weights(n_layers, init_scale)[name]
+    init = initial_weights(n_layers, init_scale, names)[name]
     scale = float(np.max(np.abs(right[name] - init)))
     difference = float(np.max(np.abs(left[name] - right[name])))
     assert difference > factor * rtol * scale, (name, difference, scale)

@@ -56,6 +56,12 @@ for _ in range(1100):
 save(lrs=lrs)
 """
 
+LLAMA_LAYERS = 3
+# get_scheduler("inverse_sqrt") for 10,000 steps, then a 40,000-step cosine, and past its end.
+SEQUENTIAL_STEPS = 50_100
+# Better, better, then flat: the lr halves after each three calls without improvement.
+PLATEAU_METRICS = [1.0, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.4, 0.4]
+
 # Updates of ~1e-7 (lr 2e-5, warmup from 0) are resolved on float32 weights of ~1e-3.
 SMALL_INIT = 1e-3
 
@@ -226,6 +232,96 @@ for batch in loader:
     opt.clear_grad()
 save(weights=weights(model))
 """,
+    ),
+    harness.from_doc(
+        "adamwdl-make-layerwise-fn", "adamwdl-make-layerwise-fn",
+        prelude=f"""
+            import warnings
+            import paddle
+            import paddle_llrd
+            from paddle_llrd import AdamWDL
+            from record import save
+            from user_model import LlamaNamedLinear, loss_fn, make_batches, weights
+
+            model = LlamaNamedLinear(n_layers={LLAMA_LAYERS})
+            # the fix must silence the constructor's "no encoder.layers.N" warning
+            warnings.simplefilter("error", UserWarning)
+        """,
+        epilogue=f"""
+            for x, y in make_batches({STEPS}):
+                loss_fn(model(paddle.to_tensor(x)), paddle.to_tensor(y)).backward()
+                opt.step()
+                opt.clear_grad()
+            save(n_layers=fn.n_layers, weights=weights(model))
+        """,
+    ),
+    harness.from_doc("adamw-lr-ratio", "adamw-lr-ratio", epilogue=f"""
+import numpy as np
+from record import save
+
+rng = np.random.RandomState(0)
+batches = [(rng.standard_normal((16, 8)).astype("float32"), rng.standard_normal((16, 2)).astype("float32"))
+           for _ in range({STEPS})]
+init = {{n: p.numpy().copy() for n, p in model.named_parameters()}}
+for x, y in batches:
+    loss = ((model(paddle.to_tensor(x)) - paddle.to_tensor(y)) ** 2).mean()
+    loss.backward()
+    opt.step()
+    opt.clear_grad()
+save(init=init, weights={{n: p.numpy() for n, p in model.named_parameters()}},
+     x=np.stack([x for x, _ in batches]), y=np.stack([y for _, y in batches]))
+"""),
+    harness.from_doc(
+        "layer-grad-norms", "layer-grad-norms",
+        prelude=f"""
+            import paddle
+            from record import save
+            from user_model import LlamaNamedLinear, loss_fn, make_batches
+
+            model = LlamaNamedLinear(n_layers={LLAMA_LAYERS})
+            optimizer = paddle.optimizer.AdamW(learning_rate=1e-3, parameters=model.parameters())
+            x, y = make_batches(1)[0]
+            loss = loss_fn(model(paddle.to_tensor(x)), paddle.to_tensor(y))
+        """,
+        epilogue="save(norms=norms, groups=list(norms))",
+    ),
+    harness.from_doc("get-scheduler-lr-warmup-init", "get-scheduler-lr-warmup-init",
+                     prelude="from paddle_llrd import get_scheduler", epilogue=SCHEDULE_READ_BACK),
+    harness.from_doc("sequential-schedule", "sequential-schedule", epilogue=f"""
+from record import save
+lrs = []
+for _ in range({SEQUENTIAL_STEPS}):
+    lrs.append(scheduler())
+    scheduler.step()
+save(lrs=lrs)
+"""),
+    harness.from_doc(
+        "reduce-lr-on-plateau", "reduce-lr-on-plateau",
+        prelude=f"""
+            import paddle
+            from paddle_llrd import AdamWDL, get_scheduler
+            from record import save
+            from user_model import BertNamedLinear, loss_fn, make_batches, weights
+
+            model = BertNamedLinear(n_layers=12)
+            name_dict = {{p.name: n for n, p in model.named_parameters()}}
+            epochs = {len(PLATEAU_METRICS)}
+            batches = iter(make_batches(epochs))
+            lrs_seen = []
+
+            def train_one_epoch(model, optimizer):
+                x, y = next(batches)  # one step an epoch, to keep the run short
+                lrs_seen.append(optimizer.get_lr())
+                loss_fn(model(paddle.to_tensor(x)), paddle.to_tensor(y)).backward()
+                optimizer.step()
+                optimizer.clear_grad()
+
+            metrics = iter({PLATEAU_METRICS!r})  # an eval loss that stops improving
+
+            def evaluate(model):
+                return next(metrics)
+        """,
+        epilogue="save(lrs_seen=lrs_seen, last_lr=scheduler.last_lr, weights=weights(model))",
     ),
 ]
 harness.register(*SCRIPTS)
@@ -506,3 +602,166 @@ def test_references_tell_a_wrong_implementation_apart():
     unscaled = reference.train(batches, [1e-3] * STEPS, n_layers=12,
                                weight_decay=lambda step, name: 0.05 if name.endswith(".weight") else 0.0)
     reference.assert_differs(unscaled, groups, "encoder.layers.3.weight", 12)
+
+
+def _llama_ratio(name: str, decay: float, n_layers: int) -> float:
+    """adamwdl.rst's table on LLaMA names: ``d ** (L - i)`` in ``model.layers.i``,
+    ``d ** (L + 1)`` for ``embed_tokens``, 1 for ``lm_head``."""
+    if name.startswith("model.layers."):
+        return decay ** (n_layers - int(name.split(".")[2]))
+    return decay ** (n_layers + 1) if "embed_tokens" in name else 1.0
+
+
+@_user_path_test("adamwdl-make-layerwise-fn")
+def test_make_layerwise_fn_decays_llama_names(user_path):
+    """The fix for LLaMA names: ``n_layers`` counted from ``model.layers.N``,
+    ratios ``0.8 ** (L - i)`` (embeddings ``0.8 ** (L + 1)``, head 1) at lr
+    1e-4, AdamWDL's default decay 0.01 on every parameter; no ``UserWarning``
+    (the script turns them into errors). The default rule (every ratio 1 on
+    these names) would fail the same check."""
+    result = user_path("adamwdl-make-layerwise-fn").check()
+    assert int(result.saved["n_layers"]) == LLAMA_LAYERS
+    names = reference.llama_parameter_names(LLAMA_LAYERS)
+    common = dict(n_layers=LLAMA_LAYERS, weight_decay=lambda step, name: 0.01, names=names)
+    expected = reference.train(make_batches(STEPS), [1e-4] * STEPS,
+                               ratio=lambda name: _llama_ratio(name, 0.8, LLAMA_LAYERS), **common)
+    reference.assert_trained_like(result.group("weights"), expected, "adamwdl-make-layerwise-fn",
+                                  LLAMA_LAYERS, names=names)
+    undecayed = reference.train(make_batches(STEPS), [1e-4] * STEPS, **common)
+    reference.assert_differs(undecayed, expected, "model.embed_tokens.weight", LLAMA_LAYERS, names=names)
+
+
+def _two_linear_gradients(params, x, y):
+    """MSE of ``Linear(8, 8)`` then ``Linear(8, 2)``, by hand."""
+    hidden = x @ params["0.weight"] + params["0.bias"]
+    out = hidden @ params["1.weight"] + params["1.bias"]
+    d_out = 2.0 * (out - y) / out.size
+    d_hidden = d_out @ params["1.weight"].T
+    return {"0.weight": x.T @ d_hidden, "0.bias": d_hidden.sum(axis=0),
+            "1.weight": hidden.T @ d_out, "1.bias": d_out.sum(axis=0)}
+
+
+def _train_two_linear(result, ratio, decay_with_ratio):
+    params = {name: value.astype(np.float64) for name, value in result.group("init").items()}
+    states = {name: reference.AdamWState.zeros_like(value) for name, value in params.items()}
+    for x, y in zip(result.saved["x"].astype(np.float64), result.saved["y"].astype(np.float64)):
+        grads = _two_linear_gradients(params, x, y)
+        for name in params:
+            lr_p = 1e-3 * ratio(name)
+            params[name], states[name] = reference.adamw_update(
+                params[name], grads[name], states[name], lr=lr_p,
+                decay_lr=lr_p if decay_with_ratio else 1e-3, coeff=0.01)
+    return params
+
+
+@_user_path_test("adamw-lr-ratio")
+def test_adamw_lr_ratio_follows_paddles_adamw_step(user_path):
+    """Paddle's ``adamw_step`` with ``lr_ratio``: ``lr_p = 1e-3 * 0.8 ** (1 - depth)``
+    (0.8 for the first ``Linear``, 1 for the second) for the Adam step and the
+    decay ``p * (1 - lr_p * 0.01)``, every parameter decayed, gradients of the
+    two-layer MSE worked out by hand in float64. Neither the run without the
+    ratio nor AdamWDL's decay (at ``1e-3``, not ``lr_p``) would pass."""
+    result = user_path("adamw-lr-ratio").check()
+    ratio = lambda name: 0.8 ** (1 - int(name.split(".")[0]))  # noqa: E731
+    expected = _train_two_linear(result, ratio, decay_with_ratio=True)
+    init = result.group("init")
+    # float32 rounding of 5 steps, and tight enough to tell the decay at lr_p
+    # from AdamWDL's decay at lr (5 steps of 1e-3 * 0.2 * 0.01 * |p|: ~20 times this)
+    tolerance = {name: 2e-5 * np.abs(expected[name] - init[name]).max()
+                 + 4 * np.finfo(np.float32).eps * np.abs(init[name]).max() for name in init}
+    for name, value in result.group("weights").items():
+        np.testing.assert_allclose(value, expected[name], rtol=0, atol=tolerance[name], err_msg=name)
+    for wrong in (_train_two_linear(result, lambda name: 1.0, decay_with_ratio=True),
+                  _train_two_linear(result, ratio, decay_with_ratio=False)):
+        assert np.abs(wrong["0.weight"] - expected["0.weight"]).max() > 5 * tolerance["0.weight"]
+
+
+@_user_path_test("layer-grad-norms")
+def test_layer_grad_norms_are_the_norms_of_the_gradients(user_path):
+    """The L2 norm of each group's float64 gradients at the initial weights
+    (``embeddings`` = ``embed_tokens``, ``layer_i`` = ``model.layers.i``,
+    ``head`` = ``lm_head``) and of all of them (``total``), in layer-id order."""
+    result = user_path("layer-grad-norms").check()
+    names = reference.llama_parameter_names(LLAMA_LAYERS)
+    x, y = make_batches(1)[0]
+    grads = reference.gradients(reference.initial_weights(LLAMA_LAYERS, names=names), x, y)
+
+    def group(name):
+        if name.startswith("model.layers."):
+            return f"layer_{name.split('.')[2]}"
+        return "embeddings" if "embed_tokens" in name else "head"
+
+    squares = {}
+    for name, grad in grads.items():
+        squares[group(name)] = squares.get(group(name), 0.0) + float(np.sum(grad ** 2))
+    expected = {"total": math.sqrt(sum(squares.values())), **{k: math.sqrt(v) for k, v in squares.items()}}
+    assert list(result.saved["groups"]) == ["total", "embeddings"] + [
+        f"layer_{i}" for i in range(LLAMA_LAYERS)] + ["head"]
+    norms = result.group("norms")
+    for name, value in expected.items():
+        assert float(norms[name]) == pytest.approx(value, rel=1e-5), name
+
+
+def _warmup_from(init: float, peak: float, warmup: int, s: int, after) -> float:
+    """schedules.rst's ``init + (peak - init) * s / W`` for ``s < W``, else ``after(s)``."""
+    return init + (peak - init) * s / warmup if s < warmup else after(s)
+
+
+SCHEDULE_FORMULAS["get-scheduler-lr-warmup-init"] = lambda s: _warmup_from(
+    5e-6, 5e-5, 100, s, lambda s: formulas.cosine(5e-5, 100, 1000, s))
+
+
+@_user_path_test("get-scheduler-lr-warmup-init")
+def test_lr_warmup_init_starts_the_warmup_above_zero(user_path):
+    """``5e-6 + (5e-5 - 5e-6) * s / 100`` for ``s < 100``, then the cosine it
+    has without ``lr_warmup_init`` (1100 steps, holding 0 past 1000)."""
+    lrs = user_path("get-scheduler-lr-warmup-init").check().saved["lrs"]
+    assert lrs[0] == pytest.approx(5e-6, rel=1e-12)
+    expected = [SCHEDULE_FORMULAS["get-scheduler-lr-warmup-init"](s) for s in range(len(lrs))]
+    np.testing.assert_allclose(lrs, expected, rtol=1e-9, atol=1e-15)
+
+
+@_user_path_test("sequential-schedule")
+def test_sequential_schedule_counts_each_stage_from_its_milestone(user_path):
+    """``lr(s) = lr_0(s)`` for ``s < 10000`` (``inverse_sqrt``: warmup to 5e-5
+    over 1000 steps, then ``5e-5 * sqrt(1000 / s)``) and ``lr_1(s - 10000)``
+    after it (the 40,000-step cosine from 2e-5, its step 0 at the milestone,
+    holding 0 past its end)."""
+    lrs = user_path("sequential-schedule").check().saved["lrs"]
+    assert len(lrs) == SEQUENTIAL_STEPS
+
+    def lr(s):
+        if s < 10_000:
+            return formulas.inverse_sqrt(5e-5, 1000, s)
+        return formulas.cosine(2e-5, 0, 40_000, s - 10_000)
+
+    np.testing.assert_allclose(lrs, [lr(s) for s in range(SEQUENTIAL_STEPS)], rtol=1e-9, atol=1e-15)
+    assert lrs[10_000] == pytest.approx(2e-5, rel=1e-12)  # the cosine's own step 0, not its step 10000
+
+
+@_user_path_test("reduce-lr-on-plateau")
+def test_reduce_lr_on_plateau_with_adamwdl(user_path):
+    """The lr of each epoch is ``paddle.optimizer.lr.ReduceOnPlateau(1e-3,
+    factor=0.5, patience=2)``'s, fed the same metrics; the weights are the
+    float64 AdamWDL run with those lrs times the ratios ``0.8 ** (12 - i)``
+    (embeddings ``0.8 ** 13``), decay 0.01 on every parameter; the runs at a
+    constant 1e-3 or without the ratios differ by ten times the tolerance."""
+    import paddle
+
+    result = user_path("reduce-lr-on-plateau").check()
+    plateau = paddle.optimizer.lr.ReduceOnPlateau(1e-3, factor=0.5, patience=2)
+    expected_lrs = []
+    for metric in PLATEAU_METRICS:
+        expected_lrs.append(plateau.last_lr)
+        plateau.step(metric)
+    np.testing.assert_allclose(result.saved["lrs_seen"], expected_lrs, rtol=1e-12)
+    assert float(result.saved["last_lr"]) == pytest.approx(plateau.last_lr, rel=1e-12)
+    assert min(expected_lrs) == 2.5e-4  # the metrics reach the plateau twice
+    batches, common = make_batches(len(PLATEAU_METRICS)), dict(n_layers=12, weight_decay=lambda step, name: 0.01)
+    expected = reference.train(batches, expected_lrs, ratio=lambda name: layer_ratio(name, 0.8, 12), **common)
+    reference.assert_trained_like(result.group("weights"), expected, "reduce-lr-on-plateau", 12)
+    # a run that never lowers the lr, or one without the ratios, would fail the check
+    never_lowered = reference.train(batches, [1e-3] * len(PLATEAU_METRICS),
+                                    ratio=lambda name: layer_ratio(name, 0.8, 12), **common)
+    reference.assert_differs(never_lowered, expected, "classifier.weight", 12)
+    reference.assert_differs(reference.train(batches, expected_lrs, **common), expected, "encoder.layers.0.weight", 12)

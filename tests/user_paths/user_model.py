@@ -71,6 +71,29 @@ class BertNamedLinear(nn.Layer):
         return out
 
 
+class _LlamaStack(nn.Layer):
+    def __init__(self, n_layers: int, scale: float) -> None:
+        super().__init__()
+        self.embed_tokens = _linear("model.embed_tokens", scale)
+        self.layers = nn.LayerList([_linear(f"model.layers.{i}", scale) for i in range(n_layers)])
+
+
+class LlamaNamedLinear(nn.Layer):
+    """The same sum of ``Linear`` parts as :class:`BertNamedLinear`, named
+    like LLaMA/Qwen: ``model.embed_tokens``, ``model.layers.N``, ``lm_head``."""
+
+    def __init__(self, n_layers: int = 4, init_scale: float = INIT_SCALE) -> None:
+        super().__init__()
+        self.model = _LlamaStack(n_layers, init_scale)
+        self.lm_head = _linear("lm_head", init_scale)
+
+    def forward(self, x):
+        out = self.model.embed_tokens(x) + self.lm_head(x)
+        for layer in self.model.layers:
+            out = out + layer(x)
+        return out
+
+
 def loss_fn(prediction, target):
     """Mean squared error."""
     return ((prediction - target) ** 2).mean()
