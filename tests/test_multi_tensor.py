@@ -382,6 +382,54 @@ def test_replaced_parameters_dtype_round_trip_set_value_and_model_set_state_dict
     assert multi[3]._multi_tensor.fused_steps == 5 and multi[3]._multi_tensor.rebuilds == 2
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_amp_o2_decorate_after_construction(dtype: str) -> None:
+    """``paddle.amp.decorate(level='O2', master_weight=True)`` after two float32 steps.
+
+    On a GPU, decorate casts each layer's floating parameters to ``dtype``
+    (``amp_initialize``) and sets the optimizer's ``_multi_precision``; on
+    CPU (Paddle 3.3.1) it returns the model and optimizer untouched, so there
+    the test applies those two calls of Paddle's own itself. Training goes on
+    with master weights; states are compared after every step.
+    """
+    from paddle.amp.auto_cast import _set_multi_precision, amp_initialize
+
+    def trained(use_multi_tensor):
+        states = []
+
+        def scenario(model, optimizer, step):
+            if step == 2:
+                decorated = paddle.amp.decorate(
+                    models=model, optimizers=optimizer, level="O2", dtype=dtype, master_weight=True
+                )
+                assert decorated == (model, optimizer)
+                if model.classifier.weight.dtype == paddle.float32:  # CPU: decorate is a no-op
+                    assert paddle.get_device() == "cpu" and not optimizer._multi_precision
+                    amp_initialize(models=[model], dtype=dtype, excluded_layers=None)
+                    _set_multi_precision(optimizer, True)
+                assert {str(p.dtype) for p in model.parameters()} == {f"paddle.{dtype}"}
+            # CPU has no half matmul: from the cast on, a loss without one
+            (default_step if step < 2 else elementwise_step)(model, optimizer, step)
+            states.append({k: v.numpy().copy() for k, v in _flat_state(optimizer.state_dict()).items()})
+
+        return run(use_multi_tensor, scenario, steps=5), states
+
+    (multi, multi_states), (single, single_states) = trained(None), trained(False)
+    assert_same_runs(multi, single)
+    for step, (got, expected) in enumerate(zip(multi_states, single_states)):
+        assert got.keys() == expected.keys(), f"state keys after step {step}"
+        for key in got:
+            np.testing.assert_array_equal(got[key], expected[key], err_msg=f"state {key} after step {step}")
+    masters = [k for k in multi_states[-1] if k.startswith("master_weights/")]
+    assert len(masters) == len(list(multi[2].parameters()))
+    assert not any(k.startswith("master_weights/") for k in multi_states[1])
+    assert single[3]._multi_tensor is None
+    tracker = multi[3]._multi_tensor
+    # laid out at step 0, laid out again for the cast parameters at step 2; every step fused
+    assert tracker.disabled is None and tracker.fused_steps == 5 and tracker.rebuilds == 2
+    assert all(bank.key.master and bank.key.dtype == getattr(paddle, dtype) for bank in tracker.banks)
+
+
 def test_a_parameter_without_gradient_every_other_step_ends_on_the_per_parameter_path() -> None:
     def scenario(model, optimizer, step):
         loss = loss_of(model, step)
