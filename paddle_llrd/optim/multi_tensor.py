@@ -347,6 +347,8 @@ class MultiTensorStep:
         self._lr_tables: dict[int, _LrTable] = {}
         # (parameter, its answer at the layout) for an apply_decay_param_fun asked at every update
         self._asked_decays: list[tuple[Any, bool]] = []
+        self._layout_answers: list[bool] = []  # the answers of _asked_decays, as a list to compare at once
+        self._asked_names: list[str] = []
         self._decay_answers: dict[int, bool] = {}  # this step's answers, by id of the parameter
         self.fused_steps = 0
         self.rebuilds = 0
@@ -366,6 +368,8 @@ class MultiTensorStep:
         self.outside = []
         self._lr_tables = {}
         self._asked_decays = []
+        self._layout_answers = []
+        self._asked_names = []
         self._decay_answers = {}
 
     # ------------------------------------------------------------------ step
@@ -422,8 +426,15 @@ class MultiTensorStep:
         # (no decay during warmup): the kernel groups are laid out by its
         # answers. Asked once per parameter and step, as AdamW asks; a new
         # layout takes these answers.
-        self._decay_answers = {id(param): bool(optimizer._decays(param)) for param, _ in self._asked_decays}
-        return all(self._decay_answers[id(param)] == decays for param, decays in self._asked_decays)
+        asked = self._asked_decays
+        if not asked:
+            return True
+        decays_now = optimizer._apply_decay_param_fun  # not None: only its answers are asked for
+        answers = [bool(decays_now(name)) for name in self._asked_names]
+        if answers == self._layout_answers:
+            return True
+        self._decay_answers = {id(param): answer for (param, _), answer in zip(asked, answers)}
+        return False
 
     def _layout(self, optimizer: Any) -> bool:
         """Put the parameters that have a gradient now into banks; False (nothing
@@ -463,6 +474,8 @@ class MultiTensorStep:
             for param, _, plan in entries
             if plan.decays is None
         ]
+        self._layout_answers = [decays for _, decays in self._asked_decays]
+        self._asked_names = [param.name for param, _ in self._asked_decays]
         previous = {id(t): t for bank in self.banks for t in bank.tensors}
         self.banks = [Bank(key, by_kernel) for key, by_kernel in members.items()]
         self.outside = outside
