@@ -342,6 +342,26 @@ def test_clearing_between_backward_and_clear_grad() -> None:
     assert both_paths(scenario)[3]._multi_tensor.fused_steps == 5
 
 
+def test_clear_grad_after_a_backward_by_paddle_autograd_backward() -> None:
+    """clear_grad() trusts the step's view check only until a backward, whichever API runs it."""
+
+    def scenario(model, optimizer, step):
+        loss_of(model, step).backward()
+        optimizer.step()
+        optimizer.clear_grad()
+        for p in model.encoder.parameters():
+            p.clear_gradient()
+        paddle.autograd.backward([loss_of(model, step, part=2)])  # replaces the cleared gradients
+        optimizer.clear_grad()
+
+    assert both_paths(scenario)[3]._multi_tensor.fused_steps == 5
+
+
+def test_a_decay_rule_answering_ints_and_strings_keeps_one_layout() -> None:
+    multi = both_paths(apply_decay_param_fun=lambda n: 0 if n.endswith(".b_0") else "yes")
+    assert multi[3]._multi_tensor.fused_steps == 5 and multi[3]._multi_tensor.rebuilds == 1
+
+
 def test_gradient_accumulation() -> None:
     def scenario(model, optimizer, step):
         for part in range(3):

@@ -31,6 +31,10 @@ updated. Every step checks each parameter and gradient
 (and aliased again); anything else rebuilds the groups before the update.
 What the groups cannot express (see :func:`unsupported_reason`) takes the
 per-parameter path for the whole step, with the same numbers.
+``clear_grad()`` zeroes each bank's gradient buffer in one op; it looks at
+the gradients again only if a backward has run since the step that checked
+them (a one-shot backward final hook says so): only a backward replaces a
+gradient tensor.
 
 :class:`MultiTensorStep` is the optimizer's state of this path:
 :meth:`~MultiTensorStep.step` and :meth:`~MultiTensorStep.clear_grad` return
@@ -39,12 +43,14 @@ False where the caller must take the per-parameter path.
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Sequence
+from operator import attrgetter, itemgetter
 from typing import Any, NamedTuple
 
 import paddle
 from paddle import _C_ops
-from paddle.base import framework
+from paddle.base import core, framework
 from paddle.base.layer_helper import LayerHelper
 
 from .updates import (
@@ -57,7 +63,7 @@ from .updates import (
     is_tensor,
 )
 
-__all__ = ["Bank", "BankKey", "KernelGroup", "KernelKey", "MultiTensorStep", "share_flat", "unsupported_reason"]
+__all__ = ["AskedDecays", "Bank", "BankKey", "KernelGroup", "KernelKey", "MultiTensorStep", "share_flat", "unsupported_reason"]
 
 # Rebuilding the groups in this many consecutive steps means something
 # replaces parameters or changes the trained set every step: the flat
@@ -84,6 +90,12 @@ class KernelKey(NamedTuple):
     decays: bool
     base_scale: float
     update_scale: float
+
+
+_STOP_GRADIENT = attrgetter("stop_gradient")
+_GRAD = attrgetter("grad")
+_OPTIMIZE_ATTR = attrgetter("optimize_attr")
+_LR_FACTOR = itemgetter("learning_rate")
 
 
 def _numel(tensor: Any) -> int:
@@ -120,6 +132,25 @@ def _own_storage(tensor: Any) -> None:
     with paddle.no_grad():
         _C_ops.assign(tensor)._share_buffer_to(tensor)
     tensor.get_tensor()._set_dims(shape)
+
+
+class AskedDecays(NamedTuple):
+    """The parameters whose ``apply_decay_param_fun`` (not pure in the name) is
+    asked at every step, their names, and its answers the layout was made with."""
+
+    params: list[Any]
+    names: list[str]
+    answers: list[bool]
+
+    def changed_answers(self, decays: Any) -> dict[int, bool] | None:
+        """None if ``decays`` answers as at the layout; else its answers now, by id of the parameter."""
+        answers = list(map(decays, self.names))
+        if answers == self.answers:  # (True == 1: bools and 0/1 need no bool() per name)
+            return None
+        answers = [bool(answer) for answer in answers]
+        if answers == self.answers:
+            return None
+        return {id(param): answer for param, answer in zip(self.params, answers)}
 
 
 class KernelGroup:
@@ -179,6 +210,8 @@ class Bank:
             group_params = [param for param, _, _ in kernel_members]
             self.groups.append(KernelGroup(kernel_key, group_params, self, start, stop, plans[index]))
             start, index = stop, index + len(kernel_members)
+        self._decay_plan_key: tuple[float, bool, bool] | None = None
+        self._decay_plan_cache: list[tuple[KernelGroup, float | None, Any]] = []
 
     def _grad_view(self, index: int) -> Any:
         """A new view of parameter ``index``'s range of the gradient buffer.
@@ -196,20 +229,21 @@ class Bank:
         gradient, its lr factor and is a view of the bank, and the positions
         of gradients that are no longer views (replaced by a backward after
         ``clear_gradient``)."""
-        param_flat, grad_flat = self.param_flat, self.grad_flat
-        replaced = []
-        for index, (param, base_scale) in enumerate(zip(self.params, self.base_scales)):
-            grad = param.grad
-            if (
-                grad is None
-                or param.stop_gradient
-                or not param._is_shared_buffer_with(param_flat)
-                or param.optimize_attr["learning_rate"] != base_scale
-            ):
-                return False, replaced
-            if not grad._is_shared_buffer_with(grad_flat):
-                replaced.append(index)
-        return True, replaced
+        # Whole-list passes, not one loop with a branch per tensor: this runs
+        # at every step for every parameter, and is most of the step's Python.
+        params, param_flat, grad_flat = self.params, self.param_flat, self.grad_flat
+        if (
+            any(map(_STOP_GRADIENT, params))
+            or not all([param._is_shared_buffer_with(param_flat) for param in params])
+            or list(map(_LR_FACTOR, map(_OPTIMIZE_ATTR, params))) != self.base_scales
+        ):
+            return False, []
+        views = [None if grad is None else grad._is_shared_buffer_with(grad_flat) for grad in map(_GRAD, params)]
+        if all(views):
+            return True, []
+        if any(view is None for view in views):
+            return False, []
+        return True, [index for index, view in enumerate(views) if not view]
 
     def realias_grads(self, replaced: list[int]) -> bool:
         """Copy replaced gradients into their views and hand the views back; False if one cannot be."""
@@ -228,16 +262,43 @@ class Bank:
                 self.params[index]._copy_gradient_from(view)
         return True
 
-    def zero_grads(self) -> bool:
+    def zero_grads(self, views_checked: bool = False) -> bool:
         """``clear_grad(set_to_zero=True)`` for the whole bank in one op; False (nothing
-        done) where a gradient is not a view or a parameter is frozen."""
-        grad_flat = self.grad_flat
-        for param in self.params:
-            grad = param.grad
-            if param.stop_gradient or grad is None or not grad._is_shared_buffer_with(grad_flat):
-                return False
+        done) where a parameter is frozen or a gradient is not a view.
+
+        ``views_checked``: the last step found every gradient a view
+        (:meth:`check`) and no backward has run since (the only way a
+        gradient comes to be replaced), so they are not looked at again.
+        """
+        params, grad_flat = self.params, self.grad_flat
+        if any(map(_STOP_GRADIENT, params)):
+            return False
+        if not views_checked and not all(
+            [grad is not None and grad._is_shared_buffer_with(grad_flat) for grad in map(_GRAD, params)]
+        ):
+            return False
         grad_flat.zero_()
         return True
+
+    def _decay_plan(self, coeff: float, with_ratio: bool, force_general: bool) -> list[tuple[KernelGroup, float | None, Any]]:
+        """Per kernel group ``(group, fused coefficient or None, lr factor of a separate
+        decay op or None)``: the per-parameter path's decision, made once per
+        weight decay (it changes only under a ``WeightDecaySchedule``)."""
+        key = (coeff, with_ratio, force_general)
+        if self._decay_plan_key != key:
+            plan = []
+            for group in self.groups:
+                kernel_key = group.key
+                lr_scale_of_decay = decay_scale(kernel_key.base_scale, kernel_key.update_scale, with_ratio=with_ratio)
+                fused = (
+                    None
+                    if not kernel_key.decays or force_general
+                    else fused_decay_coeff(coeff, lr_scale_of_decay, kernel_key.update_scale)
+                )
+                separate = lr_scale_of_decay if kernel_key.decays and fused is None else None
+                plan.append((group, fused, separate))
+            self._decay_plan_key, self._decay_plan_cache = key, plan
+        return self._decay_plan_cache
 
     def update(self, lrs: list[Any], update: UpdatePass, coeff: float, optimizer: Any) -> None:
         """One Adam step of the bank: per :class:`KernelGroup` the per-parameter
@@ -245,36 +306,33 @@ class Bank:
         ranges, then the beta powers advance (one ``scale_`` each)."""
         key = self.key
         settings = update.settings(optimizer)
-        with_ratio = optimizer._decay_with_ratio
+        beta1, beta2, epsilon = settings.beta1_value, settings.beta2_value, settings.epsilon
+        lazy_mode, amsgrad = settings.lazy_mode, settings.amsgrad
         # CPU has no half-precision kernel: the float32 master weights take the
         # step from the float32 cast of the gradients, then are cast into the parameters.
         grad32 = _C_ops.cast(self.grad_flat, paddle.float32) if key.fp32_fallback else None
-        for group in self.groups:
-            kernel_key = group.key
-            lr_scale_of_decay = decay_scale(kernel_key.base_scale, kernel_key.update_scale, with_ratio=with_ratio)
-            fused = (
-                None
-                if not kernel_key.decays or optimizer._force_general_decay
-                else fused_decay_coeff(coeff, lr_scale_of_decay, kernel_key.update_scale)
-            )
-            if kernel_key.decays and fused is None:  # the separate decay op, as the per-parameter path
-                factor = update.decay_factor(update.lr(lr_scale_of_decay), coeff, None)
+        adamw_ = _C_ops.adamw_
+        for group, fused, separate_decay_scale in self._decay_plan(
+            coeff, optimizer._decay_with_ratio, optimizer._force_general_decay
+        ):
+            if separate_decay_scale is not None:  # the separate decay op, as the per-parameter path
+                factor = update.decay_factor(update.lr(separate_decay_scale), coeff, None)
                 decoupled_decay(None, group.master if key.master else group.param, factor)
             if grad32 is not None:
                 target, grad, kernel_master = group.master, grad32._slice(group.start, group.stop), None
             else:
                 target, grad, kernel_master = group.param, group.grad, group.master
-            _C_ops.adamw_(
+            adamw_(
                 target, grad, lrs[group.lr_index], group.moment1, group.moment2, group.moment2_max,
-                group.beta1_pow, group.beta2_pow, kernel_master, None, settings.beta1_value, settings.beta2_value,
-                settings.epsilon, 1.0, 0.0 if fused is None else fused, fused is not None, settings.lazy_mode,
-                MIN_ROW_SIZE_TO_USE_MULTITHREAD, kernel_master is not None, True, settings.amsgrad,
+                group.beta1_pow, group.beta2_pow, kernel_master, None, beta1, beta2,
+                epsilon, 1.0, 0.0 if fused is None else fused, fused is not None, lazy_mode,
+                MIN_ROW_SIZE_TO_USE_MULTITHREAD, kernel_master is not None, True, amsgrad,
             )
         if key.fp32_fallback:
             _C_ops.assign_out_(_C_ops.cast(self.master_flat, self.param_flat.dtype), self.param_flat)
         # What the kernel does to one parameter's powers (use_global_beta_pow=False), for all.
-        _C_ops.scale_(self.beta1_pows, float(settings.beta1_value), 0.0, True)
-        _C_ops.scale_(self.beta2_pows, float(settings.beta2_value), 0.0, True)
+        _C_ops.scale_(self.beta1_pows, float(beta1), 0.0, True)
+        _C_ops.scale_(self.beta2_pows, float(beta2), 0.0, True)
 
 
 def unsupported_reason(optimizer: Any) -> str | None:
@@ -346,9 +404,7 @@ class MultiTensorStep:
         self.outside: list[Any] = []  # listed parameters in no bank (frozen, no gradient)
         self._lr_tables: dict[int, _LrTable] = {}
         # (parameter, its answer at the layout) for an apply_decay_param_fun asked at every update
-        self._asked_decays: list[tuple[Any, bool]] = []
-        self._layout_answers: list[bool] = []  # the answers of _asked_decays, as a list to compare at once
-        self._asked_names: list[str] = []
+        self._asked_decays = AskedDecays([], [], [])
         self._decay_answers: dict[int, bool] = {}  # this step's answers, by id of the parameter
         self.fused_steps = 0
         self.rebuilds = 0
@@ -356,6 +412,8 @@ class MultiTensorStep:
         self._listed = 0
         self.disabled: str | None = None
         self.last_reason: str | None = None
+        # The last step found the gradients views, and no backward has run since.
+        self._views_checked = False
 
     @property
     def kernel_groups(self) -> int:
@@ -367,10 +425,9 @@ class MultiTensorStep:
         self.banks = []
         self.outside = []
         self._lr_tables = {}
-        self._asked_decays = []
-        self._layout_answers = []
-        self._asked_names = []
+        self._asked_decays = AskedDecays([], [], [])
         self._decay_answers = {}
+        self._views_checked = False
 
     # ------------------------------------------------------------------ step
     def step(self, optimizer: Any) -> bool:
@@ -409,6 +466,9 @@ class MultiTensorStep:
         if schedule is not None:
             optimizer._finish_scheduled_step()
         self.fused_steps += 1
+        if not self._views_checked:
+            self._views_checked = True
+            _on_next_backward(weakref.ref(self))
         return True
 
     def _intact(self, optimizer: Any) -> bool:
@@ -426,14 +486,13 @@ class MultiTensorStep:
         # (no decay during warmup): the kernel groups are laid out by its
         # answers. Asked once per parameter and step, as AdamW asks; a new
         # layout takes these answers.
-        asked = self._asked_decays
-        if not asked:
+        if not self._asked_decays.params:
             return True
-        decays_now = optimizer._apply_decay_param_fun  # not None: only its answers are asked for
-        answers = [bool(decays_now(name)) for name in self._asked_names]
-        if answers == self._layout_answers:
+        # (not None: only its answers are asked for)
+        changed = self._asked_decays.changed_answers(optimizer._apply_decay_param_fun)
+        if changed is None:
             return True
-        self._decay_answers = {id(param): answer for (param, _), answer in zip(asked, answers)}
+        self._decay_answers = changed
         return False
 
     def _layout(self, optimizer: Any) -> bool:
@@ -467,15 +526,16 @@ class MultiTensorStep:
                 members.setdefault(keys[0], {}).setdefault(keys[1], []).append(
                     (param, param._grad_ivar(), _plan_of(optimizer, param))
                 )
-        self._asked_decays = [
+        asked = [
             (param, kernel_key.decays)
             for by_kernel in members.values()
             for kernel_key, entries in by_kernel.items()
             for param, _, plan in entries
             if plan.decays is None
         ]
-        self._layout_answers = [decays for _, decays in self._asked_decays]
-        self._asked_names = [param.name for param, _ in self._asked_decays]
+        self._asked_decays = AskedDecays(
+            [param for param, _ in asked], [param.name for param, _ in asked], [decays for _, decays in asked]
+        )
         previous = {id(t): t for bank in self.banks for t in bank.tensors}
         self.banks = [Bank(key, by_kernel) for key, by_kernel in members.items()]
         self.outside = outside
@@ -524,7 +584,7 @@ class MultiTensorStep:
             return False
         rest = list(self.outside)
         for bank in self.banks:
-            if not bank.zero_grads():
+            if not bank.zero_grads(self._views_checked):
                 rest.extend(bank.params)
         if _listed_count(optimizer) != self._listed:  # a parameter group added since the layout
             banked = {id(p) for bank in self.banks for p in bank.params}
@@ -533,6 +593,19 @@ class MultiTensorStep:
             if not param.stop_gradient:
                 param.clear_gradient(True)
         return True
+
+
+def _on_next_backward(step: weakref.ref[MultiTensorStep]) -> None:
+    """Have the next backward (Paddle runs a final hook once, then drops it)
+    mark ``step``'s gradients as to be checked again: that backward may
+    replace a gradient (one cleared with ``clear_gradient``) by a new tensor."""
+
+    def backward_ran() -> None:
+        alive = step()
+        if alive is not None:
+            alive._views_checked = False
+
+    core.eager._add_backward_final_hook(backward_ran)
 
 
 def _plan_of(optimizer: Any, param: Any) -> Any:
