@@ -39,6 +39,7 @@ LABELS = {
     "update_vs_adamw_ratio": "EMA update",
     "loop_multi_tensor_ratio": "AdamWDL step+clear_grad, multi-tensor",
     "loop_per_parameter_ratio": "AdamWDL step+clear_grad, per-parameter",
+    "kernel_calls_alone_ratio": "multi-tensor kernel calls alone (floor)",
 }
 BENCHMARKS = ("adamwdl", "ema", "training_loop")
 
