@@ -36,7 +36,8 @@ LABELS = {
     "adamwdl_ratio": "AdamWDL step, fast path",
     "adamwdl_wd_schedule_ratio": "AdamWDL step, weight-decay schedule",
     "adamwdl_general_path_ratio": "AdamWDL step, general path (no target)",
-    "update_vs_adamw_ratio": "EMA update",
+    "update_vs_adamw_ratio": "EMA update, own-storage params",
+    "update_multi_tensor_layout_vs_adamw_ratio": "EMA update, multi-tensor layout",
     "loop_multi_tensor_ratio": "AdamWDL step+clear_grad, multi-tensor",
     "loop_per_parameter_ratio": "AdamWDL step+clear_grad, per-parameter",
 }
