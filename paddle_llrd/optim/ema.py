@@ -123,7 +123,8 @@ def _storage_runs(params: list[paddle.Tensor]) -> list[list[int]]:
         run = [indices[0]]
         for index in indices[1:]:
             last, param = params[run[-1]], params[index]
-            if param._offset() == last._offset() + _numel(last) * last.element_size() and param._is_shared_buffer_with(last):
+            follows = param._offset() == last._offset() + _numel(last) * last.element_size()
+            if follows and param._is_shared_buffer_with(last):
                 run.append(index)
             else:
                 runs.append(run)
@@ -181,7 +182,9 @@ def _flat_segments(params: list[paddle.Tensor], shadows: list[paddle.Tensor]) ->
                     gathered.extend(run)
             if gathered:
                 gathered.sort()
-                segments.append(_FlatSegment([params[i] for i in gathered], [shadows[i] for i in gathered], aliased=False))
+                segments.append(
+                    _FlatSegment([params[i] for i in gathered], [shadows[i] for i in gathered], aliased=False)
+                )
     return segments
 
 
