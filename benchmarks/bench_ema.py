@@ -8,7 +8,14 @@ unless ``--layers`` / ``--hidden`` shrink it, or 1,536 small tensors
 (``small-params``, three times the repetitions). Gradients are set once; the
 two operations are timed alternately in one process and the medians of the
 per-round ratios reported, so that load from other processes on a shared CPU
-hits both.
+hits both. Two rows, each against the AdamW step timed beside it:
+
+* the parameters as built (each in a buffer of its own, as with
+  ``paddle.optimizer.AdamW``): the update gathers them into one flat tensor
+  per dtype;
+* then the same parameters after one (untimed) step of ``AdamWDL``'s
+  multi-tensor path, which makes them views of flat buffers: the update
+  reads those buffers in place.
 
     python benchmarks/bench_ema.py                          # BERT-base shape
     python benchmarks/bench_ema.py --regime small-params    # many small tensors
@@ -23,7 +30,7 @@ import time
 
 import paddle
 
-from paddle_llrd import ExponentialMovingAverage
+from paddle_llrd import AdamWDL, ExponentialMovingAverage
 from bench_common import benchmark_model, describe, model_size_parser, parse_lenient
 
 # The bert-base regime's target; small tensors are measured, without a target.
@@ -46,8 +53,26 @@ def _time_into(function, timings: list[float]) -> None:
     timings.append(time.perf_counter() - start)
 
 
+def _interleaved(ema: ExponentialMovingAverage, optimizer, repeats: int) -> tuple[float, float, float]:
+    """Median update ms, median step ms and the median per-round ratio, timed alternately."""
+    ema_times: list[float] = []
+    adamw_times: list[float] = []
+    for index in range(repeats):
+        first, second = (ema.update, optimizer.step) if index % 2 == 0 else (optimizer.step, ema.update)
+        _time_into(first, ema_times if first == ema.update else adamw_times)
+        _time_into(second, ema_times if second == ema.update else adamw_times)
+    ratio = statistics.median(e / a for e, a in zip(ema_times, adamw_times))
+    return 1e3 * statistics.median(ema_times), 1e3 * statistics.median(adamw_times), ratio
+
+
+def _segments(ema: ExponentialMovingAverage) -> tuple[int, int]:
+    """(op groups of an update, of which read parameter buffers in place), from the EMA's private layout."""
+    segments = ema._flat_segments()
+    return len(segments), sum(segment.params_alias is not None for segment in segments)
+
+
 def main(argv: list[str] | None = None) -> dict:
-    """Run the benchmark; returns the settings, medians (ms) and the ratio."""
+    """Run the benchmark; returns the settings, medians (ms) and the ratios."""
     args = _parse(list(sys.argv[1:] if argv is None else argv))
     paddle.seed(0)
     model, _ = benchmark_model(args)
@@ -63,15 +88,19 @@ def main(argv: list[str] | None = None) -> dict:
 
     optimizer.step()  # creates the moments outside the timed runs
     ema.update()
-    ema_times: list[float] = []
-    adamw_times: list[float] = []
-    for index in range(repeats):
-        first, second = (ema.update, optimizer.step) if index % 2 == 0 else (optimizer.step, ema.update)
-        _time_into(first, ema_times if first == ema.update else adamw_times)
-        _time_into(second, ema_times if second == ema.update else adamw_times)
-    ema_ms = 1e3 * statistics.median(ema_times)
-    adamw_ms = 1e3 * statistics.median(adamw_times)
-    ratio = statistics.median(e / a for e, a in zip(ema_times, adamw_times))
+    own_segments = _segments(ema)
+    ema_ms, adamw_ms, ratio = _interleaved(ema, optimizer, repeats)
+
+    # AdamWDL's multi-tensor step makes the parameters (and gradients) views of
+    # flat buffers; AdamW's in-place step keeps them so. The next update lays the shadows out alike.
+    layout = AdamWDL(learning_rate=1e-4, parameters=params, weight_decay=0.01)
+    layout.step()
+    if layout._multi_tensor.fused_steps != 1:
+        raise RuntimeError(f"AdamWDL did not take its multi-tensor step: {layout._multi_tensor.last_reason}")
+    ema.update()
+    laid_out_segments = _segments(ema)
+    laid_out_ema_ms, laid_out_adamw_ms, laid_out_ratio = _interleaved(ema, optimizer, repeats)
+
     results = {
         "regime": args.regime,
         "layers": args.layers,
@@ -82,12 +111,21 @@ def main(argv: list[str] | None = None) -> dict:
         "ema_update_ms": round(ema_ms, 3),
         "adamw_step_ms": round(adamw_ms, 3),
         "update_vs_adamw_ratio": round(ratio, 4),
+        "op_groups": own_segments[0],
+        "multi_tensor_layout_ema_update_ms": round(laid_out_ema_ms, 3),
+        "multi_tensor_layout_adamw_step_ms": round(laid_out_adamw_ms, 3),
+        "update_multi_tensor_layout_vs_adamw_ratio": round(laid_out_ratio, 4),
+        "multi_tensor_layout_op_groups": laid_out_segments[0],
+        "multi_tensor_layout_in_place_groups": laid_out_segments[1],
         "target_ratio": TARGET_RATIOS[args.regime],
     }
+    target = f"(target <= {TARGET_RATIOS[args.regime]})" if TARGET_RATIOS[args.regime] else "(no target)"
     print(
-        f"EMA update vs AdamW step, {describe(args, len(params), n_params)}, {repeats} interleaved runs: "
-        f"median update {ema_ms:.2f} ms, AdamW step {adamw_ms:.2f} ms, ratio {ratio:.3f} "
-        + (f"(target <= {TARGET_RATIOS[args.regime]})" if TARGET_RATIOS[args.regime] else "(no target)")
+        f"EMA update vs AdamW step, {describe(args, len(params), n_params)}, {repeats} interleaved runs each:\n"
+        f"  parameters in buffers of their own ({own_segments[0]} op groups, {own_segments[1]} in place): "
+        f"median update {ema_ms:.2f} ms, AdamW step {adamw_ms:.2f} ms, ratio {ratio:.3f} {target}\n"
+        f"  laid out by AdamWDL's multi-tensor step ({laid_out_segments[0]} op groups, {laid_out_segments[1]} in place): "
+        f"median update {laid_out_ema_ms:.2f} ms, AdamW step {laid_out_adamw_ms:.2f} ms, ratio {laid_out_ratio:.3f} {target}"
     )
     return results
 

@@ -9,20 +9,33 @@ nothing.
 from __future__ import annotations
 
 import contextlib
+import math
 import numbers
+import operator
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
 import paddle
+from paddle import _C_ops
 
 from ..argument_checks import checked_count
 from .eager import runs_eagerly_under_sot
+from .multi_tensor import share_flat
 
 __all__ = ["ExponentialMovingAverage"]
 
 _LOW_PRECISION = (paddle.float16, paddle.bfloat16)
 _STATE_KEYS = ("decay", "warmup", "num_updates", "shadow")
+# The dtypes ``coalesce_tensor`` has kernels for on CPU and GPU alike; other
+# parameters are gathered by ``concat``.
+_COALESCED = (paddle.float32, paddle.float64)
+# A parameter this large that does not share a buffer with its neighbours is
+# updated in place on its own: three more ops cost less than copying it
+# into a gathered tensor at every update (on one CPU core, 32 tensors of
+# 8,192 elements update in 0.39 ms gathered and 1.0 ms one by one; of
+# 16,384, 2.2 ms gathered and 1.5 ms one by one).
+_UPDATED_ALONE_NUMEL = 1 << 14
 
 
 def _validated_decay(decay: Any) -> float:
@@ -76,6 +89,105 @@ def _loaded_shadow(name: str, value: Any, param: paddle.Tensor) -> paddle.Tensor
     return value if value.dtype == dtype else paddle.cast(value, dtype)
 
 
+def _numel(tensor: paddle.Tensor) -> int:
+    return int(math.prod(tensor.shape))
+
+
+def _gathered(params: list[paddle.Tensor]) -> paddle.Tensor:
+    """A new flat tensor holding the values of ``params`` (same dtype and place) in order."""
+    if params[0].dtype in _COALESCED:
+        dtype = params[0].dtype
+        return _C_ops.coalesce_tensor(params, dtype, True, False, False, 0.0, False, 0, -1, [], [])[1]
+    return _C_ops.concat([_C_ops.reshape(p, [-1]) for p in params], 0)
+
+
+def _alias_of_run(run: list[paddle.Tensor]) -> paddle.Tensor:
+    """A flat tensor over the storage that ``run`` tiles (its tensors follow each
+    other in one buffer, in order): writes to it are writes to them."""
+    alias = paddle.Tensor()
+    run[0]._share_buffer_to(alias)  # the buffer and run[0]'s offset in it
+    alias.get_tensor()._set_dims([sum(_numel(t) for t in run)])
+    return alias
+
+
+def _storage_runs(params: list[paddle.Tensor]) -> list[list[int]]:
+    """The positions in ``params`` (same dtype and place) as runs of tensors
+    that follow each other in one buffer, in storage order; a tensor with a
+    buffer of its own is a run of one."""
+    by_buffer: dict[int, list[int]] = {}
+    for index, param in enumerate(params):
+        by_buffer.setdefault(param.data_ptr() - param._offset(), []).append(index)
+    runs = []
+    for indices in by_buffer.values():
+        indices.sort(key=lambda i: params[i]._offset())
+        run = [indices[0]]
+        for index in indices[1:]:
+            last, param = params[run[-1]], params[index]
+            follows = param._offset() == last._offset() + _numel(last) * last.element_size()
+            if follows and param._is_shared_buffer_with(last):
+                run.append(index)
+            else:
+                runs.append(run)
+                run = [index]
+        runs.append(run)
+    return runs
+
+
+class _FlatSegment:
+    """Shadows that one set of ops updates: views of one flat buffer, in the
+    order of a flat tensor of their parameters' values, which is either an
+    alias of the range the parameters tile in a buffer of theirs (as
+    AdamWDL's multi-tensor step lays them out) or gathered at each update."""
+
+    __slots__ = ("params", "shadow_flat", "params_alias")
+
+    def __init__(self, params: list[paddle.Tensor], shadows: list[paddle.Tensor], aliased: bool) -> None:
+        self.params = params
+        self.shadow_flat = share_flat(shadows)
+        self.params_alias = _alias_of_run(params) if aliased else None
+
+    def update(self, decay: float) -> None:
+        """The shadows' update of :meth:`ExponentialMovingAverage.update` for ``0 <= decay < 1``."""
+        values = self.params_alias if self.params_alias is not None else _gathered(self.params)
+        shadow = self.shadow_flat
+        if values.dtype != shadow.dtype:
+            values = _C_ops.cast(values, shadow.dtype)
+        if decay == 0.0:
+            _C_ops.assign_out_(values, shadow)
+            return
+        # d * s + (1 - d) * p without a temporary for (1 - d) * p.
+        shadow.scale_(decay / (1.0 - decay))
+        shadow.add_(values)
+        shadow.scale_(1.0 - decay)
+
+
+def _flat_segments(params: list[paddle.Tensor], shadows: list[paddle.Tensor]) -> list[_FlatSegment]:
+    """The segments for the present storage of ``params`` (their shadows are
+    laid out anew, values kept): one per run of two or more parameters that
+    tile a range of one buffer, or of one large parameter; the others
+    gathered, one segment per (place, parameter dtype, shadow dtype)."""
+    groups: dict[tuple[str, Any, str, Any], list[int]] = {}
+    for index, (param, shadow) in enumerate(zip(params, shadows)):
+        if _numel(param) > 0:  # (an empty one has nothing to update)
+            groups.setdefault((str(param.place), param.dtype, str(shadow.place), shadow.dtype), []).append(index)
+    segments = []
+    with paddle.no_grad():
+        for indices in groups.values():
+            gathered = []
+            for run in _storage_runs([params[i] for i in indices]):
+                run = [indices[i] for i in run]
+                if len(run) > 1 or _numel(params[run[0]]) >= _UPDATED_ALONE_NUMEL:
+                    segments.append(_FlatSegment([params[i] for i in run], [shadows[i] for i in run], aliased=True))
+                else:
+                    gathered.extend(run)
+            if gathered:
+                gathered.sort()
+                segments.append(
+                    _FlatSegment([params[i] for i in gathered], [shadows[i] for i in gathered], aliased=False)
+                )
+    return segments
+
+
 class ExponentialMovingAverage:
     r"""Exponential moving average of the trainable parameters of ``model``.
 
@@ -99,7 +211,11 @@ class ExponentialMovingAverage:
     is unwrapped, so the names and checkpoints are those of the inner layer).
 
     :meth:`update` works in place on the shadows, outside autograd, and keeps
-    the same tensors (objects and storage) from call to call. Shadows of
+    the same tensor objects from call to call: views of flat buffers laid out
+    like the parameters' storage, so that each update is a few ops per
+    buffer; their storage changes only when the parameters' storage does
+    (the first multi-tensor ``AdamWDL`` step makes the parameters views of
+    flat buffers, and the shadows follow). Shadows of
     float16/bfloat16 parameters are float32, so that many small steps of
     ``(1 - d) * p`` are not rounded away; other shadows have the parameter's
     dtype.
@@ -161,6 +277,10 @@ class ExponentialMovingAverage:
         self.backup: dict[str, paddle.Tensor] = {}
         self.num_updates = 0
         self._params: dict[str, paddle.Tensor] = {}
+        # The shadows as flat segments, for the parameters' storage and the
+        # shadow tensors recorded beside them (laid out anew when either changes).
+        self._segments: list[_FlatSegment] | None = None
+        self._laid_out_for: tuple[list[int], list[paddle.Tensor]] = ([], [])
 
     @property
     def decay(self) -> float:
@@ -240,6 +360,8 @@ class ExponentialMovingAverage:
                 shadow[name].stop_gradient = True
         self._params = params
         self.shadow = shadow
+        self._segments = None
+        self._flat_segments()
         self.num_updates = 0
 
     @runs_eagerly_under_sot
@@ -251,9 +373,17 @@ class ExponentialMovingAverage:
         Call it after each ``optimizer.step()`` (also in a
         ``paddle.jit.to_static`` train step, where it runs eagerly). The shadows are updated in
         place, without gradient tracking, as
-        ``shadow = (1 - d) * (shadow * d / (1 - d) + p)`` (three in-place
-        element-wise ops that allocate nothing; a float16/bfloat16 parameter
-        is first cast to float32).
+        ``shadow = (1 - d) * (shadow * d / (1 - d) + p)``: three in-place
+        element-wise ops per *segment*, a flat buffer of shadows whose
+        parameters' values are one flat tensor, the bits of the same three
+        ops per parameter. Parameters that tile a range of one buffer (as
+        after a step of ``AdamWDL``'s multi-tensor path, which lays them out
+        so) are a segment read in place; a large parameter in a buffer of its
+        own is one too; the others (as with ``paddle.optimizer.AdamW``) are
+        gathered into one new tensor per place and dtype. A float16/bfloat16
+        segment is cast to float32 first. Each call compares the parameters'
+        data pointers with the layout's, and lays the shadows out anew
+        (values kept) when one moved.
 
         Raises:
             RuntimeError: before :meth:`register`, or while the shadows are
@@ -263,19 +393,33 @@ class ExponentialMovingAverage:
         if self.applied:
             raise RuntimeError("update() called while the shadows are applied: call restore() first")
         decay = self.current_decay()
-        with paddle.no_grad():
-            if decay == 0.0:
-                for name, param in self._params.items():
-                    paddle.assign(self._as_shadow_dtype(param, self.shadow[name]), output=self.shadow[name])
-            elif decay < 1.0:  # decay == 1 leaves the shadows as they are
-                # d * s + (1 - d) * p without a temporary for (1 - d) * p.
-                ratio = decay / (1.0 - decay)
-                for name, param in self._params.items():
-                    shadow = self.shadow[name]
-                    shadow.scale_(ratio)
-                    shadow.add_(self._as_shadow_dtype(param, shadow))
-                    shadow.scale_(1.0 - decay)
+        if decay < 1.0:  # decay == 1 leaves the shadows as they are
+            with paddle.no_grad():
+                for segment in self._flat_segments():
+                    segment.update(decay)
         self.num_updates += 1
+
+    def _flat_segments(self) -> list[_FlatSegment]:
+        """The segments, laid out anew if a parameter's storage or a shadow tensor changed since.
+
+        A parameter whose data pointer is unchanged is where it was: an
+        aliased segment holds the buffer, so no other tensor can have come
+        to occupy that memory. (About 0.3 us per parameter.)
+        """
+        params = list(self._params.values())
+        pointers = list(map(paddle.Tensor.data_ptr, params))
+        shadows = list(self.shadow.values())
+        laid_out_pointers, laid_out_shadows = self._laid_out_for
+        if (
+            self._segments is None
+            or pointers != laid_out_pointers
+            or len(shadows) != len(laid_out_shadows)
+            or any(map(operator.is_not, shadows, laid_out_shadows))
+        ):
+            self._segments = None  # (frees the previous aliases before the new buffers are made)
+            self._segments = _flat_segments(params, [self.shadow[name] for name in self._params])
+            self._laid_out_for = (pointers, shadows)
+        return self._segments
 
     @staticmethod
     def _as_shadow_dtype(value: paddle.Tensor, shadow: paddle.Tensor) -> paddle.Tensor:
