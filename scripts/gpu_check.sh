@@ -2,8 +2,8 @@
 # GPU checks of paddle_llrd: tests/test_gpu.py (fused kernel float16/bfloat16
 # master weights, auto_cast O1/O2 with GradScaler and an overflow step,
 # multi-GPU data parallel and sharding, the multi-tensor step) plus the
-# execution-mode, distributed and multi-tensor tests and the training-loop
-# benchmark, run against a CUDA build of Paddle; optionally (see
+# execution-mode, distributed, multi-tensor and EMA tests and the training-loop
+# and EMA benchmarks, run against a CUDA build of Paddle; optionally (see
 # PADDLEFORMERS_PYTHON) the PaddleFormers Trainer on a GPU,
 # tests_paddleformers/test_gpu_trainer.py, and `python -m paddle_llrd train`
 # in bf16 and with pipeline parallel on 2 GPUs, tests_paddleformers/test_gpu_cli.py. Prints a PASS/FAIL/SKIP line per
@@ -124,18 +124,24 @@ run_suite execution-modes "$PYTHON" tests/test_execution_modes.py
 run_suite distributed "$PYTHON" tests/test_distributed.py
 # The multi-tensor step on CUDA tensors: every alias and bit-identity test.
 run_suite multi-tensor "$PYTHON" tests/test_multi_tensor.py
+# The EMA's flat update on CUDA tensors (coalesce_tensor's GPU kernel, shadows
+# read in place from AdamWDL's buffers), against per-tensor bits.
+run_suite ema "$PYTHON" tests/test_ema.py
+run_suite ema-flat-update "$PYTHON" tests/test_ema_flat_update.py
 
 # Its speed on the GPU (step(); clear_grad() in a training loop, ratios to
 # paddle.optimizer.AdamW in the same run): reported, never a pass/fail.
-for regime in small-params bert-base; do
-    echo
-    echo "=== bench_training_loop --regime $regime (on the GPU)"
-    if PYTHONPATH="$PWD:$PWD/benchmarks${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" benchmarks/bench_training_loop.py --regime "$regime"; then
-        SUMMARY+=("INFO  bench-training-loop-$regime  (ratios printed above)")
-    else
-        SUMMARY+=("FAIL  bench-training-loop-$regime  (the benchmark did not run)")
-        STATUS=1
-    fi
+for bench in training_loop ema; do
+    for regime in small-params bert-base; do
+        echo
+        echo "=== bench_$bench --regime $regime (on the GPU)"
+        if PYTHONPATH="$PWD:$PWD/benchmarks${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" "benchmarks/bench_$bench.py" --regime "$regime"; then
+            SUMMARY+=("INFO  bench-$bench-$regime  (ratios printed above)")
+        else
+            SUMMARY+=("FAIL  bench-$bench-$regime  (the benchmark did not run)")
+            STATUS=1
+        fi
+    done
 done
 
 # Optional: the PaddleFormers Trainer in float16 with overflow steps (the EMA
