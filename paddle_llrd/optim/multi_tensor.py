@@ -403,7 +403,7 @@ class MultiTensorStep:
         self.banks: list[Bank] = []
         self.outside: list[Any] = []  # listed parameters in no bank (frozen, no gradient)
         self._lr_tables: dict[int, _LrTable] = {}
-        # (parameter, its answer at the layout) for an apply_decay_param_fun asked at every update
+        # An apply_decay_param_fun not pure in the name: its answers at the layout, asked again every step
         self._asked_decays = AskedDecays([], [], [])
         self._decay_answers: dict[int, bool] = {}  # this step's answers, by id of the parameter
         self.fused_steps = 0
