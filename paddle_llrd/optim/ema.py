@@ -9,7 +9,6 @@ nothing.
 from __future__ import annotations
 
 import contextlib
-import math
 import numbers
 import operator
 from collections.abc import Iterator, Mapping
@@ -21,7 +20,7 @@ from paddle import _C_ops
 
 from ..argument_checks import checked_count
 from .eager import runs_eagerly_under_sot
-from .multi_tensor import share_flat
+from .multi_tensor import flat_copy, numel, share_flat
 
 __all__ = ["ExponentialMovingAverage"]
 
@@ -89,16 +88,12 @@ def _loaded_shadow(name: str, value: Any, param: paddle.Tensor) -> paddle.Tensor
     return value if value.dtype == dtype else paddle.cast(value, dtype)
 
 
-def _numel(tensor: paddle.Tensor) -> int:
-    return int(math.prod(tensor.shape))
-
-
 def _gathered(params: list[paddle.Tensor]) -> paddle.Tensor:
     """A new flat tensor holding the values of ``params`` (same dtype and place) in order."""
     if params[0].dtype in _COALESCED:
         dtype = params[0].dtype
         return _C_ops.coalesce_tensor(params, dtype, True, False, False, 0.0, False, 0, -1, [], [])[1]
-    return _C_ops.concat([_C_ops.reshape(p, [-1]) for p in params], 0)
+    return flat_copy(params)
 
 
 def _alias_of_run(run: list[paddle.Tensor]) -> paddle.Tensor:
@@ -106,7 +101,7 @@ def _alias_of_run(run: list[paddle.Tensor]) -> paddle.Tensor:
     other in one buffer, in order): writes to it are writes to them."""
     alias = paddle.Tensor()
     run[0]._share_buffer_to(alias)  # the buffer and run[0]'s offset in it
-    alias.get_tensor()._set_dims([sum(_numel(t) for t in run)])
+    alias.get_tensor()._set_dims([sum(numel(t) for t in run)])
     return alias
 
 
@@ -123,7 +118,7 @@ def _storage_runs(params: list[paddle.Tensor]) -> list[list[int]]:
         run = [indices[0]]
         for index in indices[1:]:
             last, param = params[run[-1]], params[index]
-            follows = param._offset() == last._offset() + _numel(last) * last.element_size()
+            follows = param._offset() == last._offset() + numel(last) * last.element_size()
             if follows and param._is_shared_buffer_with(last):
                 run.append(index)
             else:
@@ -168,7 +163,7 @@ def _flat_segments(params: list[paddle.Tensor], shadows: list[paddle.Tensor]) ->
     gathered, one segment per (place, parameter dtype, shadow dtype)."""
     groups: dict[tuple[str, Any, str, Any], list[int]] = {}
     for index, (param, shadow) in enumerate(zip(params, shadows)):
-        if _numel(param) > 0:  # (an empty one has nothing to update)
+        if numel(param) > 0:  # (an empty one has nothing to update)
             groups.setdefault((str(param.place), param.dtype, str(shadow.place), shadow.dtype), []).append(index)
     segments = []
     with paddle.no_grad():
@@ -176,7 +171,7 @@ def _flat_segments(params: list[paddle.Tensor], shadows: list[paddle.Tensor]) ->
             gathered = []
             for run in _storage_runs([params[i] for i in indices]):
                 run = [indices[i] for i in run]
-                if len(run) > 1 or _numel(params[run[0]]) >= _UPDATED_ALONE_NUMEL:
+                if len(run) > 1 or numel(params[run[0]]) >= _UPDATED_ALONE_NUMEL:
                     segments.append(_FlatSegment([params[i] for i in run], [shadows[i] for i in run], aliased=True))
                 else:
                     gathered.extend(run)

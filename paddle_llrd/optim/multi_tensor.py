@@ -63,7 +63,7 @@ from .updates import (
     is_tensor,
 )
 
-__all__ = ["AskedDecays", "Bank", "BankKey", "KernelGroup", "KernelKey", "MultiTensorStep", "share_flat", "unsupported_reason"]
+__all__ = ["AskedDecays", "Bank", "BankKey", "KernelGroup", "KernelKey", "MultiTensorStep", "flat_copy", "numel", "share_flat", "unsupported_reason"]
 
 # Rebuilding the groups in this many consecutive steps means something
 # replaces parameters or changes the trained set every step: the flat
@@ -98,8 +98,15 @@ _OPTIMIZE_ATTR = attrgetter("optimize_attr")
 _LR_FACTOR = itemgetter("learning_rate")
 
 
-def _numel(tensor: Any) -> int:
+def numel(tensor: Any) -> int:
+    """The number of elements of ``tensor``, from its shape (no op)."""
     return int(math.prod(tensor.shape))
+
+
+def flat_copy(tensors: Sequence[Any]) -> Any:
+    """A new flat tensor holding the values of ``tensors`` (same dtype and place) in order, outside autograd."""
+    with paddle.no_grad():
+        return _C_ops.concat([_C_ops.reshape(t, [-1]) for t in tensors], 0)
 
 
 def share_flat(tensors: Sequence[Any]) -> Any:
@@ -115,11 +122,10 @@ def share_flat(tensors: Sequence[Any]) -> Any:
         >>> flat.scale_(10.0).numpy().tolist()[3:], b.numpy().tolist()
         ([10.0, 20.0, 20.0, 20.0], [20.0, 20.0, 20.0])
     """
-    with paddle.no_grad():
-        flat = _C_ops.concat([_C_ops.reshape(t, [-1]) for t in tensors], 0)
+    flat = flat_copy(tensors)
     offset = 0
     for tensor in tensors:
-        size, shape = _numel(tensor), list(tensor.shape)
+        size, shape = numel(tensor), list(tensor.shape)
         flat._slice(offset, offset + size)._share_buffer_to(tensor)
         tensor.get_tensor()._set_dims(shape)
         offset += size
@@ -186,14 +192,13 @@ class Bank:
         plans = [plan for _, _, plan in ordered]
         self.base_scales = [kernel_key.base_scale for kernel_key, ms in members.items() for _ in ms]
         self.param_flat = share_flat(self.params)
-        with paddle.no_grad():
-            self.grad_flat = _C_ops.concat([_C_ops.reshape(grad, [-1]) for _, grad, _ in ordered], 0)
+        self.grad_flat = flat_copy([grad for _, grad, _ in ordered])
         self.offsets = []
         offset = 0
         for param in self.params:
             self.offsets.append(offset)
             param._copy_gradient_from(self._grad_view(len(self.offsets) - 1))
-            offset += _numel(param)
+            offset += numel(param)
         moments = list(zip(*(plan.moments for plan in plans)))
         self.moment1 = share_flat(moments[0])
         self.moment2 = share_flat(moments[1])
@@ -206,7 +211,7 @@ class Bank:
         self.groups = []
         start = index = 0
         for kernel_key, kernel_members in members.items():
-            stop = start + sum(_numel(param) for param, _, _ in kernel_members)
+            stop = start + sum(numel(param) for param, _, _ in kernel_members)
             group_params = [param for param, _, _ in kernel_members]
             self.groups.append(KernelGroup(kernel_key, group_params, self, start, stop, plans[index]))
             start, index = stop, index + len(kernel_members)
@@ -220,7 +225,7 @@ class Bank:
         storage of the tensor a parameter's gradient shares, views included.
         """
         param, start = self.params[index], self.offsets[index]
-        view = self.grad_flat._slice(start, start + _numel(param))
+        view = self.grad_flat._slice(start, start + numel(param))
         view.get_tensor()._set_dims(list(param.shape))
         return view
 
@@ -231,19 +236,24 @@ class Bank:
         ``clear_gradient``)."""
         # Whole-list passes, not one loop with a branch per tensor: this runs
         # at every step for every parameter, and is most of the step's Python.
-        params, param_flat, grad_flat = self.params, self.param_flat, self.grad_flat
+        params, param_flat = self.params, self.param_flat
         if (
             any(map(_STOP_GRADIENT, params))
             or not all([param._is_shared_buffer_with(param_flat) for param in params])
             or list(map(_LR_FACTOR, map(_OPTIMIZE_ATTR, params))) != self.base_scales
         ):
             return False, []
-        views = [None if grad is None else grad._is_shared_buffer_with(grad_flat) for grad in map(_GRAD, params)]
+        views = self._grad_views()
         if all(views):
             return True, []
         if any(view is None for view in views):
             return False, []
         return True, [index for index, view in enumerate(views) if not view]
+
+    def _grad_views(self) -> list[bool | None]:
+        """Per parameter: whether its gradient is a view of the bank's buffer (None: no gradient)."""
+        grad_flat = self.grad_flat
+        return [None if grad is None else grad._is_shared_buffer_with(grad_flat) for grad in map(_GRAD, self.params)]
 
     def realias_grads(self, replaced: list[int]) -> bool:
         """Copy replaced gradients into their views and hand the views back; False if one cannot be."""
@@ -270,14 +280,11 @@ class Bank:
         (:meth:`check`) and no backward has run since (the only way a
         gradient comes to be replaced), so they are not looked at again.
         """
-        params, grad_flat = self.params, self.grad_flat
-        if any(map(_STOP_GRADIENT, params)):
+        if any(map(_STOP_GRADIENT, self.params)):
             return False
-        if not views_checked and not all(
-            [grad is not None and grad._is_shared_buffer_with(grad_flat) for grad in map(_GRAD, params)]
-        ):
+        if not views_checked and not all(self._grad_views()):
             return False
-        grad_flat.zero_()
+        self.grad_flat.zero_()
         return True
 
     def _decay_plan(self, coeff: float, with_ratio: bool, force_general: bool) -> list[tuple[KernelGroup, float | None, Any]]:
@@ -616,7 +623,7 @@ def _plan_of(optimizer: Any, param: Any) -> Any:
 def _keys(optimizer: Any, group_index: int, param: Any, decay_answers: dict[int, bool]) -> tuple[BankKey, KernelKey] | None:
     """The param's bank and kernel keys; None where its update cannot share a kernel call."""
     grad = param._grad_ivar()
-    if grad.is_selected_rows() or not param._is_initialized() or _numel(param) == 0:
+    if grad.is_selected_rows() or not param._is_initialized() or numel(param) == 0:
         return None
     if getattr(param, "regularizer", None) is not None or param.is_dist():
         return None
