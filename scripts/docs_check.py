@@ -13,7 +13,8 @@ downloaded), with every non-``file:`` request blocked. A page fails when
   backslash is printed inside a formula's text (``\\_`` in ``\\text{}``),
 * it asks for anything over the network (the docs must work offline).
 
-It writes a full-page PNG screenshot of each page. Without Chromium or
+It writes a full-page PNG screenshot of each page (a long page in tiles of
+at most 8,000 px: ``api-1.png``, ``api-2.png``, ...). Without Chromium or
 playwright it prints why and skips (exit 0), except under CI (``CI`` set) or
 with ``--require-browser``, where it fails (exit 2).
 
@@ -38,6 +39,7 @@ VIEWPORT = {"width": 1280, "height": 900}
 CHROMIUM_FLAGS = [
     "--no-sandbox",  # CI runs as root, where Chromium's sandbox refuses to start
     "--disable-gpu",
+    "--disable-dev-shm-usage",  # containers often give /dev/shm 64 MB, too little for a long page's capture
     "--disable-quic",
     "--no-first-run",
     "--disable-background-networking",
@@ -45,6 +47,9 @@ CHROMIUM_FLAGS = [
     "--disable-sync",
 ]
 MATH_DELIMITERS = ("\\(", "\\)", "\\[", "\\]")
+# The tallest capture taken at once: one full-page capture of a 70,000 px page
+# (the API reference) fails intermittently with "Unable to capture screenshot".
+SCREENSHOT_TILE_PX = 8000
 # Sub-pixel layout rounding, not overflow.
 TOLERANCE_PX = 1.0
 
@@ -176,6 +181,21 @@ def page_problems(measure: dict[str, Any], requested_urls: list[str]) -> list[st
     return layout_problems(measure) + math_problems(measure) + network_problems(requested_urls)
 
 
+def screenshot_tiles(stem: str, page_height: int, tile_px: int = SCREENSHOT_TILE_PX) -> list[tuple[str, int, int]]:
+    """The screenshots of one page: ``(file name, top, height)`` for each
+    tile, each at most ``tile_px`` tall, so a long page is captured in parts.
+
+    >>> screenshot_tiles("index", 2560)
+    [('index.png', 0, 2560)]
+    >>> screenshot_tiles("api", 17000)
+    [('api-1.png', 0, 8000), ('api-2.png', 8000, 8000), ('api-3.png', 16000, 1000)]
+    """
+    if page_height <= tile_px:
+        return [(f"{stem}.png", 0, max(page_height, 1))]
+    tops = range(0, page_height, tile_px)
+    return [(f"{stem}-{n}.png", top, min(tile_px, page_height - top)) for n, top in enumerate(tops, 1)]
+
+
 def default_pages(built: list[str]) -> list[str]:
     """The pages checked when ``--pages`` is not given: every top-level HTML
     page of the build (``built``: its file names), and the key pages even if
@@ -226,7 +246,11 @@ def check_pages(html_dir: Path, pages: list[str], chromium: str, screenshots: Pa
                 page.goto(path.resolve().as_uri(), wait_until="load")
                 measure = page.evaluate(MEASURE_JS)
                 if screenshots is not None:
-                    page.screenshot(path=str(screenshots / (path.stem + ".png")), full_page=True)
+                    height = page.evaluate("document.documentElement.scrollHeight")
+                    width = VIEWPORT["width"]
+                    for file_name, top, tile_height in screenshot_tiles(path.stem, height):
+                        clip = {"x": 0, "y": top, "width": width, "height": tile_height}
+                        page.screenshot(path=str(screenshots / file_name), clip=clip, full_page=True)
                 results[name] = page_problems(measure, requested)
                 page.close()
         finally:
@@ -241,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         "--pages", nargs="+",
         help="pages to check, relative to html_dir (default: every top-level page of html_dir)",
     )
-    parser.add_argument("--screenshots", type=Path, help="write a full-page PNG of each page here")
+    parser.add_argument("--screenshots", type=Path, help="write a full-page PNG of each page here (a long page in tiles)")
     parser.add_argument("--chromium", help="the Chromium binary (default: $CHROMIUM, then chromium on PATH)")
     parser.add_argument(
         "--require-browser", action="store_true",
