@@ -105,6 +105,13 @@ class References:
         for name, p in self.params.items():
             self.float64[name] = d * self.float64[name] + (1.0 - d) * as_f64(p)
 
+    def restart_from(self, values: dict[str, np.ndarray]) -> None:
+        """Both references hold ``values`` (shadows as saved or set), as a resumed EMA does."""
+        with paddle.no_grad():
+            for name, value in values.items():
+                paddle.assign(paddle.to_tensor(value), output=self.per_tensor[name])
+                self.float64[name] = value.astype(np.float64)
+
     def check(self, ema: ExponentialMovingAverage, when: str) -> None:
         assert set(ema.shadow) == set(self.params)
         for name, shadow in ema.shadow.items():
@@ -333,10 +340,7 @@ def test_state_dict_round_trip_through_paddle_save_and_load(tmp_path):
     resumed.set_state_dict(loaded)
     assert (resumed.decay, resumed.warmup, resumed.num_updates) == (0.9, True, 3)
     references = References(model)
-    with paddle.no_grad():
-        for name, value in saved.items():
-            paddle.assign(paddle.to_tensor(value), output=references.per_tensor[name])
-            references.float64[name] = value.astype(np.float64)
+    references.restart_from(saved)
     for n in range(3, 6):
         elementwise_step(model, optimizer, n)
         ema.update()
@@ -365,10 +369,7 @@ def test_set_state_dict_writes_into_the_flat_shadows_then_updates():
     assert segments(ema) is laid_out  # written into the views: the flat buffers hold the new values
     assert_layout_is_sound(ema)
     references = References(model)
-    with paddle.no_grad():
-        for name, value in values.items():
-            paddle.assign(paddle.to_tensor(value), output=references.per_tensor[name])
-            references.float64[name] = value.astype(np.float64)
+    references.restart_from(values)
     for n in range(1, 4):
         elementwise_step(model, optimizer, n)
         ema.update()

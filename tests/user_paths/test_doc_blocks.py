@@ -47,6 +47,15 @@ save(last_epoch=scheduler.last_epoch, lr=optimizer.get_lr(), ema_updates=ema.num
      ratios={row.name: row.ratio for row in optimizer.param_lr_table()})
 """
 
+# The documented blocks that build ``opt`` over the user model leave the loop to the reader.
+TRAIN_OPT_OVER_LOADER = """
+for batch in loader:
+    loss = loss_fn(model(batch["input_ids"]), batch["labels"])
+    loss.backward()
+    opt.step()
+    opt.clear_grad()
+"""
+
 SCHEDULE_READ_BACK = """
 from record import save
 lrs = []
@@ -166,23 +175,11 @@ opt = AdamWDL(learning_rate=0.1, parameters=model.parameters(), weight_decay=0.0
         """,
     ),
     harness.from_doc("layer-map-adamwdl", "layer-map-adamwdl", prelude=user_model(),
-                     epilogue=f"""
-for batch in loader:
-    loss = loss_fn(model(batch["input_ids"]), batch["labels"])
-    loss.backward()
-    opt.step()
-    opt.clear_grad()
+                     epilogue=TRAIN_OPT_OVER_LOADER + """
 save(n_layers=layer_map.n_layers, weights=weights(model))
 """),
     harness.from_doc("param-groups-adamw", "param-groups-adamw", prelude=user_model(),
-                     epilogue="""
-for batch in loader:
-    loss = loss_fn(model(batch["input_ids"]), batch["labels"])
-    loss.backward()
-    opt.step()
-    opt.clear_grad()
-save(weights=weights(model))
-"""),
+                     epilogue=TRAIN_OPT_OVER_LOADER + "save(weights=weights(model))\n"),
     harness.UserScript("param-groups-static", code=f"""
 import numpy as np
 import paddle
@@ -224,14 +221,7 @@ from paddle_llrd import AdamWDL, WeightDecaySchedule
 no_decay_params = [p for n, p in model.named_parameters() if n.endswith(".bias")]
 other_params = [p for n, p in model.named_parameters() if n.endswith(".weight")]
 """,
-        epilogue="""
-for batch in loader:
-    loss = loss_fn(model(batch["input_ids"]), batch["labels"])
-    loss.backward()
-    opt.step()
-    opt.clear_grad()
-save(weights=weights(model))
-""",
+        epilogue=TRAIN_OPT_OVER_LOADER + "save(weights=weights(model))\n",
     ),
     harness.from_doc(
         "adamwdl-make-layerwise-fn", "adamwdl-make-layerwise-fn",
