@@ -70,12 +70,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import math
 import re
-from typing import Callable
 
 from paddle import nn
 
+from ..command_line import finite_number, integer_at_least
 from ..optim.adamwdl import AdamWDL
 from .layer_maps import FAMILY_PATTERNS, LayerMap, build_name_dict, no_decay_parameter_names, resolve_layer_map
 from .param_groups import format_param_groups_table, layer_decay_param_groups, param_groups_table
@@ -103,30 +102,7 @@ def load_factory(spec: str):
     return factory
 
 
-def _number(minimum: float, *, inclusive: bool) -> Callable[[str], float]:
-    """An argparse type: a finite float ``>= minimum`` (``> minimum`` unless ``inclusive``)."""
-    bound = f">= {minimum:g}" if inclusive else f"> {minimum:g}"
-
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-        if not math.isfinite(value) or value < minimum or (value == minimum and not inclusive):
-            raise argparse.ArgumentTypeError(f"expected a finite number {bound}, got {text!r}")
-        return value
-
-    return parse
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
-    return value
+_count = integer_at_least(1)
 
 
 def _block_pattern(text: str) -> str:
@@ -152,11 +128,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--family", default="auto", choices=["auto", *FAMILY_PATTERNS], help="name patterns to use (default auto)")
     parser.add_argument("--pattern", type=_block_pattern,
                         help="regex whose one group is the block index (instead of --family)")
-    parser.add_argument("--decay", type=_number(0.0, inclusive=False), default=0.8,
+    parser.add_argument("--decay", type=finite_number(0.0, inclusive=False), default=0.8,
                         help="layer-wise decay rate, > 0 (default 0.8)")
-    parser.add_argument("--learning-rate", type=_number(0.0, inclusive=True), default=5e-5,
+    parser.add_argument("--learning-rate", type=finite_number(0.0, inclusive=True), default=5e-5,
                         help="base learning rate (default 5e-5)")
-    parser.add_argument("--weight-decay", type=_number(0.0, inclusive=True), default=0.01,
+    parser.add_argument("--weight-decay", type=finite_number(0.0, inclusive=True), default=0.01,
                         help="weight decay (default 0.01)")
     parser.add_argument("--decay-all", action="store_true", help="weight-decay bias and norm parameters too (--style params)")
     parser.add_argument(

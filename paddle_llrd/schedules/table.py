@@ -32,6 +32,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from paddle.optimizer.lr import LRScheduler, ReduceOnPlateau
 
+from ..command_line import finite_number, integer_at_least
 from . import registry
 from .warmup import (
     LONG_WARMUP_TEXT,
@@ -595,27 +596,7 @@ def write_doc_tables(
     return written
 
 
-def _non_negative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text!r}")
-    return value
-
-
-def _int_at_least(minimum: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {text!r}")
-        return value
-
-    return parse
+_non_negative_float = finite_number(0.0, inclusive=True)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -625,9 +606,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--learning-rate", type=_non_negative_float, default=DEFAULT_LEARNING_RATE,
                         help="peak learning rate (default: %(default)g)")
-    parser.add_argument("--warmup-steps", type=_int_at_least(0), default=DEFAULT_WARMUP_STEPS,
+    parser.add_argument("--warmup-steps", type=integer_at_least(0), default=DEFAULT_WARMUP_STEPS,
                         help="warmup steps (default: %(default)d)")
-    parser.add_argument("--total-steps", type=_int_at_least(1), default=DEFAULT_TOTAL_STEPS,
+    parser.add_argument("--total-steps", type=integer_at_least(1), default=DEFAULT_TOTAL_STEPS,
                         help="training steps (default: %(default)d)")
     parser.add_argument("--num-cycles", type=_non_negative_float, default=None,
                         help="cosine waves for 'cosine' and 'cosine_with_min_lr' (default 0.5), "
