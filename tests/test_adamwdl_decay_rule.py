@@ -134,3 +134,114 @@ def test_a_rule_pure_in_the_name_is_asked_once_per_parameter():
     expected = _weights(reference)
     for name, value in _weights(model).items():
         np.testing.assert_allclose(value, expected[name], rtol=1e-6, atol=1e-7, err_msg=name)
+
+
+# ------------------------------------------- a rule that raises mid-step (issue 25)
+class RaisingRule:
+    """Decays the weights; raises for ``failing`` (a Paddle name) once ``armed``."""
+
+    def __init__(self) -> None:
+        self.failing: str | None = None
+        self.armed = False
+        self.error = RuntimeError("the decay rule failed")
+
+    def __call__(self, param_name: str) -> bool:
+        if self.armed and param_name == self.failing:
+            raise self.error
+        return param_name.endswith(".w_0")
+
+
+def _every_tensor(model, optimizer) -> dict[str, np.ndarray]:
+    """The parameters, their moments and beta powers (once created), copied, by structured name."""
+    tensors = {}
+    for name, param in model.named_parameters():
+        tensors[f"{name}"] = param.numpy().copy()
+        for accumulator in ("moment1", "moment2", "beta1_pow_acc", "beta2_pow_acc"):
+            per_param = optimizer._accumulators.get(accumulator, {})
+            if param.name in per_param:
+                tensors[f"{name}/{accumulator}"] = per_param[param.name].numpy().copy()
+    return tensors
+
+
+PATHS = {
+    # grad_clip keeps the step on the per-parameter path
+    "per-parameter-clip": dict(grad_clip=paddle.nn.ClipGradByGlobalNorm(0.5)),
+    "per-parameter": dict(use_multi_tensor=False),
+    "per-parameter-groups": dict(use_multi_tensor=False, groups=True),
+    "multi-tensor": dict(),
+    "multi-tensor-groups": dict(groups=True),
+}
+
+
+@pytest.mark.parametrize("path", list(PATHS))
+def test_a_rule_raising_mid_step_changes_nothing_and_propagates(path):
+    """The rule raises for the last layer's weight at step 3: the exception is the rule's own,
+    and every parameter, moment and beta power is bit-identical to before the step (the first
+    layer, updated before the last on the per-parameter path, included). The next step then
+    continues as a run that never took the failed step."""
+    kwargs = dict(PATHS[path])
+    grouped = kwargs.pop("groups", False)
+    batches = _batches()
+    runs = []
+    for _ in range(2):
+        model, rule = _model(), RaisingRule()
+        rule.failing = model[2].weight.name
+        params = list(model.parameters())
+        parameters = [{"params": params[:2]}, {"params": params[2:], "learning_rate": 0.5}] if grouped else params
+        optimizer = AdamWDL(LR, parameters=parameters, weight_decay=WEIGHT_DECAY,
+                            set_param_lr_fun=None, apply_decay_param_fun=rule, **kwargs)
+        runs.append((model, rule, optimizer))
+    (model, rule, optimizer), (control, _, control_optimizer) = runs
+    for x, y in batches[:2]:
+        for m, opt in ((model, optimizer), (control, control_optimizer)):
+            paddle.nn.functional.mse_loss(m(x), y).backward()
+            opt.step()
+            opt.clear_grad()
+    multi_tensor = optimizer._multi_tensor
+    assert (multi_tensor is not None and multi_tensor.fused_steps == 2) == path.startswith("multi-tensor")
+
+    x, y = batches[2]
+    paddle.nn.functional.mse_loss(model(x), y).backward()
+    before = _every_tensor(model, optimizer)
+    assert len(before) == 5 * len(params)  # each parameter, its two moments and two beta powers
+    rule.armed = True
+    with pytest.raises(RuntimeError) as raised:
+        optimizer.step()
+    assert raised.value is rule.error
+    after = _every_tensor(model, optimizer)
+    assert after.keys() == before.keys()
+    for key, value in before.items():
+        np.testing.assert_array_equal(after[key], value, err_msg=key)
+
+    rule.armed = False  # the step again, and one more: as the run that never failed
+    optimizer.step()
+    optimizer.clear_grad()
+    paddle.nn.functional.mse_loss(control(x), y).backward()
+    control_optimizer.step()
+    control_optimizer.clear_grad()
+    for x, y in batches[3:4]:
+        for m, opt in ((model, optimizer), (control, control_optimizer)):
+            paddle.nn.functional.mse_loss(m(x), y).backward()
+            opt.step()
+            opt.clear_grad()
+    expected = _every_tensor(control, control_optimizer)
+    for key, value in _every_tensor(model, optimizer).items():
+        np.testing.assert_array_equal(value, expected[key], err_msg=key)
+
+
+def test_the_per_parameter_path_asks_the_rule_once_per_parameter_and_update():
+    """Asked before the updates, not again during them: once per parameter and step (and once
+    when built), as AdamW asks, with AdamW's numbers under grad_clip over several steps."""
+    batches = _batches()
+    ours, theirs = _model(), _model()
+    ours_rule, theirs_rule = WarmupDecayRule(), WarmupDecayRule()
+    clip = paddle.nn.ClipGradByGlobalNorm(0.5)
+    _train(ours, AdamWDL(LR, parameters=ours.parameters(), weight_decay=WEIGHT_DECAY, grad_clip=clip,
+                         set_param_lr_fun=None, apply_decay_param_fun=ours_rule), ours_rule, batches)
+    _train(theirs, paddle.optimizer.AdamW(LR, parameters=theirs.parameters(), weight_decay=WEIGHT_DECAY,
+                                          grad_clip=clip, apply_decay_param_fun=theirs_rule), theirs_rule, batches)
+    n_params = len(list(ours.parameters()))
+    assert ours_rule.calls == (STEPS + 1) * n_params
+    expected = _weights(theirs)
+    for name, value in _weights(ours).items():
+        np.testing.assert_allclose(value, expected[name], rtol=1e-6, atol=1e-7, err_msg=name)

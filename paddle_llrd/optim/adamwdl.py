@@ -320,8 +320,8 @@ class AdamWDL(AdamW):
             if is_pure_in_name(set_param_lr_fun) and isinstance(layerwise_decay, float)
             else None
         )
-        # The update scales of a grouped step(), asked before its first group's pass.
-        self._step_update_scales: dict[str, LrScale] | None = None
+        # The update scales and decay answers of a grouped step(), asked before its first group's pass.
+        self._step_asked: tuple[dict[str, LrScale], dict[str, bool]] | None = None
         self._pass: UpdatePass | None = None  # the optimisation pass under way
         # Per parameter name, what its dygraph updates reuse across steps;
         # emptied when the optimizer state is replaced (set_state_dict).
@@ -421,10 +421,11 @@ class AdamWDL(AdamW):
         if not self._grouped():
             return super().step()  # one _apply_optimize: the schedule and the ratios inside
         # Parameter groups make one _apply_optimize (and one pass) each: ask
-        # set_param_lr_fun about every group's parameters before the first
-        # group changes anything, and follow the schedule around them all.
+        # set_param_lr_fun and apply_decay_param_fun about every group's
+        # parameters before the first group changes anything, and follow the
+        # schedule around them all.
         if framework.in_dygraph_mode():
-            self._step_update_scales = self._before_updates(
+            self._step_asked = self._ask_before_updates(
                 [
                     param
                     for group in self._param_groups
@@ -438,7 +439,7 @@ class AdamWDL(AdamW):
         try:
             super().step()
         finally:
-            self._step_update_scales = None
+            self._step_asked = None
         if schedule is not None:
             self._finish_scheduled_step()
         return None
@@ -479,20 +480,21 @@ class AdamWDL(AdamW):
         """
         # What may fail on user input happens first: the schedule check (a
         # static program built without minimize(): apply_gradients, a
-        # to_static full graph), then set_param_lr_fun and the parameters'
-        # dtypes for every parameter (_before_updates).
+        # to_static full graph), then set_param_lr_fun, the parameters'
+        # dtypes and apply_decay_param_fun for every parameter
+        # (_ask_before_updates).
         self._refuse_schedule_outside_dygraph()
-        update_scales = self._step_update_scales
-        if update_scales is None:
+        asked = self._step_asked
+        if asked is None:
             pairs = (
                 parameters_and_grads["params"]
                 if isinstance(parameters_and_grads, dict)
                 else parameters_and_grads
             )
-            update_scales = self._before_updates(
+            asked = self._ask_before_updates(
                 [param for param, grad in pairs if grad is not None and not param.stop_gradient]
             )
-        self._pass = self._new_pass(update_scales)
+        self._pass = self._new_pass(*asked)
         try:
             # The dispatch point of the update paths. Per parameter: Paddle's
             # pass creates the accumulators and calls _append_optimize_op
@@ -501,13 +503,17 @@ class AdamWDL(AdamW):
         finally:
             self._pass = None
 
-    def _new_pass(self, update_scales: dict[str, LrScale] | None = None) -> UpdatePass:
+    def _new_pass(
+        self, update_scales: dict[str, LrScale] | None = None, decay_answers: dict[str, bool] | None = None
+    ) -> UpdatePass:
         cache = self._active_ratio_cache()
         return UpdatePass(
             self._global_learning_rate,
             ask=self._update_scale,
             update_scales=update_scales,
             cached_ratios=None if cache is None else cache.ratios,
+            ask_decay=self._decays,
+            decay_answers=decay_answers,
         )
 
     def _current_pass(self) -> UpdatePass:
@@ -537,6 +543,26 @@ class AdamWDL(AdamW):
             self._refit_plans(params)
         return update_scales
 
+    def _ask_before_updates(self, params: list[Any]) -> tuple[dict[str, LrScale], dict[str, bool]]:
+        """:meth:`_before_updates`, then ``apply_decay_param_fun`` about every parameter
+        whose answer is not kept: the update scales and the decay answers of a pass.
+
+        A rule that raises does so before any parameter, moment or beta power
+        changed (the multi-tensor path asks it at its layout, before its
+        update, too). Nothing is asked on a dygraph AMP overflow step, which
+        updates nothing.
+        """
+        update_scales = self._before_updates(params)
+        if self._apply_decay_param_fun is None or self._overflow_step():
+            return update_scales, {}
+        plans = self._plans
+        decay_answers = {}
+        for param in params:
+            plan = plans.get(param.name)
+            if plan is None or plan.decays is None:
+                decay_answers[param.name] = self._decays(param)
+        return update_scales, decay_answers
+
     # ---------------------------------------------------------- layer ratios
     def _active_ratio_cache(self) -> RatioCache | None:
         """The cache of a ratio function pure in the name, unless ``set_param_lr_fun`` was replaced since."""
@@ -554,19 +580,24 @@ class AdamWDL(AdamW):
         (:func:`~paddle_llrd.optim.ratios.resolve_update_scales`). Empty on a
         dygraph AMP overflow step, which updates nothing, so that a function
         is called once per update."""
-        if framework.in_dygraph_mode():
-            found_inf = self._get_auxiliary_var("found_inf")
-            if found_inf is not None and bool(found_inf):
-                return {}
+        if self._overflow_step():
+            return {}
         return resolve_update_scales(self.set_param_lr_fun, self._active_ratio_cache(), params)
 
+    def _overflow_step(self) -> bool:
+        """Whether this is a dygraph AMP overflow step (``found_inf`` set), which updates nothing."""
+        if not framework.in_dygraph_mode():
+            return False
+        found_inf = self._get_auxiliary_var("found_inf")
+        return found_inf is not None and bool(found_inf)
+
     # ---------------------------------------------------- one parameter's update
-    def _plan(self, param: Any) -> UpdatePlan:
+    def _plan(self, param: Any, decays: bool | None = None) -> UpdatePlan:
         """A new :class:`~paddle_llrd.optim.updates.UpdatePlan` of ``param``: kept across dygraph steps
         while ``param`` keeps its dtype (:meth:`UpdatePlan.fits <paddle_llrd.optim.updates.UpdatePlan.fits>`),
-        made per update in a program."""
+        made per update in a program. ``decays``: ``apply_decay_param_fun``'s answer, if asked already."""
         decay_fun = self._apply_decay_param_fun
-        plan = plan_update(self, param, cache_decay=decay_fun is None or is_pure_in_name(decay_fun))
+        plan = plan_update(self, param, cache_decay=decay_fun is None or is_pure_in_name(decay_fun), decays=decays)
         if plan.decays:
             self._params_name[param.name] = None
         if framework.in_dygraph_mode():
@@ -625,10 +656,10 @@ class AdamWDL(AdamW):
         if optimize_attr is not None:
             optimize_attr["learning_rate"] = update_scale  # for this update only
         try:
-            plan = self._plans.get(param.name) or self._plan(param)
+            plan = self._plans.get(param.name) or self._plan(param, update.decay_answers.get(param.name))
             decays = plan.decays
-            if decays is None:  # asked at every update, as paddle.optimizer.AdamW asks
-                decays = self._decays(param)
+            if decays is None:  # asked at every update (before the pass), as paddle.optimizer.AdamW asks
+                decays = update.decays(param)
                 if decays:
                     self._params_name[param.name] = None
             settings = update.settings(self)

@@ -4,9 +4,10 @@
 of an update; the pieces it calls, in the order it calls them, are here:
 
 1. :class:`UpdatePass`: what the updates of one optimisation pass share (the
-   Adam step's lr factor of each parameter, asked before the pass changed
-   anything; one lr tensor per distinct factor; the decay factor per lr
-   tensor; the group's :class:`AdamSettings`). A pass is one dygraph step
+   Adam step's lr factor and ``apply_decay_param_fun``'s answer of each
+   parameter, asked before the pass changed anything; one lr tensor per
+   distinct factor; the decay factor per lr tensor; the group's
+   :class:`AdamSettings`). A pass is one dygraph step
    (one per parameter group) or one static program's ``minimize``.
 2. :class:`UpdatePlan` (built by :func:`plan_update`): what one parameter's
    update reuses across dygraph steps (its accumulators, its master weight,
@@ -120,12 +121,14 @@ class UpdatePass:
     the ratios :math:`r_p` of a function pure in the name (its
     :class:`~paddle_llrd.optim.ratios.RatioCache`); ``ask(param,
     optimize_attr, base_scale)`` the factor of a parameter neither holds (an
-    update outside a pass). ``global_lr`` gives the pass's global lr when
-    first needed.
+    update outside a pass). ``decay_answers``: ``apply_decay_param_fun``'s
+    answer by parameter name, asked before the pass changed anything;
+    ``ask_decay(param)`` the answer of a parameter it lacks. ``global_lr``
+    gives the pass's global lr when first needed.
     """
 
     __slots__ = (
-        "update_scales", "cached_ratios", "ask", "_global_lr_fn", "_global_lr",
+        "update_scales", "cached_ratios", "ask", "decay_answers", "ask_decay", "_global_lr_fn", "_global_lr",
         "scaled_lrs", "decay_factors", "fused_coeffs", "_settings",
     )
 
@@ -135,10 +138,15 @@ class UpdatePass:
         ask: Callable[[Any, Any, LrScale], LrScale],
         update_scales: dict[str, LrScale] | None = None,
         cached_ratios: dict[str, float] | None = None,
+        *,
+        ask_decay: Callable[[Any], bool],
+        decay_answers: dict[str, bool] | None = None,
     ) -> None:
         self.update_scales = {} if update_scales is None else update_scales
         self.cached_ratios = {} if cached_ratios is None else cached_ratios
         self.ask = ask
+        self.decay_answers = {} if decay_answers is None else decay_answers
+        self.ask_decay = ask_decay
         self._global_lr_fn = global_lr
         self._global_lr: Any = None
         self.scaled_lrs: dict[float, Any] = {}
@@ -157,6 +165,11 @@ class UpdatePass:
         if ratio is not None:
             return base_scale * ratio
         return self.ask(param, optimize_attr, base_scale)
+
+    def decays(self, param: Any) -> bool:
+        """Whether ``param`` decays at this update: the answer asked before the pass, else asked now."""
+        answer = self.decay_answers.get(param.name)
+        return self.ask_decay(param) if answer is None else answer
 
     def lr(self, scale: LrScale) -> Any:
         """The global lr times ``scale``: one tensor per distinct float per pass."""
@@ -301,12 +314,12 @@ class UpdatePlan:
         return fused_decay_coeff(coeff, decay_scale(base_scale, update_scale, with_ratio=with_ratio), update_scale)
 
 
-def plan_update(optimizer: Any, param: Any, *, cache_decay: bool) -> UpdatePlan:
+def plan_update(optimizer: Any, param: Any, *, cache_decay: bool, decays: bool | None = None) -> UpdatePlan:
     """The plan of ``param``'s update with ``optimizer`` (an ``AdamWDL``) as it is now.
 
     The accumulators must exist (Paddle creates them at the start of a pass).
-    ``cache_decay``: ask ``apply_decay_param_fun`` now and keep its answer
-    (``decays``), rather than at every update.
+    ``cache_decay``: keep ``apply_decay_param_fun``'s answer (``decays`` if
+    it was asked already, else asked now), rather than ask at every update.
     """
     get = optimizer._get_accumulator_master
     moments = (
@@ -319,7 +332,7 @@ def plan_update(optimizer: Any, param: Any, *, cache_decay: bool) -> UpdatePlan:
     master = uses_master(optimizer, param)
     dygraph = framework.in_dygraph_mode()
     return UpdatePlan(
-        decays=optimizer._decays(param) if cache_decay else None,
+        decays=(optimizer._decays(param) if decays is None else decays) if cache_decay else None,
         moments=moments,
         master_weight=optimizer._master_weights[param.name] if master else None,
         fp32_fallback=master and _on_cpu(param),
