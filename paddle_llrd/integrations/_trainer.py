@@ -23,7 +23,7 @@ from typing import Any, Callable, Dict, Optional
 import paddle
 from paddle.optimizer.lr import ReduceOnPlateau
 
-from paddle_llrd.optim.adamwdl import WEIGHT_DECAY_SCHEDULE_KEY, AdamWDL
+from paddle_llrd.optim.adamwdl import EXTRA_STATE_KEYS, WEIGHT_DECAY_SCHEDULE_KEY, AdamWDL
 from paddle_llrd.argument_checks import checked_count
 from paddle_llrd.optim.ema import ExponentialMovingAverage
 from paddle_llrd.integrations._arguments import (
@@ -106,11 +106,14 @@ class TrainerAdamWDL(AdamWDL):
     ``state_dict`` holds tensors only, because PaddleFormers' unified
     checkpoint renames every entry as a parameter's state and fails on any
     other; the trainer keeps the weight-decay schedule's position in
-    :data:`STATE_FILE` instead, so a state dict without it is expected here."""
+    :data:`STATE_FILE` instead, so a state dict without it is expected here
+    (nor are the structured names kept: the trainer builds the same model
+    when it resumes, and the state is matched by Paddle's names)."""
 
     def state_dict(self) -> Dict[str, Any]:
         state = super().state_dict()
-        state.pop(WEIGHT_DECAY_SCHEDULE_KEY, None)
+        for key in EXTRA_STATE_KEYS:
+            state.pop(key, None)
         return state
 
     def set_state_dict(self, state_dict: Dict[str, Any]) -> None:

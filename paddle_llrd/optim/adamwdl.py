@@ -36,7 +36,7 @@ from paddle.optimizer import AdamW
 
 from ..layer_decay.layerwise import layerwise_lr_decay, warn_if_no_encoder_layers
 from ..schedules.weight_decay import WeightDecaySchedule, claim_schedule
-from .checkpoint import check_state_names
+from .checkpoint import STRUCTURED_NAMES_KEY, matched_state_dict, structured_names_record
 from .multi_tensor import MultiTensorStep
 from .arguments import (
     check_adamw_arguments,
@@ -70,10 +70,12 @@ if TYPE_CHECKING:
     from paddle.nn.clip import GradientClipBase
     from paddle.optimizer.lr import LRScheduler
 
-__all__ = ["AdamWDL", "ParamLrRow", "WEIGHT_DECAY_SCHEDULE_KEY"]
+__all__ = ["AdamWDL", "ParamLrRow", "STRUCTURED_NAMES_KEY", "WEIGHT_DECAY_SCHEDULE_KEY"]
 
 # The entry of the optimizer's state_dict() that holds its schedule's state.
 WEIGHT_DECAY_SCHEDULE_KEY = "weight_decay_schedule"
+# The entries of state_dict() beyond paddle.optimizer.AdamW's, none of them a Tensor.
+EXTRA_STATE_KEYS = (WEIGHT_DECAY_SCHEDULE_KEY, STRUCTURED_NAMES_KEY)
 
 class AdamWDL(AdamW):
     r"""AdamW with layer-wise learning-rate decay and exact decoupled weight decay.
@@ -781,10 +783,33 @@ class AdamWDL(AdamW):
 
     # ------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict[str, Any]:
-        """``paddle.optimizer.AdamW``'s state dict, plus ``"weight_decay_schedule"``
-        (the schedule's :meth:`~paddle_llrd.WeightDecaySchedule.state_dict`) when
-        ``weight_decay`` is a schedule."""
+        """``paddle.optimizer.AdamW``'s state dict, plus ``"structured_names"`` and
+        ``"weight_decay_schedule"``.
+
+        ``"structured_names"`` (once there is parameter state): ``{param.name:
+        structured name}`` of every parameter of the optimizer, from
+        ``name_dict`` (None for a parameter without an entry), by which
+        :meth:`set_state_dict` matches the state when Paddle's names have
+        moved; ``paddle.optimizer.AdamW.set_state_dict`` ignores it.
+        ``"weight_decay_schedule"``: the schedule's
+        :meth:`~paddle_llrd.WeightDecaySchedule.state_dict`, when
+        ``weight_decay`` is a schedule.
+
+        Examples:
+            >>> import paddle
+            >>> from paddle_llrd import AdamWDL
+            >>> model = paddle.nn.Sequential(paddle.nn.Linear(2, 2))
+            >>> opt = AdamWDL(parameters=model.parameters(),
+            ...               name_dict={p.name: n for n, p in model.named_parameters()})
+            >>> model(paddle.ones([1, 2])).sum().backward()
+            >>> opt.step()
+            >>> list(opt.state_dict()["structured_names"].values())
+            ['0.weight', '0.bias']
+        """
         state = super().state_dict()
+        if any(key not in ("LR_Scheduler", WEIGHT_DECAY_SCHEDULE_KEY) for key in state):
+            # with no parameter state an entry would make AdamW expect some (it asserts then)
+            state[STRUCTURED_NAMES_KEY] = structured_names_record(self._listed_parameters(), self.name_dict)
         if self._weight_decay_schedule is not None:
             state[WEIGHT_DECAY_SCHEDULE_KEY] = self._weight_decay_schedule.state_dict()
         return state
@@ -798,16 +823,21 @@ class AdamWDL(AdamW):
         schedule where it is, with a ``UserWarning`` (a bad entry changes
         nothing). The update plans are made afresh at the next step.
 
-        Entries are matched to parameters by Paddle's parameter name. When
-        some belong to no parameter of this optimizer while some parameter
-        has no saved state, the names have moved since the checkpoint was
-        saved: ``ValueError`` naming both, before anything is loaded (a
-        ``UserWarning`` naming the unused entries when every parameter has
-        its state). A parameter without saved state otherwise starts afresh
-        (it was frozen when the checkpoint was saved). See
-        :func:`~paddle_llrd.optim.checkpoint.check_state_names`.
+        Entries are matched to parameters by structured name where the
+        checkpoint's ``"structured_names"`` and this optimizer's
+        ``name_dict`` both know it (so a resume script whose Paddle names
+        moved, one more layer built before the model, continues as the
+        uninterrupted run), by Paddle's parameter name otherwise (a
+        checkpoint of ``paddle.optimizer.AdamW`` or an older AdamWDL). When
+        some entries belong to no parameter of this optimizer while some
+        parameter has no saved state: ``ValueError`` naming both, before
+        anything is loaded (a ``UserWarning`` naming the unused entries when
+        every parameter has its state). A parameter without saved state
+        otherwise starts afresh: silently if the checkpoint lists it (frozen
+        when saved), with a ``UserWarning`` naming it if it does not. See
+        :func:`~paddle_llrd.optim.checkpoint.matched_state_dict`.
         """
-        check_state_names(self, state_dict, self._listed_parameters(), name_dict=self.name_dict)
+        state_dict = matched_state_dict(self, state_dict, self._listed_parameters(), name_dict=self.name_dict)
         self._plans.clear()  # their accumulators and master weights may be replaced
         if self._multi_tensor is not None:
             self._multi_tensor.invalidate()  # laid out afresh from the loaded state at the next step

@@ -6,17 +6,31 @@ the layers a process has built: one more layer (or a loss module) built
 before the model in the resume script, and every name moves. The model's own
 ``set_state_dict`` matches by structured name and does not notice;
 ``paddle.optimizer.AdamW`` then asserts (``Optimizer set error, ... should in
-state dict``). AdamWDL starts the state of a parameter that has none in the
-checkpoint afresh (it was frozen when the checkpoint was saved; Paddle
-asserts there), which alone would restart every renamed parameter at zero
+state dict``), or, when the extra layer is trained too, gives each layer the
+moments of the one before. AdamWDL starts the state of a parameter that has
+none in the checkpoint afresh (it was frozen when the checkpoint was saved;
+Paddle asserts there), which alone would restart a renamed parameter at zero
 without a word.
 
-:func:`check_state_names` tells the two apart before anything is loaded:
-entries that belong to no parameter of the optimizer mean the names moved.
-With parameters left without state too it raises ``ValueError`` naming both
-(loading would restart them, or give their moments to other parameters);
-with every parameter served it warns, naming the entries it leaves unused
-(a checkpoint of more parameters than this optimizer trains).
+So AdamWDL's ``state_dict()`` records the structured name of each of its
+parameters (from ``name_dict``; None where it has none) under
+:data:`STRUCTURED_NAMES_KEY`, an entry ``paddle.optimizer.AdamW`` ignores,
+and :func:`matched_state_dict` matches a checkpoint to the parameters before
+anything is loaded:
+
+* by structured name where the checkpoint and the optimizer both know it
+  (the entries renamed to the parameters' Paddle names now), by Paddle name
+  otherwise (checkpoints without the record, parameters without a
+  structured name);
+* entries that no parameter consumes, while a parameter is left without
+  state: ``ValueError`` naming both (loading would restart those parameters,
+  or give them another parameter's state); with every parameter served, a
+  ``UserWarning`` naming the unused entries (a checkpoint of more parameters
+  than this optimizer trains);
+* a trainable parameter the checkpoint's record does not list (neither with
+  state nor frozen when saved): a ``UserWarning`` naming it; it starts
+  afresh. A parameter the record lists without state was frozen when saved
+  and starts afresh silently, as in the uninterrupted run.
 """
 from __future__ import annotations
 
@@ -25,10 +39,13 @@ import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["MASTER_WEIGHTS_KEY", "check_state_names", "saved_parameter_names"]
+__all__ = ["MASTER_WEIGHTS_KEY", "STRUCTURED_NAMES_KEY", "matched_state_dict", "saved_parameter_names",
+           "structured_names_record"]
 
 # The entry of Paddle's state dict that maps parameter names to float32 master weights.
 MASTER_WEIGHTS_KEY = "master_weights"
+# The entry of AdamWDL's state dict that maps each parameter's Paddle name to its structured name (or None).
+STRUCTURED_NAMES_KEY = "structured_names"
 # Paddle names a float16/bfloat16 parameter's float32 master weight
 # `<param name>_fp32_master_<n>`, and under multi_precision its moments after it.
 _MASTER_WEIGHT_NAME = re.compile(r"^(?P<param>.+)_fp32_master_\d+$")
@@ -94,39 +111,140 @@ def _shown(names: list[str]) -> str:
     return listed + (f" and {len(names) - _SHOWN} more" if len(names) > _SHOWN else "")
 
 
-def check_state_names(
+def structured_names_record(parameters: Iterable[Any], name_dict: Mapping[str, str] | None) -> dict[str, str | None]:
+    """The :data:`STRUCTURED_NAMES_KEY` entry: ``{param.name: structured name or None}`` for each of ``parameters``.
+
+    Examples:
+        >>> import paddle
+        >>> linear = paddle.nn.Linear(2, 2)
+        >>> record = structured_names_record(linear.parameters(), {linear.weight.name: "weight"})
+        >>> list(record.values())
+        ['weight', None]
+    """
+    names = name_dict or {}
+    return {param.name: (str(names[param.name]) if param.name in names else None) for param in parameters}
+
+
+def _checked_record(record: Any, owner: str) -> Mapping[str, str | None] | None:
+    if record is None:
+        return None
+    if not isinstance(record, Mapping) or not all(
+        isinstance(key, str) and (value is None or isinstance(value, str)) for key, value in record.items()
+    ):
+        raise ValueError(
+            f"{owner}.set_state_dict: the checkpoint's {STRUCTURED_NAMES_KEY!r} entry must map Paddle parameter "
+            f"names to structured names (str or None), got {type(record).__name__} {str(record)[:200]}."
+        )
+    return record
+
+
+def _unique_inverse(names: Mapping[str, str | None]) -> dict[str, str]:
+    """``{structured name: Paddle name}`` of the structured names that occur once (a name twice matches nothing)."""
+    counts: dict[str, int] = {}
+    for structured in names.values():
+        if structured is not None:
+            counts[structured] = counts.get(structured, 0) + 1
+    return {structured: name for name, structured in names.items() if structured is not None and counts[structured] == 1}
+
+
+def _owners(
+    saved_names: Iterable[str], record: Mapping[str, str | None] | None, current: Mapping[str, str | None]
+) -> dict[str, str | None]:
+    """``{saved Paddle name: the Paddle name of the parameter it belongs to now, or None}``.
+
+    By structured name where the record and ``current`` (the optimizer's
+    ``{param.name: structured name or None}``) both have one, once each;
+    otherwise by Paddle name, to a parameter without a structured name of
+    its own (one with a structured name is served by that name only). When
+    not one structured name matches (the names were built another way, e.g.
+    from a wrapper of the model), every entry is matched by Paddle name.
+    """
+    saved_by_structure = _unique_inverse(record) if record else {}
+    current_by_structure = _unique_inverse(current) if saved_by_structure else {}
+    by_structure = {old: current_by_structure.get(structured) for structured, old in saved_by_structure.items()}
+    if not any(by_structure.values()):
+        by_structure, current_by_structure = {}, {}
+    structured_now = set(current_by_structure.values())
+    owners = {}
+    for name in saved_names:
+        if name in by_structure:
+            owners[name] = by_structure[name]
+        else:
+            owners[name] = name if name in current and name not in structured_now else None
+    return owners
+
+
+def _described(name: str, structured: str | None) -> str:
+    return f"{name} ({structured})" if structured else name
+
+
+def matched_state_dict(
     optimizer: Any,
     state_dict: Mapping[str, Any],
     parameters: Iterable[Any],
     *,
     name_dict: Mapping[str, str] | None = None,
     owner: str = "AdamWDL",
-) -> None:
-    """Refuse (or warn about) a checkpoint whose parameter state belongs to parameters this optimizer lacks.
+) -> dict[str, Any]:
+    """``state_dict`` with each parameter's state under the parameter's Paddle name now, checked.
 
-    ``parameters`` are the optimizer's, frozen ones included (a parameter
-    frozen when the checkpoint was saved has no state in it and starts afresh;
-    that alone is no sign of moved names). ``name_dict``, when given, adds the
-    structured names to the message.
+    ``parameters`` are the optimizer's, frozen ones included; ``name_dict``
+    its ``{param.name: structured name}``. Entries are matched by structured
+    name where ``state_dict``'s :data:`STRUCTURED_NAMES_KEY` record and
+    ``name_dict`` both name the parameter, by Paddle name otherwise (see the
+    module docstring). The result leaves out the record and the entries no
+    parameter consumes; ``state_dict`` itself is not changed.
 
     Raises:
         ValueError: some entries match no parameter and some parameter has no
-            state: Paddle's names moved since the checkpoint was saved.
+            state (names both), or the record is not a mapping of names.
 
     Warns:
         UserWarning: some entries match no parameter while every parameter has
-            state: those entries are left unused.
+            state (names the entries); a trainable parameter the record does
+            not list starts afresh (names it).
+
+    Examples:
+        >>> import paddle
+        >>> from paddle_llrd import AdamWDL
+        >>> linear = paddle.nn.Linear(2, 2)
+        >>> names = {p.name: n for n, p in linear.named_parameters()}
+        >>> opt = AdamWDL(parameters=linear.parameters(), name_dict=names)
+        >>> saved = {"linear_99.w_0_moment1_0": paddle.ones([2, 2]),
+        ...          STRUCTURED_NAMES_KEY: {"linear_99.w_0": "weight", "linear_99.b_0": "bias"}}
+        >>> list(matched_state_dict(opt, saved, linear.parameters(), name_dict=names)) == [
+        ...     f"{linear.weight.name}_moment1_0"]
+        True
     """
-    saved = saved_parameter_names(optimizer, state_dict)
+    record = _checked_record(state_dict.get(STRUCTURED_NAMES_KEY), owner)
+    state = {key: value for key, value in state_dict.items() if key != STRUCTURED_NAMES_KEY}
+    saved = saved_parameter_names(optimizer, state)
     if not saved:
-        return  # no parameter state at all (a fresh optimizer's state dict, an lr schedule only)
+        return state  # no parameter state at all (a fresh optimizer's state dict, an lr schedule only)
     params = list(parameters)
-    listed = {param.name for param in params}
-    unmatched = [entry for name, entries in saved.items() if name not in listed for entry in entries]
-    if not unmatched:
-        return
-    stateless = [param.name for param in params if param.name not in saved]
-    if not stateless:
+    current = structured_names_record(params, name_dict)
+    owners = _owners(set(saved) | set(record or ()), record, current)
+    unmatched = [entry for name, entries in saved.items() if owners[name] is None for entry in entries]
+    served = {owners[name] for name in saved if owners[name] is not None}
+    stateless = [param.name for param in params if param.name not in served]
+    saved_structure = record or {}
+    if unmatched and stateless:
+        unmatched = [
+            f"{entry} ({saved_structure[name]})" if saved_structure.get(name) else entry
+            for name, entries in saved.items() if owners[name] is None for entry in entries
+        ]
+        raise ValueError(
+            f"{owner}.set_state_dict: {len(unmatched)} checkpoint entries belong to no parameter of this optimizer "
+            f"({_shown(unmatched)}) while {len(stateless)} of its parameters have no saved state "
+            f"({_shown([_described(name, current[name]) for name in stateless])}): Paddle's parameter names have "
+            "moved since the checkpoint was saved (a layer or loss module built before the model in one script and "
+            "not the other, or layers built in another order), or the structured names differ. Loading by name "
+            "would restart those parameters' moments and beta powers at zero, or give them another parameter's. "
+            "Build the model in the resume script as in the script that saved the checkpoint, pass the same "
+            "`name_dict` (structured names) to both optimizers, or rename the checkpoint's entries to the "
+            "parameters' names before loading it."
+        )
+    if unmatched:
         warnings.warn(
             f"{owner}.set_state_dict: {len(unmatched)} checkpoint entries belong to no parameter of this "
             f"optimizer and are left unused: {_shown(unmatched)}. (Every parameter of the optimizer has "
@@ -134,16 +252,56 @@ def check_state_names(
             UserWarning,
             stacklevel=3,
         )
-        return
-    if name_dict:
-        stateless = [f"{name} ({name_dict[name]})" if name in name_dict else name for name in stateless]
-    raise ValueError(
-        f"{owner}.set_state_dict: {len(unmatched)} checkpoint entries belong to no parameter of this optimizer "
-        f"({_shown(unmatched)}) while {len(stateless)} of its parameters have no saved state "
-        f"({_shown(stateless)}): Paddle's parameter names have moved since the checkpoint was saved "
-        "(a layer or loss module built before the model in one script and not the other, or layers built "
-        "in another order). Loading by name would restart those parameters' moments and beta powers at "
-        "zero, or give them another parameter's. Build the model in the resume script as in the script "
-        "that saved the checkpoint (the same layers created before it, in the same order), or rename the "
-        "checkpoint's entries from the old parameter names to the new ones before loading it."
-    )
+    if record is not None:
+        listed = {owners[name] for name in record if owners.get(name) is not None}
+        new = [param.name for param in params if not param.stop_gradient and param.name not in listed]
+        if new:
+            by_structure = bool(_unique_inverse(record)) and any(current.values())
+            warnings.warn(
+                f"{owner}.set_state_dict: {len(new)} trainable parameters are not among the "
+                f"{len(record)} parameters the checkpoint was saved from "
+                f"({_shown([_described(name, current[name]) for name in new])}): they start with fresh moments "
+                "and beta powers."
+                + ("" if by_structure else
+                   " The others were matched by Paddle name; if a layer was built before the model in this script "
+                   "and not in the saving one, Paddle's names moved and they resumed with other parameters' "
+                   "state: pass `name_dict` (structured names) to the optimizer that saves and the one that loads."),
+                UserWarning,
+                stacklevel=3,
+            )
+    return _renamed(state, saved, owners)
+
+
+def _renamed(state: dict[str, Any], saved: Mapping[str, list[str]], owners: Mapping[str, str | None]) -> dict[str, Any]:
+    """``state`` with each parameter's entries (``saved``, by saved Paddle name) under its owner's
+    name; entries without an owner left out.
+
+    A renamed master weight is a copy named after its new parameter, as
+    Paddle names it (``<param>_fp32_master_<n>``): its moments are looked up
+    by that name.
+    """
+    if all(owners[name] == name for name in saved):
+        return state
+    owner_of = {entry: name for name, entries in saved.items() for entry in entries}
+    renamed: dict[str, Any] = {}
+    for key, value in state.items():
+        if key == MASTER_WEIGHTS_KEY and isinstance(value, Mapping):
+            masters = {}
+            for name, master in value.items():
+                new = owners.get(name, name)
+                if new is None:
+                    continue
+                if new != name:
+                    master = master.clone()
+                    master.name = new + master.name[len(name):] if master.name.startswith(name) else new + "_fp32_master_0"
+                masters[new] = master
+            renamed[key] = masters
+            continue
+        old = owner_of.get(key)
+        if old is None:
+            renamed[key] = value  # not parameter state: the lr schedule's, a weight-decay schedule's
+            continue
+        new = owners[old]
+        if new is not None:
+            renamed[new + key[len(old):]] = value
+    return renamed
