@@ -417,3 +417,35 @@ def test_a_renamed_layer_and_moved_names_raise_naming_the_entry_and_the_paramete
     assert "belong to no parameter of this optimizer ('linear_2.w_0_" in error and "(out.weight)" in error
     assert "'linear_3.w_0 (head.weight)'" in error
     assert not (folder / "resume-aux-renamed.npz").exists()
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_precision_state_follows_its_structured_name_when_names_moved(dtype, tmp_path):
+    """Under multi_precision the master weight and the moments named after it move with the
+    parameter's structured name: resumed after one more layer was built first, the weight's
+    float32 master weight and beta powers are the saved ones (one more update: 0.9 ** 3)."""
+    def build():
+        model = nn.Sequential(nn.Linear(3, 2))
+        model.to(dtype=dtype)
+        names = {p.name: n for n, p in model.named_parameters()}
+        return model, AdamWDL(learning_rate=0.01, parameters=model.parameters(), multi_precision=True,
+                              set_param_lr_fun=None, name_dict=names)
+
+    with fresh_names():
+        model, optimizer = build()
+        sum(p.astype("float32").square().sum() for p in model.parameters()).backward()  # no half matmul on CPU
+        optimizer.step()
+        saved_master = optimizer._master_weights[model[0].weight.name].numpy().copy()
+        paddle.save(optimizer.state_dict(), str(tmp_path / "opt.pdopt"))
+    with fresh_names():
+        nn.Linear(3, 2)  # built first: the model's linear_0 is linear_1 now
+        model, optimizer = build()
+        assert model[0].weight.name == "linear_1.w_0"
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            optimizer.set_state_dict(paddle.load(str(tmp_path / "opt.pdopt")))
+        np.testing.assert_array_equal(optimizer._master_weights["linear_1.w_0"].numpy(), saved_master)
+        sum(p.astype("float32").square().sum() for p in model.parameters()).backward()  # no half matmul on CPU
+        optimizer.step()
+        beta1_pow = optimizer._get_accumulator_master(optimizer._beta1_pow_acc_str, model[0].weight)
+        assert beta1_pow.item() == pytest.approx(0.9 ** 3)
