@@ -7,7 +7,8 @@ environment: Paddle reads it once, at import)::
     python tests/static_param_groups.py OUT.npz
 
 It saves under ``error`` what ``AdamW(parameters=groups).minimize(loss)``
-raises (``"<type>: <message>"``, or ``""`` if nothing), then trains the
+raises (``"<type>: <message>"``, or ``""`` if nothing), under
+``adamwdl_error`` what ``AdamWDL(parameters=groups)`` raises, then trains the
 documented static recipe for a few steps: each parameter's lr factor set to
 its group's ``learning_rate`` and ``apply_decay_param_fun`` choosing the
 decayed groups. It saves the structured-name weights before (``init/<name>``)
@@ -23,7 +24,7 @@ import paddle
 import paddle.nn.functional as F
 from paddle import nn
 
-from paddle_llrd import layer_decay_param_groups
+from paddle_llrd import AdamWDL, layer_decay_param_groups
 
 WIDTH, CLASSES, STEPS = 6, 3, 3
 LR, DECAY, WEIGHT_DECAY = 0.05, 0.6, 0.2
@@ -60,12 +61,12 @@ def build(main, startup):
     return model, loss
 
 
-def groups_error() -> str:
+def groups_error(optimizer_class=paddle.optimizer.AdamW) -> str:
     main, startup = paddle.static.Program(), paddle.static.Program()
     model, loss = build(main, startup)
     with paddle.static.program_guard(main, startup):
-        optimizer = paddle.optimizer.AdamW(learning_rate=LR, parameters=layer_decay_param_groups(model, DECAY, WEIGHT_DECAY))
         try:
+            optimizer = optimizer_class(learning_rate=LR, parameters=layer_decay_param_groups(model, DECAY, WEIGHT_DECAY))
             optimizer.minimize(loss)
         except Exception as exc:  # recorded, compared with the docs by the test
             return f"{type(exc).__name__}: {exc}"
@@ -108,7 +109,7 @@ def train_recipe(out: dict) -> None:
 
 def main(path: str) -> None:
     paddle.enable_static()
-    out = {"error": np.array(groups_error())}
+    out = {"error": np.array(groups_error()), "adamwdl_error": np.array(groups_error(AdamWDL))}
     train_recipe(out)
     np.savez(path, **out)
 

@@ -44,6 +44,7 @@ from .arguments import (
     check_decay_factor,
     check_layerwise_arguments,
     checked_parameters,
+    refuse_groups_in_program,
 )
 from .eager import runs_eagerly_under_sot
 from .param_lr_rows import ParamLrRow, param_lr_rows
@@ -449,8 +450,10 @@ class AdamWDL(AdamW):
     @runs_eagerly_under_sot
     def minimize(self, loss: Tensor, startup_program: Any = None, parameters: Any = None, no_grad_set: Any = None) -> Any:
         """As ``paddle.optimizer.AdamW.minimize``; refused in a static program with a
-        weight-decay schedule (``NotImplementedError``), before anything is added to it."""
+        weight-decay schedule (``NotImplementedError``) or parameter groups
+        (``TypeError``), before anything is added to it."""
         self._refuse_schedule_outside_dygraph()
+        refuse_groups_in_program(self._grouped())
         return super().minimize(loss, startup_program=startup_program, parameters=parameters, no_grad_set=no_grad_set)
 
     @runs_eagerly_under_sot  # whoever calls it: apply_gradients(), fleet's sharding optimizer

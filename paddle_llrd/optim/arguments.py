@@ -246,13 +246,38 @@ def check_added_group(group: Any, groups: list[Mapping[str, Any]], *, owner: str
     check_distinct(params, [f"{where}'s item {i}" for i in range(len(params))], seen, owner=owner)
 
 
+def refuse_groups_in_program(grouped: bool, *, owner: str = "AdamWDL") -> None:
+    """``TypeError`` for parameter groups in a static program, which Paddle 3.3.1's
+    optimizers cannot build (``Value Wrapper is only support None and pir.Value``,
+    or with the legacy program a ``parameter_list[0]`` type error, from ``minimize``).
+
+    Examples:
+        >>> import paddle
+        >>> paddle.enable_static()
+        >>> refuse_groups_in_program(True)
+        Traceback (most recent call last):
+        ...
+        TypeError: AdamWDL: `parameters` as parameter groups (dicts) is not supported in a static program ...
+        >>> paddle.disable_static()
+    """
+    if grouped and not framework.in_dygraph_mode():
+        raise TypeError(
+            f"{owner}: `parameters` as parameter groups (dicts) is not supported in a static program "
+            "(paddle.enable_static()): Paddle's backward and optimizer passes take a plain list of "
+            "parameters there. Pass the parameters as one list, with each one's lr factor in "
+            "param.optimize_attr['learning_rate'] and `apply_decay_param_fun` choosing the decayed ones "
+            "(docs/layer_maps.rst, 'Static programs'), or train in dygraph or under paddle.jit.to_static."
+        )
+
+
 def checked_parameters(parameters: Any, *, owner: str = "AdamWDL") -> Any:
     """``parameters`` as a list (a generator is read once), its items and groups checked; refuses None in dygraph.
 
     Each item is a parameter, or each a parameter-group dict (:func:`check_group`);
     a parameter listed twice, in the list or in two groups, is refused
     (:func:`check_distinct`). In a static program ``parameters=None`` means
-    every trainable parameter of the program, as in Paddle.
+    every trainable parameter of the program, as in Paddle, and parameter
+    groups are refused (:func:`refuse_groups_in_program`).
 
     Examples:
         >>> checked_parameters([1, 2])
@@ -275,6 +300,7 @@ def checked_parameters(parameters: Any, *, owner: str = "AdamWDL") -> Any:
         )
     parameters = list(parameters)
     grouped = bool(parameters) and isinstance(parameters[0], Mapping)
+    refuse_groups_in_program(grouped, owner=owner)
     seen: dict[int, str] = {}
     for index, item in enumerate(parameters):
         if grouped:
