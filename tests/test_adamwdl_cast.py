@@ -138,7 +138,7 @@ def test_a_cast_the_state_cannot_serve_is_refused_before_anything_changes(start,
     _step(model, optimizer, _gradients(model, 1))
     model.to(dtype=cast)
     before = {n: p.numpy().copy() for n, p in model.named_parameters()}
-    state = {k: v.numpy().copy() for k, v in optimizer.state_dict().items() if k != "master_weights"}
+    state = {k: v.numpy().copy() for k, v in optimizer.state_dict().items() if isinstance(v, paddle.Tensor)}
     with pytest.raises(RuntimeError, match=match):
         _step(model, optimizer, _gradients(model, 2))
     for name, param in model.named_parameters():

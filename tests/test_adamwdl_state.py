@@ -526,3 +526,37 @@ def test_group_lazy_mode_overrides_the_optimizer_default(group_lazy):
     # rows 0-3 are absent at step 1: a lazy update only decays them
     only_decayed = np.allclose(history[1][embedding][:4], history[0][embedding][:4] * (1 - 0.01 * 0.3), rtol=1e-6)
     assert only_decayed == group_lazy
+
+
+def test_structured_names_round_trip_through_paddle_save_and_adamw_loads_them(tmp_path):
+    """The ``structured_names`` record survives ``paddle.save``/``paddle.load`` (None for a parameter
+    outside ``name_dict``), and ``paddle.optimizer.AdamW`` loads the checkpoint, ignoring it, and
+    continues from the saved moments: its 2 saved steps and 1 more equal AdamW over 3 steps."""
+    data = batches(3)
+    with fresh_names():
+        model = tiny_bert()
+        names = name_dict_of(model)
+        del names[model.classifier.bias.name]
+        optimizer = AdamWDL(0.01, parameters=model.parameters(), weight_decay=0.2, set_param_lr_fun=None,
+                            name_dict=names)
+        _train(model, optimizer, data[:2])
+        paddle.save(model.state_dict(), str(tmp_path / "model.pdparams"))
+        paddle.save(optimizer.state_dict(), str(tmp_path / "opt.pdopt"))
+        expected_record = {p.name: names.get(p.name) for p in model.parameters()}
+    loaded = paddle.load(str(tmp_path / "opt.pdopt"))
+    assert loaded["structured_names"] == expected_record
+    assert expected_record[model.classifier.bias.name] is None and sum(v is None for v in expected_record.values()) == 1
+
+    with fresh_names():
+        uninterrupted = tiny_bert()
+        _train(uninterrupted, paddle.optimizer.AdamW(0.01, parameters=uninterrupted.parameters(), weight_decay=0.2),
+               data)
+    with fresh_names():
+        model = tiny_bert(seed=99)
+        model.set_state_dict(paddle.load(str(tmp_path / "model.pdparams")))
+        plain = paddle.optimizer.AdamW(0.01, parameters=model.parameters(), weight_decay=0.2)
+        plain.set_state_dict(loaded)
+        _train(model, plain, data[2:])
+    expected = weights_of(uninterrupted)
+    for name, value in weights_of(model).items():
+        np.testing.assert_allclose(value, expected[name], rtol=1e-6, atol=1e-7, err_msg=name)

@@ -149,8 +149,9 @@ def _unique_inverse(names: Mapping[str, str | None]) -> dict[str, str]:
 
 def _owners(
     saved_names: Iterable[str], record: Mapping[str, str | None] | None, current: Mapping[str, str | None]
-) -> dict[str, str | None]:
-    """``{saved Paddle name: the Paddle name of the parameter it belongs to now, or None}``.
+) -> tuple[dict[str, str | None], bool]:
+    """``{saved Paddle name: the Paddle name of the parameter it belongs to now, or None}``, and
+    whether structured names took part.
 
     By structured name where the record and ``current`` (the optimizer's
     ``{param.name: structured name or None}``) both have one, once each;
@@ -171,7 +172,7 @@ def _owners(
             owners[name] = by_structure[name]
         else:
             owners[name] = name if name in current and name not in structured_now else None
-    return owners
+    return owners, bool(by_structure)
 
 
 def _described(name: str, structured: str | None) -> str:
@@ -223,7 +224,7 @@ def matched_state_dict(
         return state  # no parameter state at all (a fresh optimizer's state dict, an lr schedule only)
     params = list(parameters)
     current = structured_names_record(params, name_dict)
-    owners = _owners(set(saved) | set(record or ()), record, current)
+    owners, by_structure = _owners(set(saved) | set(record or ()), record, current)
     unmatched = [entry for name, entries in saved.items() if owners[name] is None for entry in entries]
     served = {owners[name] for name in saved if owners[name] is not None}
     stateless = [param.name for param in params if param.name not in served]
@@ -256,7 +257,6 @@ def matched_state_dict(
         listed = {owners[name] for name in record if owners.get(name) is not None}
         new = [param.name for param in params if not param.stop_gradient and param.name not in listed]
         if new:
-            by_structure = bool(_unique_inverse(record)) and any(current.values())
             warnings.warn(
                 f"{owner}.set_state_dict: {len(new)} trainable parameters are not among the "
                 f"{len(record)} parameters the checkpoint was saved from "
