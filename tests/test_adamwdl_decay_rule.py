@@ -245,3 +245,33 @@ def test_the_per_parameter_path_asks_the_rule_once_per_parameter_and_update():
     expected = _weights(theirs)
     for name, value in _weights(ours).items():
         np.testing.assert_allclose(value, expected[name], rtol=1e-6, atol=1e-7, err_msg=name)
+
+
+@pytest.mark.parametrize("use_multi_tensor", [False, None], ids=["per-parameter", "multi-tensor"])
+def test_a_rule_pure_in_the_name_raising_at_the_first_step_changes_nothing(use_multi_tensor):
+    """A ``pure_in_name`` rule is asked when built and at the first update only: raising at the
+    first update for the last layer leaves every parameter at its initial value, its exception
+    propagating unchanged."""
+    model = _model()
+    error = RuntimeError("the decay rule failed")
+    failing, armed = model[2].weight.name, []
+
+    def rule(param_name: str) -> bool:
+        if armed and param_name == failing:
+            raise error
+        return True
+
+    rule.pure_in_name = True
+    optimizer = AdamWDL(LR, parameters=model.parameters(), weight_decay=WEIGHT_DECAY, set_param_lr_fun=None,
+                        apply_decay_param_fun=rule, use_multi_tensor=use_multi_tensor)
+    x, y = _batches()[0]
+    paddle.nn.functional.mse_loss(model(x), y).backward()
+    before = _every_tensor(model, optimizer)
+    armed.append(True)
+    with pytest.raises(RuntimeError) as raised:
+        optimizer.step()
+    assert raised.value is error
+    after = _every_tensor(model, optimizer)
+    for key, value in before.items():
+        np.testing.assert_array_equal(after[key], value, err_msg=key)
+    assert not any(tensor.any() for key, tensor in after.items() if "moment" in key)
