@@ -8,7 +8,9 @@ environment: Paddle reads it once, at import)::
 
 It saves under ``error`` what ``AdamW(parameters=groups).minimize(loss)``
 raises (``"<type>: <message>"``, or ``""`` if nothing), under
-``adamwdl_error`` what ``AdamWDL(parameters=groups)`` raises, then trains the
+``adamwdl_error`` what ``AdamWDL(parameters=groups)`` raises (and under
+``adamwdl_minimize_error`` what ``minimize`` in a static program raises for
+an ``AdamWDL`` built with groups in dygraph), then trains the
 documented static recipe for a few steps: each parameter's lr factor set to
 its group's ``learning_rate`` and ``apply_decay_param_fun`` choosing the
 decayed groups. It saves the structured-name weights before (``init/<name>``)
@@ -107,9 +109,26 @@ def train_recipe(out: dict) -> None:
     read("final")
 
 
+def minimize_error(dygraph_optimizer) -> str:
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    _, loss = build(main, startup)
+    with paddle.static.program_guard(main, startup):
+        try:
+            dygraph_optimizer.minimize(loss)
+        except Exception as exc:
+            return f"{type(exc).__name__}: {exc}"
+    return ""
+
+
 def main(path: str) -> None:
+    dygraph_model = Model()
+    built_in_dygraph = AdamWDL(learning_rate=LR, parameters=layer_decay_param_groups(dygraph_model, DECAY, WEIGHT_DECAY))
     paddle.enable_static()
-    out = {"error": np.array(groups_error()), "adamwdl_error": np.array(groups_error(AdamWDL))}
+    out = {
+        "error": np.array(groups_error()),
+        "adamwdl_error": np.array(groups_error(AdamWDL)),
+        "adamwdl_minimize_error": np.array(minimize_error(built_in_dygraph)),
+    }
     train_recipe(out)
     np.savez(path, **out)
 
