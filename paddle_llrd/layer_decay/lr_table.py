@@ -2,9 +2,12 @@
 
 Builds :class:`~paddle_llrd.AdamWDL` for a model and prints its
 :meth:`~paddle_llrd.AdamWDL.param_lr_table`: every parameter's structured
-name, its layer id (a :class:`~paddle_llrd.layer_decay.layer_maps.LayerMap`: 0 =
-embeddings, ``N + 1`` = block ``N``, ``n_layers + 1`` = heads and final
-norms), its ratio ``decay ** (n_layers + 1 - layer id)``, its effective
+name, its layer group under the name the Trainer's logs give it
+(``learning_rate/<group>``: ``embeddings``, ``layer_N`` for block ``N``,
+``head`` for heads and final norms; see
+:mod:`paddle_llrd.layer_decay.group_names`), its ratio
+``decay ** (n_layers + 1 - layer id)`` (layer id 0 for the embeddings,
+``N + 1`` for block ``N``, ``n_layers + 1`` for the head), its effective
 learning rate ``lr * ratio``, whether it is weight-decayed (bias and norm
 parameters are not, as in PaddleNLP's ``Trainer``; ``--decay-all`` decays
 everything) and its weight decay — the check to make before a long run. For
@@ -14,7 +17,13 @@ BERT names the ratios are exactly those of
 The model is a tiny built-in stack named like a family (``--arch bert``,
 PaddleNLP-style BERT, the default; ``hf_bert``, Hugging Face-style BERT;
 ``gpt``, ``gpt2``, ``llama``, ``vit``) with ``--layers N`` blocks, or a user's
-factory (``--model package.module:factory``, called without arguments). Both
+factory (``--model package.module:factory``, called without arguments).
+``--arch llama`` is a tiny PaddleFormers ``LlamaForCausalLM`` where
+PaddleFormers imports, else a stand-in with its parameter names (the last
+line says which); its head is tied to the embeddings as PaddleFormers'
+``LlamaConfig`` has it by default (``--no-tie-word-embeddings`` unties it):
+a tied head is listed once, as ``model.embed_tokens.weight``, in the group
+``embeddings_tied_head``, and a line under the table says so. Both
 styles read the blocks with
 :func:`~paddle_llrd.layer_decay.layer_maps.resolve_layer_map` (``--pattern``,
 else ``--family``), as :func:`~paddle_llrd.layer_decay_param_groups` and the
@@ -43,11 +52,11 @@ Example:
     >>> from paddle_llrd.layer_decay.lr_table import main
     >>> main(["--layers", "2", "--decay", "0.5", "--learning-rate", "1.0"])  # doctest: +ELLIPSIS
     structured name ...
-    bert.embeddings.word_embeddings.weight 0 0.125 0.125 yes 0.01
+    bert.embeddings.word_embeddings.weight embeddings 0.125 0.125 yes 0.01
     ...
-    bert.encoder.layers.1.norm2.bias 2 0.5 0.5 no 0
+    bert.encoder.layers.1.norm2.bias layer_1 0.5 0.5 no 0
     ...
-    classifier.bias 3 1 1 no 0
+    classifier.bias head 1 1 no 0
     (41 parameters, n_layers=2, decay=0.5, learning rate=1.0)
     0
     >>> main(["--arch", "vit", "--layers", "1", "--decay", "0.5",
@@ -78,7 +87,8 @@ from ..command_line import finite_number, integer_at_least
 from ..optim.adamwdl import AdamWDL
 from .layer_maps import FAMILY_PATTERNS, LayerMap, build_name_dict, no_decay_parameter_names, resolve_layer_map
 from .param_groups import format_param_groups_table, layer_decay_param_groups, param_groups_table
-from ..models.skeletons import SKELETONS, build_skeleton
+from .group_names import layer_group_names
+from ..models.skeletons import SKELETONS, build_skeleton, llama_for_lr_table
 
 
 def load_factory(spec: str):
@@ -123,6 +133,10 @@ def _parser() -> argparse.ArgumentParser:
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--arch", choices=sorted(SKELETONS), default="bert", help="built-in model family (default bert)")
     source.add_argument("--model", help="'package.module:factory' returning a paddle.nn.Layer")
+    parser.add_argument(
+        "--tie-word-embeddings", action=argparse.BooleanOptionalAction, default=None,
+        help="--arch llama: the head is the embedding weight (PaddleFormers' default) or its own",
+    )
     parser.add_argument("--layers", type=_count, default=12, help="blocks of the built-in model (default 12)")
     parser.add_argument("--n-layers", type=_count, help="n_layers for the decay (default: counted from the names)")
     parser.add_argument("--family", default="auto", choices=["auto", *FAMILY_PATTERNS], help="name patterns to use (default auto)")
@@ -143,9 +157,15 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _model(parser: argparse.ArgumentParser, args: argparse.Namespace) -> nn.Layer:
+def _model(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[nn.Layer, str]:
+    """The model to show, and what it is when that is worth saying (the LLaMA model or its stand-in)."""
+    if args.tie_word_embeddings is not None and (args.model or args.arch != "llama"):
+        parser.error("--tie-word-embeddings/--no-tie-word-embeddings apply to --arch llama only")
     if not args.model:
-        return build_skeleton(args.arch, args.layers)
+        if args.arch == "llama":
+            # PaddleFormers' LlamaConfig ties the head by default
+            return llama_for_lr_table(args.layers, args.tie_word_embeddings is not False)
+        return build_skeleton(args.arch, args.layers), ""
     try:
         factory = load_factory(args.model)
     except ValueError as exc:
@@ -153,7 +173,7 @@ def _model(parser: argparse.ArgumentParser, args: argparse.Namespace) -> nn.Laye
     model = factory()
     if not isinstance(model, nn.Layer):
         parser.error(f"--model: {args.model} returned {type(model).__name__}, not a paddle.nn.Layer")
-    return model
+    return model, ""
 
 
 def _layer_map(parser: argparse.ArgumentParser, args: argparse.Namespace, model: nn.Layer) -> LayerMap:
@@ -172,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.style == "groups" and args.decay_all:
         parser.error("--decay-all applies to --style params only")
-    model = _model(parser, args)
+    model, source = _model(parser, args)
     layer_map = _layer_map(parser, args, model)
     if args.style == "groups":
         return _print_groups(model, layer_map, args)
@@ -189,12 +209,19 @@ def main(argv: list[str] | None = None) -> int:
         name_dict=name_dict,
     )
     rows = optimizer.param_lr_table()
+    groups = layer_group_names(model, layer_map)
     width = max([len("structured name")] + [len(r.name) for r in rows])
-    print(f"{'structured name':<{width}}  {'layer':>5}  {'ratio':>10}  {'effective lr':>12}  {'decayed':>7}  {'weight decay':>12}")
+    group_width = max([len("group")] + [len(groups.of(r.layer_id)) for r in rows])
+    print(f"{'structured name':<{width}}  {'group':<{group_width}}  {'ratio':>10}  {'effective lr':>12}  "
+          f"{'decayed':>7}  {'weight decay':>12}")
     for row in rows:
         decayed = "yes" if row.decayed else "no"
-        print(f"{row.name:<{width}}  {row.layer_id:>5}  {row.ratio:>10.4g}  {row.lr:>12.4g}  {decayed:>7}  {row.weight_decay:>12.4g}")
-    print(f"({len(rows)} parameters, n_layers={layer_map.n_layers}, decay={args.decay}, learning rate={args.learning_rate})")
+        print(f"{row.name:<{width}}  {groups.of(row.layer_id):<{group_width}}  {row.ratio:>10.4g}  {row.lr:>12.4g}  "
+              f"{decayed:>7}  {row.weight_decay:>12.4g}")
+    for tie in groups.ties:
+        print(tie)
+    print(f"({len(rows)} parameters, n_layers={layer_map.n_layers}, decay={args.decay}, learning rate={args.learning_rate}"
+          f"{'; model: ' + source if source else ''})")
     return 0
 
 
