@@ -270,6 +270,24 @@ def lr_table(*flags: str) -> list[str]:
     return done.stdout.splitlines()
 
 
+def parse_lr_table(lines: list[str]) -> tuple[list[list[str]], list[str]]:
+    """The rows of the params table, ``[structured name, group, ratio, effective lr, decayed, weight decay]``
+    (a group's line gives the group and the prefix of the names under it), and the lines after the table."""
+    assert lines[0].split() == ["group:", "prefix", "/", "name", "ratio", "effective", "lr", "decayed", "weight",
+                                "decay"]
+    rows, index = [], 1
+    while index < len(lines) and (lines[index].startswith("  ") or lines[index].split()[0].endswith(":")):
+        line = lines[index]
+        if line.startswith("  "):
+            name, *values = line.split()
+            rows.append([prefix + name, group, *values])
+        else:
+            group, _, prefix = line.partition(": ")
+            group = group.rstrip(":")
+        index += 1
+    return rows, lines[index:]
+
+
 @pytest.mark.parametrize("tied", [True, False], ids=["tied", "untied"])
 def test_lr_table_llama_shows_llamas_names_and_the_logs_group_names(tied):
     """--arch llama: PaddleFormers' LlamaForCausalLM names (no bias), groups named as the
@@ -277,26 +295,24 @@ def test_lr_table_llama_shows_llamas_names_and_the_logs_group_names(tied):
     n, decay, lr, wd = 3, 0.5, 0.1, 0.01
     lines = lr_table("--arch", "llama", "--layers", str(n), "--decay", str(decay), "--learning-rate", str(lr),
                      *([] if tied else ["--no-tie-word-embeddings"]))
-    assert lines[0].split() == ["structured", "name", "group", "ratio", "effective", "lr", "decayed", "weight", "decay"]
+    assert all(len(line) <= 80 for line in lines)  # a terminal's width, and the docs' code blocks'
+    rows, rest = parse_lr_table(lines)
     top = "final_norm" if tied else "head"
     expected = [("model.embed_tokens.weight", "embeddings_tied_head" if tied else "embeddings", 0)]
     expected += [(f"model.layers.{i}.{suffix}", f"layer_{i}", i + 1) for i in range(n) for suffix in LLAMA_BLOCK]
     expected += [("model.norm.weight", top, n + 1)] + ([] if tied else [("lm_head.weight", "head", n + 1)])
-    rows = [line.split() for line in lines[1:1 + len(expected)]]
     assert [row[:2] for row in rows] == [[name, group] for name, group, _ in expected]
     for row, (name, _, layer_id) in zip(rows, expected):
         ratio = decay ** (n + 1 - layer_id)
         decayed = "norm" not in name
         assert [float(row[2]), float(row[3])] == pytest.approx([ratio, lr * ratio], rel=1e-3), name
         assert row[4:] == (["yes", str(wd)] if decayed else ["no", "0"]), name
-    rest = lines[1 + len(expected):]
     assert not any("bias" in line for line in lines)
     if tied:
-        assert rest[0] == ("lm_head.weight is model.embed_tokens.weight (tied): "
-                           "it trains at the ratio of embeddings_tied_head")
+        assert rest[0] == "lm_head.weight is tied to model.embed_tokens.weight (embeddings_tied_head)"
         rest = rest[1:]
-    assert rest == [f"({len(expected)} parameters, n_layers={n}, decay={decay}, learning rate={lr}; "
-                    "model: a stand-in with PaddleFormers LlamaForCausalLM's names)"]
+    assert rest == [f"({len(expected)} parameters, n_layers={n}, decay={decay}, learning rate={lr})",
+                    "model: a stand-in with PaddleFormers LlamaForCausalLM's names"]
 
 
 def test_lr_table_tie_flag_is_for_llama_only():

@@ -54,8 +54,8 @@ def test_a_tied_heads_logs_and_summary_say_it_trains_at_the_embeddings_rate(tmp_
     L = N_LAYERS
     assert [line for line in lines if line.startswith("paddle_llrd:")] == [
         f"paddle_llrd: layerwise_decay=0.5 over L={L} blocks (lr ratios: embeddings_tied_head {decay ** (L + 1):.4g}, "
-        f"layer_0 {decay ** L:.4g}, final_norm 1; lm_head.weight is model.embed_tokens.weight (tied): it trains at "
-        "the ratio of embeddings_tied_head); lr_scheduler_type=linear"
+        f"layer_0 {decay ** L:.4g}, final_norm 1; lm_head.weight is tied to model.embed_tokens.weight "
+        "(embeddings_tied_head)); lr_scheduler_type=linear"
     ]
     scalars = visualdl_scalars(args.logging_dir)
     ratios = {"embeddings_tied_head": decay ** (L + 1), **{f"layer_{i}": decay ** (L - i) for i in range(L)},

@@ -20,7 +20,7 @@ Examples:
     >>> [names.of(k) for k in range(4)]
     ['embeddings_tied_head', 'layer_0', 'layer_1', 'final_norm']
     >>> print(names.ties[0])
-    lm_head.weight is model.embed_tokens.weight (tied): it trains at the ratio of embeddings_tied_head
+    lm_head.weight is tied to model.embed_tokens.weight (embeddings_tied_head)
     >>> untied = build_skeleton("llama", 2, tie_word_embeddings=False)
     >>> [layer_group_names(untied, LayerMap.from_model(untied)).of(k) for k in range(4)]
     ['embeddings', 'layer_0', 'layer_1', 'head']
@@ -72,7 +72,7 @@ class Tie:
     group: str
 
     def __str__(self) -> str:
-        return f"{self.alias} is {self.name} (tied): it trains at the ratio of {self.group}"
+        return f"{self.alias} is tied to {self.name} ({self.group})"
 
 
 @dataclass(frozen=True)

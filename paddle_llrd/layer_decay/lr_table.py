@@ -2,7 +2,9 @@
 
 Builds :class:`~paddle_llrd.AdamWDL` for a model and prints its
 :meth:`~paddle_llrd.AdamWDL.param_lr_table`: every parameter's structured
-name, its layer group under the name the Trainer's logs give it
+name (under a line for its layer group, which gives the group's name and
+the prefix its parameters' names share), its layer group under the name the
+Trainer's logs give it
 (``learning_rate/<group>``: ``embeddings``, ``layer_N`` for block ``N``,
 ``head`` for heads and final norms; see
 :mod:`paddle_llrd.layer_decay.group_names`), its ratio
@@ -51,12 +53,16 @@ size (biases, norms, 1-D parameters and ViT tokens do not decay; see
 Example:
     >>> from paddle_llrd.layer_decay.lr_table import main
     >>> main(["--layers", "2", "--decay", "0.5", "--learning-rate", "1.0"])  # doctest: +ELLIPSIS
-    structured name ...
-    bert.embeddings.word_embeddings.weight embeddings 0.125 0.125 yes 0.01
+    group: prefix / name ...
+    embeddings: bert.embeddings.
+      word_embeddings.weight 0.125 0.125 yes 0.01
     ...
-    bert.encoder.layers.1.norm2.bias layer_1 0.5 0.5 no 0
+    layer_1: bert.encoder.layers.1.
     ...
-    classifier.bias head 1 1 no 0
+      norm2.bias 0.5 0.5 no 0
+    head:
+    ...
+      classifier.bias 1 1 no 0
     (41 parameters, n_layers=2, decay=0.5, learning rate=1.0)
     0
     >>> main(["--arch", "vit", "--layers", "1", "--decay", "0.5",
@@ -87,7 +93,7 @@ from ..command_line import finite_number, integer_at_least
 from ..optim.adamwdl import AdamWDL
 from .layer_maps import FAMILY_PATTERNS, LayerMap, build_name_dict, no_decay_parameter_names, resolve_layer_map
 from .param_groups import format_param_groups_table, layer_decay_param_groups, param_groups_table
-from .group_names import layer_group_names
+from .group_names import LayerGroupNames, layer_group_names
 from ..models.skeletons import SKELETONS, build_skeleton, llama_for_lr_table
 
 
@@ -210,19 +216,54 @@ def main(argv: list[str] | None = None) -> int:
     )
     rows = optimizer.param_lr_table()
     groups = layer_group_names(model, layer_map)
-    width = max([len("structured name")] + [len(r.name) for r in rows])
-    group_width = max([len("group")] + [len(groups.of(r.layer_id)) for r in rows])
-    print(f"{'structured name':<{width}}  {'group':<{group_width}}  {'ratio':>10}  {'effective lr':>12}  "
-          f"{'decayed':>7}  {'weight decay':>12}")
-    for row in rows:
-        decayed = "yes" if row.decayed else "no"
-        print(f"{row.name:<{width}}  {groups.of(row.layer_id):<{group_width}}  {row.ratio:>10.4g}  {row.lr:>12.4g}  "
-              f"{decayed:>7}  {row.weight_decay:>12.4g}")
+    print(format_param_lr_table(rows, groups))
     for tie in groups.ties:
         print(tie)
-    print(f"({len(rows)} parameters, n_layers={layer_map.n_layers}, decay={args.decay}, learning rate={args.learning_rate}"
-          f"{'; model: ' + source if source else ''})")
+    print(f"({len(rows)} parameters, n_layers={layer_map.n_layers}, decay={args.decay}, learning rate={args.learning_rate})")
+    if source:
+        print(f"model: {source}")
     return 0
+
+
+def _common_prefix(names: list[str]) -> str:
+    """The longest prefix ending in "." that all ``names`` share and none is left empty by."""
+    parts = [name.split(".")[:-1] for name in names]
+    shared = []
+    for pieces in zip(*parts):
+        if len(set(pieces)) > 1:
+            break
+        shared.append(pieces[0])
+    return "".join(f"{piece}." for piece in shared)
+
+
+def format_param_lr_table(rows: list, groups: LayerGroupNames) -> str:
+    """``param_lr_table()``'s rows as text: a line per layer group, named as
+    the Trainer's logs name it, with the prefix its parameters share, then a
+    line per parameter (the rest of its structured name, its ratio, effective
+    lr, whether it is weight-decayed and its weight decay), so that LLaMA's
+    names fit 80 columns."""
+    runs: list[tuple[str, list]] = []  # consecutive rows of one group
+    for row in rows:
+        group = groups.of(row.layer_id)
+        if not runs or runs[-1][0] != group:
+            runs.append((group, []))
+        runs[-1][1].append(row)
+    prefixes = [_common_prefix([row.name for row in members]) for _, members in runs]
+    cells = [
+        [[row.name[len(prefix):], f"{row.ratio:.4g}", f"{row.lr:.4g}", "yes" if row.decayed else "no",
+          f"{row.weight_decay:.4g}"] for row in members]
+        for (_, members), prefix in zip(runs, prefixes)
+    ]
+    header = ["group: prefix / name", "ratio", "effective lr", "decayed", "weight decay"]
+    flat = [line for run in cells for line in run]
+    widths = [max([len(header[0]) - 2] + [len(line[0]) for line in flat])]
+    widths += [max([len(title)] + [len(line[i]) for line in flat]) for i, title in enumerate(header) if i]
+    text = [header[0].ljust(widths[0] + 2) + "".join(f"  {title:>{width}}" for title, width in zip(header[1:], widths[1:]))]
+    for (group, _), prefix, run in zip(runs, prefixes, cells):
+        text.append(f"{group}: {prefix}" if prefix else f"{group}:")
+        for line in run:
+            text.append("  " + line[0].ljust(widths[0]) + "".join(f"  {cell:>{width}}" for cell, width in zip(line[1:], widths[1:])))
+    return "\n".join(text)
 
 
 def _print_groups(model: nn.Layer, layer_map: LayerMap, args: argparse.Namespace) -> int:
