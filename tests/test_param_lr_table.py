@@ -3,6 +3,11 @@ for LayerMap (and any function declaring ``pure_in_name``) checked by call
 counts and by multi-step float64 reference runs."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import paddle
 import pytest
@@ -247,3 +252,110 @@ def test_a_tensor_decay_is_not_cached():
         optimizer.step()
         optimizer.clear_grad()
     assert len(calls) == 2 * len(model.parameters())
+
+
+# ------------------------------------------------------------------ python -m paddle_llrd lr-table
+ROOT = Path(__file__).resolve().parents[1]
+# PaddleFormers LlamaForCausalLM's parameter names in a block, in its order (no biases)
+LLAMA_BLOCK = ["self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight",
+               "self_attn.o_proj.weight", "mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight",
+               "input_layernorm.weight", "post_attention_layernorm.weight"]
+
+
+def lr_table(*flags: str) -> list[str]:
+    """The lines ``python -m paddle_llrd lr-table`` prints, run as a user runs it."""
+    done = subprocess.run([sys.executable, "-m", "paddle_llrd", "lr-table", *flags], capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)), cwd=ROOT, timeout=180)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
+def parse_lr_table(lines: list[str]) -> tuple[list[list[str]], list[str]]:
+    """The rows of the params table, ``[structured name, group, ratio, effective lr, decayed, weight decay]``
+    (a group's line gives the group and the prefix of the names under it), and the lines after the table."""
+    assert lines[0].split() == ["group:", "prefix", "/", "name", "ratio", "effective", "lr", "decayed", "weight",
+                                "decay"]
+    rows, index = [], 1
+    while index < len(lines) and (lines[index].startswith("  ") or lines[index].split()[0].endswith(":")):
+        line = lines[index]
+        if line.startswith("  "):
+            name, *values = line.split()
+            rows.append([prefix + name, group, *values])
+        else:
+            group, _, prefix = line.partition(": ")
+            group = group.rstrip(":")
+        index += 1
+    return rows, lines[index:]
+
+
+@pytest.mark.parametrize("tied", [True, False], ids=["tied", "untied"])
+def test_lr_table_llama_shows_llamas_names_and_the_logs_group_names(tied):
+    """--arch llama: PaddleFormers' LlamaForCausalLM names (no bias), groups named as the
+    logs name them (layer_0 is block 0), ratio d**(L+1-k), a tied head said to be tied."""
+    n, decay, lr, wd = 3, 0.5, 0.1, 0.01
+    lines = lr_table("--arch", "llama", "--layers", str(n), "--decay", str(decay), "--learning-rate", str(lr),
+                     *([] if tied else ["--no-tie-word-embeddings"]))
+    assert all(len(line) <= 80 for line in lines)  # a terminal's width, and the docs' code blocks'
+    rows, rest = parse_lr_table(lines)
+    top = "final_norm" if tied else "head"
+    expected = [("model.embed_tokens.weight", "embeddings_tied_head" if tied else "embeddings", 0)]
+    expected += [(f"model.layers.{i}.{suffix}", f"layer_{i}", i + 1) for i in range(n) for suffix in LLAMA_BLOCK]
+    expected += [("model.norm.weight", top, n + 1)] + ([] if tied else [("lm_head.weight", "head", n + 1)])
+    assert [row[:2] for row in rows] == [[name, group] for name, group, _ in expected]
+    for row, (name, _, layer_id) in zip(rows, expected):
+        ratio = decay ** (n + 1 - layer_id)
+        decayed = "norm" not in name
+        assert [float(row[2]), float(row[3])] == pytest.approx([ratio, lr * ratio], rel=1e-3), name
+        assert row[4:] == (["yes", str(wd)] if decayed else ["no", "0"]), name
+    assert not any("bias" in line for line in lines)
+    if tied:
+        assert rest[0] == "lm_head.weight is tied to model.embed_tokens.weight (embeddings_tied_head)"
+        rest = rest[1:]
+    assert rest == [f"({len(expected)} parameters, n_layers={n}, decay={decay}, learning rate={lr})",
+                    "model: a stand-in with PaddleFormers LlamaForCausalLM's names"]
+
+
+def test_lr_table_tie_flag_is_for_llama_only():
+    done = subprocess.run([sys.executable, "-m", "paddle_llrd", "lr-table", "--arch", "vit", "--tie-word-embeddings"],
+                          capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)), cwd=ROOT,
+                          timeout=180)
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1].endswith(
+        "error: --tie-word-embeddings/--no-tie-word-embeddings apply to --arch llama only")
+
+
+def documented_lr_tables(page: Path) -> list[tuple[list[str], list[str]]]:
+    """Each ``$ python -m paddle_llrd lr-table ...`` sample of a page: its flags and the lines shown under it."""
+    samples, lines = [], page.read_text().splitlines()
+    for index, line in enumerate(lines):
+        if not line.strip().startswith("$ python -m paddle_llrd lr-table"):
+            continue
+        command, index = line.strip(), index + 1
+        while command.endswith("\\"):
+            command, index = command[:-1] + lines[index].strip(), index + 1
+        shown = []
+        while index < len(lines) and lines[index].strip():
+            shown.append(lines[index].strip())
+            index += 1
+        samples.append((command.split()[5:], shown))
+    return samples
+
+
+@pytest.mark.parametrize("page", ["docs/layer_maps.rst"])
+def test_documented_lr_table_samples_are_what_the_command_prints(page):
+    """Every sample is the command's output, line for line ("..." stands for lines left out)."""
+    samples = documented_lr_tables(ROOT / page)
+    assert samples
+    for flags, shown in samples:
+        printed = [line.strip() for line in lr_table(*flags)]
+        position, skipping = 0, False
+        for line in shown:
+            if line == "...":
+                skipping = True
+                continue
+            if skipping:
+                assert line in printed[position:], (flags, line)
+                position = printed.index(line, position)
+            assert printed[position:position + 1] == [line], (flags, line)
+            position, skipping = position + 1, False
+        assert skipping or position == len(printed), (flags, "the sample stops before the output does")

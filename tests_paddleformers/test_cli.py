@@ -151,13 +151,14 @@ def wsd_cosine_factor(step: int, total: int, decay_steps: int) -> float:
 
 def check_logged_group_lrs(output_dir: Path, logged_steps: list, total: int, decay_steps: int) -> None:
     """Each group's ``learning_rate/<group>`` in the run's VisualDL log, at each logged global step g, is
-    the lr of the step just taken (schedule step g - 1) times the group's ratio."""
+    the lr of the step the framework's ``learning_rate`` describes (schedule step g, the coming one) times
+    the group's ratio."""
     (logging_dir,) = (output_dir / "runs").iterdir()  # PaddleFormers' default logging_dir
     scalars = visualdl_scalars(logging_dir)
     for group, ratio in group_ratios(DECAY, N_LAYERS).items():
         got = scalars[f"train/learning_rate/{group}"]
         assert [step for step, _ in got] == logged_steps, (group, got)
-        expected = [LEARNING_RATE * wsd_cosine_factor(step - 1, total, decay_steps) * ratio for step in logged_steps]
+        expected = [LEARNING_RATE * wsd_cosine_factor(step, total, decay_steps) * ratio for step in logged_steps]
         assert [value for _, value in got] == pytest.approx(expected, rel=1e-6), group
 
 

@@ -21,7 +21,9 @@ from trainer_checks import (
     check_step_learning_rates,
     every_field,
     parameters_numpy,
+    schedule_factor,
 )
+from trainer_suite import LogLines, visualdl_scalars
 
 from paddle_llrd.integrations.paddleformers import LLRDTrainer, LLRDTrainingArguments
 
@@ -38,6 +40,35 @@ def test_a_tied_head_trains_at_the_embeddings_ratio(tmp_path):
     trainer, ratios = check_first_step_moves_each_parameter_by_lr_times_its_ratio(TIED, tmp_path, decay=0.5)
     assert trainer.layer_map.ratio("model.embed_tokens.weight", 0.5) == 0.5 ** (N_LAYERS + 1)
     assert ratios == {0.5 ** (N_LAYERS + 1), *(0.5 ** (N_LAYERS - i) for i in range(N_LAYERS)), 1.0}
+
+
+def test_a_tied_heads_logs_and_summary_say_it_trains_at_the_embeddings_rate(tmp_path):
+    """The tied head is logged under the embeddings' group, named embeddings_tied_head (lr d**(L+1) times
+    the schedule's), the group left at ratio 1 is final_norm (model.norm alone), not head, and the
+    summary line says which rate the head trains at."""
+    decay, lr, steps, warmup = 0.5, 2e-3, 3, 1
+    args = TIED.args(tmp_path, max_steps=steps, learning_rate=lr, warmup_steps=warmup, lr_scheduler_type="linear",
+                     layerwise_decay=decay, logging_steps=1)
+    with LogLines(TIED) as lines:
+        TIED.trainer(args).train()
+    L = N_LAYERS
+    assert [line for line in lines if line.startswith("paddle_llrd:")] == [
+        f"paddle_llrd: layerwise_decay=0.5 over L={L} blocks (lr ratios: embeddings_tied_head {decay ** (L + 1):.4g}, "
+        f"layer_0 {decay ** L:.4g}, final_norm 1; lm_head.weight is tied to model.embed_tokens.weight "
+        "(embeddings_tied_head)); lr_scheduler_type=linear"
+    ]
+    scalars = visualdl_scalars(args.logging_dir)
+    ratios = {"embeddings_tied_head": decay ** (L + 1), **{f"layer_{i}": decay ** (L - i) for i in range(L)},
+              "final_norm": 1.0}
+    assert {tag for tag in scalars if tag.startswith("train/learning_rate/")} == {
+        f"train/learning_rate/{group}" for group in ratios}
+    assert {tag for tag in scalars if tag.startswith("train/grad_norm/")} == {
+        f"train/grad_norm/{group}" for group in ratios}
+    logged = list(range(1, steps + 1))
+    for group, ratio in ratios.items():
+        expected = [(step, pytest.approx(lr * schedule_factor("linear", step, warmup, steps) * ratio, rel=1e-6,
+                                         abs=1e-12)) for step in logged]
+        assert scalars[f"train/learning_rate/{group}"] == expected, group
 
 
 def test_an_untied_head_trains_at_ratio_one(tmp_path):

@@ -265,11 +265,14 @@ class LogLines(logging.Handler):
 
 def test_the_default_report_to_logs_each_groups_lr_the_weight_decay_and_grad_norms_to_visualdl(kit, tmp_path):
     """With the framework's default report_to (VisualDL): every logging step
-    writes learning_rate/<group> = the lr of the step just taken (the
-    schedule's formula) times the group's ratio, the scheduled weight decay of
-    that step, and the norms of the gradients that step used, before
-    clipping; the EMA's evaluation is logged as eval/ema_loss beside the
-    trained weights' eval/loss; one summary line opens the run."""
+    writes the framework's learning_rate and learning_rate/<group> for the
+    same schedule step (the coming one: the framework reads learning_rate
+    after the schedule has stepped), each group's the schedule's formula times
+    the group's ratio, so learning_rate/<group> = learning_rate * ratio; the
+    scheduled weight decay of that step too; and the norms of the gradients
+    the step just taken used, before clipping; the EMA's evaluation is logged
+    as eval/ema_loss beside the trained weights' eval/loss; one summary line
+    opens the run."""
     decay, steps, warmup, lr, clip = 0.7, 6, 2, 4e-3, 0.05
     recorder = make_recorder(kit)
     args = kit.args(tmp_path, max_steps=steps, learning_rate=lr, warmup_steps=warmup, lr_scheduler_type="linear",
@@ -279,15 +282,21 @@ def test_the_default_report_to_logs_each_groups_lr_the_weight_decay_and_grad_nor
     with LogLines(kit) as lines:
         kit.trainer(args, callbacks=[recorder], eval_dataset=kit.make_dataset()).train()
     scalars = visualdl_scalars(args.logging_dir)
-    logged = [2, 4, 6]  # global steps; the step just taken is step - 1 of the schedule
+    logged = [2, 4, 6]  # global steps g: g steps taken, the schedule at its step g (0-based), the coming one
+    schedule_lrs = [lr * schedule_factor("linear", step, warmup, steps) for step in logged]
+    # the framework's learning_rate: that lr printed with four significant digits
+    assert scalars["train/learning_rate"] == [(step, pytest.approx(value, rel=5e-4, abs=1e-12))
+                                              for step, value in zip(logged, schedule_lrs)]
+    framework_lrs = [value for _, value in scalars["train/learning_rate"]]
     ratios = group_ratios(decay, kit.n_layers)
     for group, ratio in ratios.items():
-        expected = [lr * schedule_factor("linear", step - 1, warmup, steps) * ratio for step in logged]
         got = scalars[f"train/learning_rate/{group}"]
         assert [step for step, _ in got] == logged, group
-        assert [value for _, value in got] == pytest.approx(expected, rel=1e-6), group
+        assert [value for _, value in got] == pytest.approx([value * ratio for value in schedule_lrs], rel=1e-6), group
+        assert [value for _, value in got] == pytest.approx([value * ratio for value in framework_lrs],
+                                                            rel=5e-4, abs=1e-12), group
     wds = scalars["train/weight_decay"]
-    assert wds == [(step, pytest.approx(weight_decay_at(step - 1, 0.1, 0.4, steps, "linear"), rel=1e-6))
+    assert wds == [(step, pytest.approx(weight_decay_at(step, 0.1, 0.4, steps, "linear"), rel=1e-6))
                    for step in logged]
 
     group_of = {ratio: group for group, ratio in ratios.items()}

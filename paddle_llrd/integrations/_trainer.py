@@ -33,6 +33,7 @@ from paddle_llrd.integrations._arguments import (
     plain_name,
 )
 from paddle_llrd.layer_decay.grad_norms import TOTAL, group_grad_norms, layer_group_name, layer_groups
+from paddle_llrd.layer_decay.group_names import LayerGroupNames, layer_group_names
 from paddle_llrd.layer_decay.layer_maps import build_name_dict, no_decay_parameter_names, resolve_layer_map
 from paddle_llrd.schedules import registry
 from paddle_llrd.schedules.registry import get_scheduler
@@ -210,10 +211,9 @@ class LLRDTrainerMixin:
         self._training = False  # inside train(): evaluations step a ReduceOnPlateau schedule
         self._evaluating = False  # inside evaluate(): evaluation_loop adds the EMA's evaluation
         # What the training logs add (see log()): set when training begins, and at every optimizer step.
+        self._group_names: Optional[LayerGroupNames] = None
         self._lr_ratios: Dict[str, float] = {}
         self._grad_groups: Optional[Dict[str, list]] = None
-        self._step_lr: Optional[float] = None
-        self._step_weight_decay: Optional[float] = None
         self._step_grad_norms: Dict[str, Any] = {}
         self.add_callback(self.hooks_class(self))
 
@@ -474,6 +474,7 @@ class LLRDTrainerMixin:
 
     def _set_up_logged_groups(self) -> None:
         optimizer = self._optimizer()
+        names = self._group_names = layer_group_names(self.model, self.layer_map)
         self._lr_ratios = {}
         ratios: Dict[str, set] = {}
         if self.set_param_lr_fun is self.layer_map and isinstance(optimizer, AdamWDL):
@@ -482,25 +483,32 @@ class LLRDTrainerMixin:
                 if not param.stop_gradient:
                     layer_id = self.layer_map.layer_id(name, self.n_layers)
                     ratio = float(self.layer_map.ratio(name, optimizer.layerwise_decay, self.n_layers))
-                    ratios.setdefault(layer_group_name(layer_id, self.n_layers), set()).add(ratio)
+                    ratios.setdefault(names.of(layer_id), set()).add(ratio)
         elif isinstance(optimizer, AdamWDL):  # a set_param_lr_fun: the ratios the optimizer's table shows
             for row in optimizer.param_lr_table():
                 if row.layer_id is None:
                     ratios = {}
                     break
-                ratios.setdefault(layer_group_name(row.layer_id, self.n_layers), set()).add(row.ratio)
+                ratios.setdefault(names.of(row.layer_id), set()).add(row.ratio)
         if ratios:
             if any(ratio != 1.0 for values in ratios.values() for ratio in values):
                 # one ratio per group with a LayerMap; a set_param_lr_fun may give several (then left out)
                 self._lr_ratios = {name: values.pop() for name, values in ratios.items() if len(values) == 1}
-        self._grad_groups = layer_groups(self.model, self.layer_map) if getattr(self.args, "log_grad_norms", True) else None
+        self._grad_groups = None
+        if getattr(self.args, "log_grad_norms", True):
+            # layer_groups names them plainly: the logs use the same names as the lrs (a tied head's included)
+            renamed = {layer_group_name(k, self.n_layers): names.of(k) for k in range(self.n_layers + 2)}
+            self._grad_groups = {renamed[name]: params for name, params in layer_groups(self.model, self.layer_map).items()}
 
     def _summary(self) -> str:
         args = self.args
         parts = [f"layerwise_decay={self.layerwise_decay} over L={self.n_layers} blocks"]
         if self._lr_ratios:
-            shown = {name: self._lr_ratios[name] for name in ("embeddings", "layer_0", "head") if name in self._lr_ratios}
-            parts[0] += " (lr ratios: " + ", ".join(f"{name} {ratio:.4g}" for name, ratio in shown.items()) + ")"
+            names = self._group_names
+            shown = [names.of(k) for k in (0, 1, self.n_layers + 1)]
+            ratios = ", ".join(f"{name} {self._lr_ratios[name]:.4g}" for name in shown if name in self._lr_ratios)
+            ties = "".join(f"; {tie}" for tie in names.ties if tie.group in self._lr_ratios)
+            parts[0] += f" (lr ratios: {ratios}{ties})"
         parts.append(f"lr_scheduler_type={plain_name(args.lr_scheduler_type)}")
         schedule = getattr(self._optimizer(), "weight_decay_schedule", None)
         if schedule is not None:
@@ -510,32 +518,33 @@ class LLRDTrainerMixin:
         return "paddle_llrd: " + "; ".join(parts)
 
     def _record_step(self, scaler: Any) -> None:
-        """What the coming optimizer step uses: its lr, weight decay and gradients (their norms, on the device)."""
-        optimizer = self._optimizer()
-        self._step_lr = float(optimizer.get_lr())
-        schedule = getattr(optimizer, "weight_decay_schedule", None)
-        self._step_weight_decay = float(optimizer._coeff) if schedule is not None else None
+        """The gradients the coming optimizer step uses (their norms, kept on the device)."""
         if self._grad_groups is not None:
             loss_scale = getattr(scaler, "_scale", None) if scaler is not None else None
             self._step_grad_norms = group_grad_norms(self._grad_groups, 1.0 if loss_scale is None else loss_scale)
 
     def _training_log_entries(self) -> Dict[str, float]:
         entries: Dict[str, float] = {}
-        if self._step_lr is not None:
-            entries.update({f"learning_rate/{name}": self._step_lr * ratio for name, ratio in self._lr_ratios.items()})
-        if self._step_weight_decay is not None:
-            entries["weight_decay"] = self._step_weight_decay
+        # The framework logs learning_rate as _get_learning_rate() after the schedule has stepped: the lr of
+        # the coming step. The groups' lrs and the weight decay are read at the same moment, so that every
+        # schedule value in one log describes the same step.
+        lr = float(self._get_learning_rate())
+        entries.update({f"learning_rate/{name}": lr * ratio for name, ratio in self._lr_ratios.items()})
+        schedule = getattr(self._optimizer(), "weight_decay_schedule", None)
+        if schedule is not None:
+            entries["weight_decay"] = float(schedule())
         for name, norm in self._step_grad_norms.items():
             entries["grad_norm" if name == TOTAL else f"grad_norm/{name}"] = float(norm)
         return entries
 
     def log(self, logs: Dict[str, float], *args: Any, **kwargs: Any) -> None:
         """The framework's ``log``; a training log (one with ``loss``) also
-        gets, for the last optimizer step, ``learning_rate/<group>`` (the lr
-        each layer group's update used: the step's lr times the group's
-        ratio), ``weight_decay`` (when scheduled), and with
-        ``log_grad_norms`` ``grad_norm`` and ``grad_norm/<group>`` (the
-        norms of the gradients the step used, before clipping)."""
+        gets, for the step the framework's ``learning_rate`` describes (the
+        coming one: the frameworks read it after the schedule has stepped),
+        ``learning_rate/<group>`` (that lr times the layer group's ratio) and
+        ``weight_decay`` (when scheduled); and with ``log_grad_norms``, for
+        the step just taken, ``grad_norm`` and ``grad_norm/<group>`` (the
+        norms of the gradients it used, before clipping)."""
         if "loss" in logs:
             logs.update(self._training_log_entries())
         return super().log(logs, *args, **kwargs)

@@ -20,8 +20,10 @@ the fields that switch everything on from a config file or command line:
     else counted from the names. A tied head (``tie_word_embeddings=True``,
     LLaMA's default) *is* the embedding weight, one parameter that
     ``named_parameters()`` lists once, as ``model.embed_tokens.weight``: it
-    trains at the embeddings' ``d ** (L + 1)``. Untie the head to train it at
-    ``1``.
+    trains at the embeddings' ``d ** (L + 1)``; the logs name that group
+    ``embeddings_tied_head`` (and the one left at ``1``, ``model.norm`` alone,
+    ``final_norm``) and the summary line at train start says the head is
+    tied. Untie the head to train it at ``1``.
 ``lr_scheduler_type`` and ``lr_scheduler_kwargs``
     any name of paddle_llrd's registry (``warmup_stable_decay``,
     ``cosine_with_min_lr``, ``inverse_sqrt``, names added with
@@ -43,9 +45,11 @@ the fields that switch everything on from a config file or command line:
     averaged model to ``<output_dir>/ema`` (load it with ``from_pretrained``).
 ``log_grad_norms`` (default ``True``)
     every training log carries the global gradient norm ``grad_norm`` and
-    each layer group's ``grad_norm/<group>`` (the gradients the step used,
-    before clipping), beside each group's ``learning_rate/<group>`` and the
-    scheduled ``weight_decay``.
+    each layer group's ``grad_norm/<group>`` (the gradients the step just
+    taken used, before clipping), beside each group's
+    ``learning_rate/<group>`` and the scheduled ``weight_decay`` of the step
+    PaddleFormers' ``learning_rate`` describes (the coming one), so that
+    ``learning_rate/<group>`` is ``learning_rate`` times the group's ratio.
 
 ``lr_scheduler_type="reduce_lr_on_plateau"`` is stepped on
 ``metric_for_best_model`` after each evaluation. PaddleFormers'

@@ -39,8 +39,10 @@ position) in ``paddle_llrd_state.pdparams``, ``evaluate`` also evaluates it
 while ``ema_eval`` is on (``eval_ema_loss`` beside the trained weights'
 ``eval_loss``), and ``save_model(output_dir)`` also writes the averaged
 model to ``<output_dir>/ema``. Every training log carries each layer
-group's ``learning_rate/<group>``, the scheduled ``weight_decay`` and (with
-``log_grad_norms``, the default) the gradient norms ``grad_norm`` and
+group's ``learning_rate/<group>`` and the scheduled ``weight_decay`` of the
+step PaddleNLP's ``learning_rate`` describes (the coming one: each group's
+is ``learning_rate`` times its ratio) and (with ``log_grad_norms``, the
+default) the gradient norms of the step just taken, ``grad_norm`` and
 ``grad_norm/<group>``; ``reduce_lr_on_plateau`` is stepped on
 ``metric_for_best_model`` after each evaluation. PaddleNLP's default
 ``report_to`` (VisualDL) works, also with PaddleNLP's own

@@ -2,9 +2,14 @@
 
 Builds :class:`~paddle_llrd.AdamWDL` for a model and prints its
 :meth:`~paddle_llrd.AdamWDL.param_lr_table`: every parameter's structured
-name, its layer id (a :class:`~paddle_llrd.layer_decay.layer_maps.LayerMap`: 0 =
-embeddings, ``N + 1`` = block ``N``, ``n_layers + 1`` = heads and final
-norms), its ratio ``decay ** (n_layers + 1 - layer id)``, its effective
+name (under a line for its layer group, which gives the group's name and
+the prefix its parameters' names share), its layer group under the name the
+Trainer's logs give it
+(``learning_rate/<group>``: ``embeddings``, ``layer_N`` for block ``N``,
+``head`` for heads and final norms; see
+:mod:`paddle_llrd.layer_decay.group_names`), its ratio
+``decay ** (n_layers + 1 - layer id)`` (layer id 0 for the embeddings,
+``N + 1`` for block ``N``, ``n_layers + 1`` for the head), its effective
 learning rate ``lr * ratio``, whether it is weight-decayed (bias and norm
 parameters are not, as in PaddleNLP's ``Trainer``; ``--decay-all`` decays
 everything) and its weight decay — the check to make before a long run. For
@@ -14,7 +19,13 @@ BERT names the ratios are exactly those of
 The model is a tiny built-in stack named like a family (``--arch bert``,
 PaddleNLP-style BERT, the default; ``hf_bert``, Hugging Face-style BERT;
 ``gpt``, ``gpt2``, ``llama``, ``vit``) with ``--layers N`` blocks, or a user's
-factory (``--model package.module:factory``, called without arguments). Both
+factory (``--model package.module:factory``, called without arguments).
+``--arch llama`` is a tiny PaddleFormers ``LlamaForCausalLM`` where
+PaddleFormers imports, else a stand-in with its parameter names (the last
+line says which); its head is tied to the embeddings as PaddleFormers'
+``LlamaConfig`` has it by default (``--no-tie-word-embeddings`` unties it):
+a tied head is listed once, as ``model.embed_tokens.weight``, in the group
+``embeddings_tied_head``, and a line under the table says so. Both
 styles read the blocks with
 :func:`~paddle_llrd.layer_decay.layer_maps.resolve_layer_map` (``--pattern``,
 else ``--family``), as :func:`~paddle_llrd.layer_decay_param_groups` and the
@@ -42,12 +53,16 @@ size (biases, norms, 1-D parameters and ViT tokens do not decay; see
 Example:
     >>> from paddle_llrd.layer_decay.lr_table import main
     >>> main(["--layers", "2", "--decay", "0.5", "--learning-rate", "1.0"])  # doctest: +ELLIPSIS
-    structured name ...
-    bert.embeddings.word_embeddings.weight 0 0.125 0.125 yes 0.01
+    group: prefix / name ...
+    embeddings: bert.embeddings.
+      word_embeddings.weight 0.125 0.125 yes 0.01
     ...
-    bert.encoder.layers.1.norm2.bias 2 0.5 0.5 no 0
+    layer_1: bert.encoder.layers.1.
     ...
-    classifier.bias 3 1 1 no 0
+      norm2.bias 0.5 0.5 no 0
+    head:
+    ...
+      classifier.bias 1 1 no 0
     (41 parameters, n_layers=2, decay=0.5, learning rate=1.0)
     0
     >>> main(["--arch", "vit", "--layers", "1", "--decay", "0.5",
@@ -78,7 +93,8 @@ from ..command_line import finite_number, integer_at_least
 from ..optim.adamwdl import AdamWDL
 from .layer_maps import FAMILY_PATTERNS, LayerMap, build_name_dict, no_decay_parameter_names, resolve_layer_map
 from .param_groups import format_param_groups_table, layer_decay_param_groups, param_groups_table
-from ..models.skeletons import SKELETONS, build_skeleton
+from .group_names import LayerGroupNames, layer_group_names
+from ..models.skeletons import SKELETONS, build_skeleton, llama_for_lr_table
 
 
 def load_factory(spec: str):
@@ -123,6 +139,10 @@ def _parser() -> argparse.ArgumentParser:
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--arch", choices=sorted(SKELETONS), default="bert", help="built-in model family (default bert)")
     source.add_argument("--model", help="'package.module:factory' returning a paddle.nn.Layer")
+    parser.add_argument(
+        "--tie-word-embeddings", action=argparse.BooleanOptionalAction, default=None,
+        help="--arch llama: the head is the embedding weight (PaddleFormers' default) or its own",
+    )
     parser.add_argument("--layers", type=_count, default=12, help="blocks of the built-in model (default 12)")
     parser.add_argument("--n-layers", type=_count, help="n_layers for the decay (default: counted from the names)")
     parser.add_argument("--family", default="auto", choices=["auto", *FAMILY_PATTERNS], help="name patterns to use (default auto)")
@@ -143,9 +163,15 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _model(parser: argparse.ArgumentParser, args: argparse.Namespace) -> nn.Layer:
+def _model(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[nn.Layer, str]:
+    """The model to show, and what it is when that is worth saying (the LLaMA model or its stand-in)."""
+    if args.tie_word_embeddings is not None and (args.model or args.arch != "llama"):
+        parser.error("--tie-word-embeddings/--no-tie-word-embeddings apply to --arch llama only")
     if not args.model:
-        return build_skeleton(args.arch, args.layers)
+        if args.arch == "llama":
+            # PaddleFormers' LlamaConfig ties the head by default
+            return llama_for_lr_table(args.layers, args.tie_word_embeddings is not False)
+        return build_skeleton(args.arch, args.layers), ""
     try:
         factory = load_factory(args.model)
     except ValueError as exc:
@@ -153,7 +179,7 @@ def _model(parser: argparse.ArgumentParser, args: argparse.Namespace) -> nn.Laye
     model = factory()
     if not isinstance(model, nn.Layer):
         parser.error(f"--model: {args.model} returned {type(model).__name__}, not a paddle.nn.Layer")
-    return model
+    return model, ""
 
 
 def _layer_map(parser: argparse.ArgumentParser, args: argparse.Namespace, model: nn.Layer) -> LayerMap:
@@ -172,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.style == "groups" and args.decay_all:
         parser.error("--decay-all applies to --style params only")
-    model = _model(parser, args)
+    model, source = _model(parser, args)
     layer_map = _layer_map(parser, args, model)
     if args.style == "groups":
         return _print_groups(model, layer_map, args)
@@ -189,13 +215,55 @@ def main(argv: list[str] | None = None) -> int:
         name_dict=name_dict,
     )
     rows = optimizer.param_lr_table()
-    width = max([len("structured name")] + [len(r.name) for r in rows])
-    print(f"{'structured name':<{width}}  {'layer':>5}  {'ratio':>10}  {'effective lr':>12}  {'decayed':>7}  {'weight decay':>12}")
-    for row in rows:
-        decayed = "yes" if row.decayed else "no"
-        print(f"{row.name:<{width}}  {row.layer_id:>5}  {row.ratio:>10.4g}  {row.lr:>12.4g}  {decayed:>7}  {row.weight_decay:>12.4g}")
+    groups = layer_group_names(model, layer_map)
+    print(format_param_lr_table(rows, groups))
+    for tie in groups.ties:
+        print(tie)
     print(f"({len(rows)} parameters, n_layers={layer_map.n_layers}, decay={args.decay}, learning rate={args.learning_rate})")
+    if source:
+        print(f"model: {source}")
     return 0
+
+
+def _common_prefix(names: list[str]) -> str:
+    """The longest prefix ending in "." that all ``names`` share and none is left empty by."""
+    parts = [name.split(".")[:-1] for name in names]
+    shared = []
+    for pieces in zip(*parts):
+        if len(set(pieces)) > 1:
+            break
+        shared.append(pieces[0])
+    return "".join(f"{piece}." for piece in shared)
+
+
+def format_param_lr_table(rows: list, groups: LayerGroupNames) -> str:
+    """``param_lr_table()``'s rows as text: a line per layer group, named as
+    the Trainer's logs name it, with the prefix its parameters share, then a
+    line per parameter (the rest of its structured name, its ratio, effective
+    lr, whether it is weight-decayed and its weight decay), so that LLaMA's
+    names fit 80 columns."""
+    runs: list[tuple[str, list]] = []  # consecutive rows of one group
+    for row in rows:
+        group = groups.of(row.layer_id)
+        if not runs or runs[-1][0] != group:
+            runs.append((group, []))
+        runs[-1][1].append(row)
+    prefixes = [_common_prefix([row.name for row in members]) for _, members in runs]
+    cells = [
+        [[row.name[len(prefix):], f"{row.ratio:.4g}", f"{row.lr:.4g}", "yes" if row.decayed else "no",
+          f"{row.weight_decay:.4g}"] for row in members]
+        for (_, members), prefix in zip(runs, prefixes)
+    ]
+    header = ["group: prefix / name", "ratio", "effective lr", "decayed", "weight decay"]
+    flat = [line for run in cells for line in run]
+    widths = [max([len(header[0]) - 2] + [len(line[0]) for line in flat])]
+    widths += [max([len(title)] + [len(line[i]) for line in flat]) for i, title in enumerate(header) if i]
+    text = [header[0].ljust(widths[0] + 2) + "".join(f"  {title:>{width}}" for title, width in zip(header[1:], widths[1:]))]
+    for (group, _), prefix, run in zip(runs, prefixes, cells):
+        text.append(f"{group}: {prefix}" if prefix else f"{group}:")
+        for line in run:
+            text.append("  " + line[0].ljust(widths[0]) + "".join(f"  {cell:>{width}}" for cell, width in zip(line[1:], widths[1:])))
+    return "\n".join(text)
 
 
 def _print_groups(model: nn.Layer, layer_map: LayerMap, args: argparse.Namespace) -> int:
