@@ -28,8 +28,10 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -42,8 +44,12 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 TIMEOUT_S = 300
-MARKDOWN_MARKER = re.compile(r"<!--\s*user-path:\s*([\w-]+)\s*-->")
-RST_MARKER = re.compile(r"^\.\. user-path:\s*([\w-]+)\s*$")
+# ``user-path: NAME`` or ``user-path: NAME (not run: REASON)``, REASON one of NOT_RUN_REASONS
+_MARKER_BODY = r"user-path:\s*([\w-]+)(?:\s+\(not run: ([^)]+)\))?"
+MARKDOWN_MARKER = re.compile(r"<!--\s*" + _MARKER_BODY + r"\s*-->")
+RST_MARKER = re.compile(r"^\.\. " + _MARKER_BODY + r"\s*$")
+#: The block languages whose blocks are documented patterns: programs, configs, shell commands.
+PYTHON, CONFIG_LANGUAGES, SHELL_LANGUAGES = ("python",), ("yaml", "json"), ("bash", "shell", "sh", "console")
 
 
 def doc_sources() -> List[str]:
@@ -60,32 +66,56 @@ class DocBlock:
     marker: Optional[str]
     code: str
     sources: List[str]  # "README.md" or "docs/x.rst:LINE" for every place it appears
+    language: str = "python"
+    not_run: Optional[str] = None  # the marker's reason why the tests do not run it
 
     @property
     def program(self) -> str:
-        """The code without comments or layout (README_cn's block is README's)."""
+        """The code without comments or layout (README_cn's block is README's):
+        Python's syntax tree, a config's data, a shell block's commands."""
+        if self.language in CONFIG_LANGUAGES:
+            return json.dumps(self.config(), sort_keys=True)
+        if self.language in SHELL_LANGUAGES:
+            return json.dumps(self.commands())
         return ast.dump(ast.parse(self.code))
 
+    def config(self) -> dict:
+        """A YAML or JSON block's mapping."""
+        import yaml  # JSON is YAML
 
-def _markdown_blocks(source: str, text: str) -> List[DocBlock]:
+        return yaml.safe_load(self.code)
+
+    def commands(self) -> List[List[str]]:
+        """A shell block's commands as words, comments dropped, ``\\`` continuations joined."""
+        joined = re.sub(r"\\\n", " ", self.code)
+        return [words for line in joined.splitlines() if (words := shlex.split(line, comments=True))]
+
+
+def _block(source: str, index: int, language: str, code: str, match: Optional[re.Match]) -> DocBlock:
+    return DocBlock(match and match.group(1), code, [f"{source}:{index + 1}"], language,
+                    match and match.group(2))
+
+
+def _markdown_blocks(source: str, text: str, languages: Sequence[str]) -> List[DocBlock]:
     blocks = []
     lines = text.splitlines()
     for index, line in enumerate(lines):
-        if line.strip() != "```python":
+        language = line.strip()[3:]
+        if not line.strip().startswith("```") or language not in languages:
             continue
         end = next(i for i in range(index + 1, len(lines)) if lines[i].strip() == "```")
         previous = next((lines[i] for i in range(index - 1, -1, -1) if lines[i].strip()), "")
         match = MARKDOWN_MARKER.fullmatch(previous.strip())
-        blocks.append(DocBlock(match and match.group(1), "\n".join(lines[index + 1:end]) + "\n",
-                               [f"{source}:{index + 1}"]))
+        blocks.append(_block(source, index, language, "\n".join(lines[index + 1:end]) + "\n", match))
     return blocks
 
 
-def _rst_blocks(source: str, text: str) -> List[DocBlock]:
+def _rst_blocks(source: str, text: str, languages: Sequence[str]) -> List[DocBlock]:
     blocks = []
     lines = text.splitlines()
     for index, line in enumerate(lines):
-        if line.strip() != ".. code-block:: python":
+        directive = re.fullmatch(r"\.\. code-block::\s*(\w+)", line.strip())
+        if directive is None or directive.group(1) not in languages:
             continue
         indent = len(line) - len(line.lstrip())
         body = []
@@ -95,32 +125,59 @@ def _rst_blocks(source: str, text: str) -> List[DocBlock]:
             body.append(following)
         previous = next((lines[i] for i in range(index - 1, -1, -1) if lines[i].strip()), "")
         match = RST_MARKER.match(previous.strip())
-        blocks.append(DocBlock(match and match.group(1), textwrap.dedent("\n".join(body)).strip("\n") + "\n",
-                               [f"{source}:{index + 1}"]))
+        blocks.append(_block(source, index, directive.group(1),
+                             textwrap.dedent("\n".join(body)).strip("\n") + "\n", match))
     return blocks
 
 
-def doc_blocks() -> List[DocBlock]:
-    """Every Python block of every documented page, in page order."""
+def doc_blocks(languages: Sequence[str] = PYTHON) -> List[DocBlock]:
+    """Every block in ``languages`` (Python by default) of every documented page, in page order."""
     blocks = []
     for source in doc_sources():
         text = (ROOT / source).read_text(encoding="utf-8")
         reader = _markdown_blocks if source.endswith(".md") else _rst_blocks
-        blocks += reader(source, text)
+        blocks += reader(source, text, languages)
     return blocks
 
 
-def doc_block(marker: str) -> DocBlock:
+def doc_block(marker: str, languages: Sequence[str] = PYTHON) -> DocBlock:
     """The block carrying ``marker``; a marker on several pages (a translation)
     must mark the same program, comments aside."""
-    found = [block for block in doc_blocks() if block.marker == marker]
+    found = [block for block in doc_blocks(languages) if block.marker == marker]
     if not found:
-        raise LookupError(f"no Python block is marked `user-path: {marker}` in {doc_sources()}")
+        raise LookupError(f"no {'/'.join(languages)} block is marked `user-path: {marker}` in {doc_sources()}")
     programs = {block.program for block in found}
     if len(programs) != 1:
         raise AssertionError(f"`user-path: {marker}` marks different programs at "
                              f"{[source for block in found for source in block.sources]}")
-    return DocBlock(marker, found[0].code, [source for block in found for source in block.sources])
+    first = found[0]
+    return DocBlock(marker, first.code, [source for block in found for source in block.sources], first.language,
+                    first.not_run)
+
+
+def _installs_packages(command: List[str]) -> bool:
+    """``pip install ...``, ``pip wheel ...`` or ``python -m pip install ...``."""
+    words = command[2:] if command[:2] == ["-m", "pip"] else command
+    words = words[2:] if len(words) > 2 and words[1:3] == ["-m", "pip"] else words
+    if words and words[0] == "pip":
+        words = words[1:]
+    return bool(words) and words[0] in ("install", "wheel") and "pip" in " ".join(command)
+
+
+def _runs_gpu_check(command: List[str]) -> bool:
+    """``scripts/gpu_check.sh``, with ``NAME=value`` settings before it."""
+    words = [word for word in command if not re.fullmatch(r"[A-Z_]+=\S*", word)]
+    return words == ["scripts/gpu_check.sh"]
+
+
+#: Why a marked shell block is not run, each with the check that the block is what the reason says.
+NOT_RUN_REASONS = {
+    "installs from a package index, and the test machine is offline": lambda commands: all(
+        _installs_packages(command) for command in commands),
+    "needs a CUDA GPU": lambda commands: all(
+        _runs_gpu_check(command) or _installs_packages(command) for command in commands)
+    and any(_runs_gpu_check(command) or "paddlepaddle-gpu" in " ".join(command) for command in commands),
+}
 
 
 def indented_block(marker: str, spaces: int) -> str:
