@@ -71,7 +71,9 @@ except ImportError as exc:  # paddleformers' CLI extras (omegaconf, ...) absent
 
     raise framework_import_error(__name__, "PaddleFormers 1.2.0 with its CLI", PADDLEFORMERS_REQUIREMENT, exc) from exc
 
+from paddleformers.trainer.trainer_callback import TrainerState
 from paddleformers.trainer.trainer_utils import get_last_checkpoint
+from paddleformers.utils.env import TRAINER_STATE_NAME
 
 from paddle_llrd.integrations.paddleformers import LLRDTrainer, LLRDTrainingArguments
 
@@ -300,13 +302,17 @@ def _llrd_classes() -> Iterator[None]:
             setattr(module, name, value)
 
 
-def _trained_steps(checkpoint: Path) -> Optional[Tuple[int, int]]:
-    """``(global_step, max_steps)`` of the ``trainer_state.json`` in ``checkpoint``, if it has one."""
-    state_file = checkpoint / "trainer_state.json"
-    if not state_file.is_file():
-        return None
-    state = json.loads(state_file.read_text())
-    return int(state.get("global_step", 0)), int(state.get("max_steps", 0))
+def _trained_steps(place: Path) -> Optional[Tuple[int, int]]:
+    """``(global_step, max_steps)`` of the trainer state in ``place``: a checkpoint's
+    ``trainer_state.bin`` (read as PaddleFormers resumes it) or the
+    ``trainer_state.json`` the finished workflow writes beside the final model."""
+    if (place / TRAINER_STATE_NAME).is_file():
+        state = TrainerState.load(str(place / TRAINER_STATE_NAME))
+        return int(state.global_step), int(state.max_steps)
+    if (place / "trainer_state.json").is_file():
+        state = json.loads((place / "trainer_state.json").read_text())
+        return int(state.get("global_step", 0)), int(state.get("max_steps", 0))
+    return None
 
 
 def finished_step(config: Dict[str, Any]) -> Optional[int]:
@@ -317,9 +323,9 @@ def finished_step(config: Dict[str, Any]) -> Optional[int]:
     the last ``checkpoint-N`` in ``output_dir`` (unless ``overwrite_output_dir``),
     and a checkpoint at the final step still trains one step more and
     overwrites the final model and EMA. The final step is the config's
-    ``max_steps`` when positive, else the one the run recorded; the state
-    read is that checkpoint's ``trainer_state.json`` and the one the finished
-    workflow writes into ``output_dir`` beside the final model. A larger
+    ``max_steps`` when positive, else the one the run recorded; the states
+    read are that checkpoint's and the one the finished workflow writes
+    into ``output_dir`` beside the final model. A larger
     ``max_steps`` than the run reached is an interrupted run: ``None``.
     """
     if not config.get("do_train") or config.get("overwrite_output_dir") or "output_dir" not in config:

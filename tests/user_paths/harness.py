@@ -73,15 +73,19 @@ class DocBlock:
     def program(self) -> str:
         """The code without comments or layout (README_cn's block is README's):
         Python's syntax tree, a config's data, a shell block's commands."""
-        if self.language in CONFIG_LANGUAGES:
+        if self.language == "json":
             return json.dumps(self.config(), sort_keys=True)
+        if self.language == "yaml":  # its lines without comments (PyYAML is the PaddleFormers venv's only)
+            return "\n".join(re.sub(r"(^|\s+)#.*$", "", line).rstrip() for line in self.code.splitlines())
         if self.language in SHELL_LANGUAGES:
             return json.dumps(self.commands())
         return ast.dump(ast.parse(self.code))
 
     def config(self) -> dict:
         """A YAML or JSON block's mapping."""
-        import yaml  # JSON is YAML
+        if self.language == "json":
+            return json.loads(self.code)
+        import yaml
 
         return yaml.safe_load(self.code)
 
@@ -155,6 +159,24 @@ def doc_block(marker: str, languages: Sequence[str] = PYTHON) -> DocBlock:
                     first.not_run)
 
 
+def shell_command(words: Sequence[str], substitutions: Optional[Dict[str, str]] = None) -> List[str]:
+    """A documented command as the test runs it: ``python`` and ``.venv/bin/python`` are this
+    interpreter, a path into the clone (``examples/``, ``benchmarks/``, ``scripts/``) is this
+    checkout's, ``substitutions`` replace the user's own names (a model factory, a file), and
+    ``make TARGET`` is ``make -n TARGET`` in the clone: the commands the target runs, printed, not run."""
+    if list(words[:1]) == ["make"]:
+        return ["make", "-n", "-C", str(ROOT), *words[1:]]
+    substitutions = substitutions or {}
+    command = []
+    for word in words:
+        if word in ("python", ".venv/bin/python"):
+            word = sys.executable
+        elif word.split("/")[0] in ("examples", "benchmarks", "scripts"):
+            word = str(ROOT / word)
+        command.append(substitutions.get(word, word))
+    return command
+
+
 def _installs_packages(command: List[str]) -> bool:
     """``pip install ...``, ``pip wheel ...`` or ``python -m pip install ...``."""
     words = command[2:] if command[:2] == ["-m", "pip"] else command
@@ -170,26 +192,29 @@ def _runs_gpu_check(command: List[str]) -> bool:
     return words == ["scripts/gpu_check.sh"]
 
 
-#: Why a marked shell block is not run, each with the check that the block is what the reason says.
+def _longer_than_a_test_run(block: "DocBlock") -> bool:
+    """A Trainer config whose schedule's own stages are longer than a test run can shorten ``max_steps`` to."""
+    stages = (block.config().get("lr_scheduler_kwargs") or {}).get("stages", [])
+    return block.language in CONFIG_LANGUAGES and any(stage.get("num_steps", 0) >= 1000 for stage in stages)
+
+
+#: Why a marked block is not run, each with the check that the block is what the reason says.
 NOT_RUN_REASONS = {
-    "installs from a package index, and the test machine is offline": lambda commands: all(
-        _installs_packages(command) for command in commands),
-    "needs a CUDA GPU": lambda commands: all(
-        _runs_gpu_check(command) or _installs_packages(command) for command in commands)
-    and any(_runs_gpu_check(command) or "paddlepaddle-gpu" in " ".join(command) for command in commands),
+    "installs from a package index, and the test machine is offline": lambda block: all(
+        _installs_packages(command) for command in block.commands()),
+    "needs a CUDA GPU": lambda block: all(
+        _runs_gpu_check(command) or _installs_packages(command) for command in block.commands())
+    and any(_runs_gpu_check(command) or "paddlepaddle-gpu" in " ".join(command) for command in block.commands()),
+    "its stages are longer than a test run; the same stages run as Python in user-path: sequential-schedule":
+        _longer_than_a_test_run,
 }
-
-
-def indented_block(marker: str, spaces: int) -> str:
-    """The block's code indented, for a block the page places inside a
-    ``with`` (e.g. ``program_guard``)."""
-    return textwrap.indent(doc_block(marker).code.rstrip("\n"), " " * spaces)
 
 
 @dataclasses.dataclass
 class UserScript:
     """One pattern, one process. ``code`` is the whole program, or ``path``
-    a file (an example) run with ``args``; ``env`` is added to the
+    a file (an example) run with ``args``, or ``argv`` a documented shell
+    command (see :func:`shell_command`); ``env`` is added to the
     environment (e.g. ``FLAGS_enable_pir_api``)."""
 
     name: str
@@ -198,8 +223,11 @@ class UserScript:
     args: Sequence[str] = ()
     env: Dict[str, str] = dataclasses.field(default_factory=dict)
     timeout_s: int = TIMEOUT_S
+    argv: Optional[Sequence[str]] = None
 
     def command(self, work_dir: Path) -> List[str]:
+        if self.argv is not None:
+            return list(self.argv)
         if self.path is not None:
             return [sys.executable, str(self.path), *self.args]
         script = work_dir / f"{self.name}.py"
