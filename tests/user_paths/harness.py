@@ -159,6 +159,12 @@ def doc_block(marker: str, languages: Sequence[str] = PYTHON) -> DocBlock:
                     first.not_run)
 
 
+def indented_block(marker: str, spaces: int) -> str:
+    """The block's code indented, for a block the page places inside a
+    ``with`` (e.g. ``program_guard``)."""
+    return textwrap.indent(doc_block(marker).code.rstrip("\n"), " " * spaces)
+
+
 def shell_command(words: Sequence[str], substitutions: Optional[Dict[str, str]] = None) -> List[str]:
     """A documented command as the test runs it: ``python`` and ``.venv/bin/python`` are this
     interpreter, a path into the clone (``examples/``, ``benchmarks/``, ``scripts/``) is this

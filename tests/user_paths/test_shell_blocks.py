@@ -121,8 +121,11 @@ def test_schedules_commands_print_the_peak_lr(user_path):
 
 @pytest.mark.user_path("shell-benchmarks-commands-1")
 def test_quick_benchmark_run(user_path):
+    """The quick run prints a time ratio per optimizer and regime and writes its results file."""
     result = user_path("shell-benchmarks-commands-1").check()
-    assert "x" in result.stdout, result.stdout[-2000:]
+    ratios = [float(value) for value in re.findall(r"(\d+\.\d{3})x", result.stdout)]
+    assert ratios and all(0 < ratio < 100 for ratio in ratios), result.stdout[-2000:]
+    assert "benchmarks.json" in result.stdout
 
 
 DATA_PARALLEL = [name for name in SCRIPTS if "data-parallel" in name]
