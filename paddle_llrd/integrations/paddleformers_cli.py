@@ -33,7 +33,7 @@ running ``python -m paddle_llrd train`` on each rank; ``device: cpu`` with ``--n
 starts N CPU ranks over gloo.
 
 Examples:
-    >>> choose_unset_keys({"output_dir": "out"}, cuda_available=False)["device"]
+    >>> choose_unset_keys({"output_dir": "out"}, on_cuda=False)["device"]
     ('gpu', 'cpu', 'this Paddle sees no CUDA device')
     >>> changed_defaults({"compute_type": "bf16"})
     {'save_checkpoint_format': ('flex_checkpoint', 'unified_checkpoint'), 'load_checkpoint_format': ('flex_checkpoint', 'unified_checkpoint')}
@@ -83,6 +83,7 @@ __all__ = [
     "LLRDFinetuningArguments",
     "LLRDSFTTrainer",
     "changed_defaults",
+    "check_device_keys",
     "choose_unset_keys",
     "cuda_available",
     "finished_step",
@@ -156,7 +157,7 @@ def _device_type(config: Dict[str, Any], on_cuda: bool) -> str:
     return str(config.get("device", "gpu" if on_cuda else "cpu")).split(":")[0]
 
 
-def choose_unset_keys(config: Dict[str, Any], cuda_available: bool) -> Dict[str, Tuple[Any, Any, str]]:
+def choose_unset_keys(config: Dict[str, Any], on_cuda: bool) -> Dict[str, Tuple[Any, Any, str]]:
     """What ``train`` puts in for keys the config leaves out where
     ``paddleformers-cli``'s default would not train here:
     ``{key: (paddleformers_default, chosen, reason)}``.
@@ -169,15 +170,15 @@ def choose_unset_keys(config: Dict[str, Any], cuda_available: bool) -> Dict[str,
     a GPU). A key the config sets is never in the answer.
 
     Examples:
-        >>> sorted(choose_unset_keys({"device": "cpu", "compute_type": "float32"}, cuda_available=True))
+        >>> sorted(choose_unset_keys({"device": "cpu", "compute_type": "float32"}, on_cuda=True))
         ['_attn_implementation', 'do_train']
-        >>> choose_unset_keys({"do_train": False}, cuda_available=True)
+        >>> choose_unset_keys({"do_train": False}, on_cuda=True)
         {}
     """
-    on_cpu = _device_type(config, cuda_available) == "cpu"
+    on_cpu = _device_type(config, on_cuda) == "cpu"
     wanted = [
         ("do_train", True, True, "the train command trains; paddleformers-cli's false only prints the arguments"),
-        ("device", "cpu", not cuda_available, "this Paddle sees no CUDA device"),
+        ("device", "cpu", not on_cuda, "this Paddle sees no CUDA device"),
         ("_attn_implementation", "eager", on_cpu, "flashmask attention needs a GPU"),
         ("compute_type", "float32", on_cpu, "bf16 and fp16 AMP need a GPU"),
     ]
@@ -188,15 +189,15 @@ def choose_unset_keys(config: Dict[str, Any], cuda_available: bool) -> Dict[str,
     }
 
 
-def check_device_keys(config: Dict[str, Any], cuda_available: bool) -> None:
+def check_device_keys(config: Dict[str, Any], on_cuda: bool) -> None:
     """Refuse, naming the key to set, what cannot train on this machine.
 
     Raises:
         ValueError: ``device: gpu`` where no CUDA device is seen, or
             ``_attn_implementation: flashmask`` with ``device: cpu``.
     """
-    device = _device_type(config, cuda_available)
-    if device == "gpu" and not cuda_available:
+    device = _device_type(config, on_cuda)
+    if device == "gpu" and not on_cuda:
         raise ValueError(
             f"device: {config.get('device')!r} but this Paddle sees no CUDA device; set device: cpu "
             "(or leave device out to train on the CPU)"
