@@ -13,10 +13,8 @@ VisualDL's LogReader and checked against the WSD formula times the ratios.
 """
 from __future__ import annotations
 
-import json
 import math
 import os
-import random
 import shutil
 import subprocess
 import sys
@@ -25,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from cli_workspace import build_workspace
 from safetensors.numpy import load_file
 from trainer_suite import group_ratios, visualdl_scalars  # tests_shared/, on sys.path by conftest.py
 
@@ -32,36 +31,12 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 N_LAYERS = 3
 DECAY = 0.5
 LEARNING_RATE = 1e-3
-WORDS = ["<pad>", "<s>", "</s>", "<unk>"] + [f"w{i}" for i in range(60)]
 
 
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory):
-    """A saved tiny LLaMA (untied head) with a word-level tokenizer, and erniekit SFT data."""
-    import paddle
-    from paddleformers.transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
-    from tokenizers import Tokenizer, models, pre_tokenizers
-
-    root = tmp_path_factory.mktemp("cli")
-    tokenizer = Tokenizer(models.WordLevel(vocab={word: i for i, word in enumerate(WORDS)}, unk_token="<unk>"))
-    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    PreTrainedTokenizerFast(tokenizer_object=tokenizer, bos_token="<s>", eos_token="</s>", pad_token="<pad>",
-                            unk_token="<unk>").save_pretrained(root / "model")
-    paddle.seed(0)
-    config = LlamaConfig(vocab_size=len(WORDS), hidden_size=32, intermediate_size=64, num_hidden_layers=N_LAYERS,
-                         num_attention_heads=4, max_position_embeddings=64, fuse_rms_norm=False,
-                         tie_word_embeddings=False, bos_token_id=1, eos_token_id=2, pad_token_id=0)
-    LlamaForCausalLM(config).save_pretrained(root / "model")
-    rng = random.Random(0)
-    with open(root / "train.jsonl", "w") as sft, open(root / "dpo.jsonl", "w") as dpo:
-        for _ in range(32):  # counting sequences: continue the prompt's stride
-            start, stride = rng.randrange(60), rng.randrange(1, 4)
-            words = [f"w{(start + stride * j) % 60}" for j in range(9)]
-            sft.write(json.dumps({"src": " ".join(words[:4]), "tgt": " ".join(words[4:8])}) + "\n")
-            # erniekit preference data: the higher "sort" marks the chosen response
-            dpo.write(json.dumps({"src": [" ".join(words[:4])], "tgt": [],
-                                  "response": [" ".join(words[4:8]), " ".join(words[5:9])], "sort": [1, 0]}) + "\n")
-    return root
+    """A saved tiny LLaMA (untied head) with a word-level tokenizer, and erniekit SFT and DPO data."""
+    return build_workspace(tmp_path_factory.mktemp("cli"), N_LAYERS)
 
 
 def write_config(workspace: Path, name: str, **entries) -> Path:

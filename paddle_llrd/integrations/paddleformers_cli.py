@@ -15,8 +15,16 @@ subclass of the CLI's own trainer with :class:`LLRDTrainer` mixed in
 (:class:`LLRDSFTTrainer` for ``SFT``/``PT``, :class:`LLRDDPOTrainer` for
 ``DPO``).
 
-Defaults that differ from ``paddleformers-cli``'s are printed as a warning at
-start, each with its reason (see :func:`changed_defaults`).
+``train`` trains what the config asks: a config without ``do_train`` trains,
+and on a machine without CUDA a config that leaves ``device``,
+``_attn_implementation`` and ``compute_type`` out runs on the CPU with eager
+attention in float32 (see :func:`choose_unset_keys`); a key the config sets is
+never changed, and one that cannot run here (``device: gpu`` without CUDA,
+``_attn_implementation: flashmask`` on the CPU) is refused naming the key to
+set. These choices and the defaults that differ from ``paddleformers-cli``'s
+are printed as one warning at start, one line each with its reason (see
+:func:`changed_defaults`). A config whose output already holds its final step
+is left alone (see :func:`finished_step`).
 
 One device trains in this process. Several GPUs (``device: gpu`` with more
 than one visible, or ``--nproc_per_node N``) are started the way
@@ -25,6 +33,8 @@ running ``python -m paddle_llrd train`` on each rank; ``device: cpu`` with ``--n
 starts N CPU ranks over gloo.
 
 Examples:
+    >>> choose_unset_keys({"output_dir": "out"}, on_cuda=False)["device"]
+    ('gpu', 'cpu', 'this Paddle sees no CUDA device')
     >>> changed_defaults({"compute_type": "bf16"})
     {'save_checkpoint_format': ('flex_checkpoint', 'unified_checkpoint'), 'load_checkpoint_format': ('flex_checkpoint', 'unified_checkpoint')}
     >>> sorted(changed_defaults({"compute_type": "float32", "amp_master_grad": False}))
@@ -61,6 +71,10 @@ except ImportError as exc:  # paddleformers' CLI extras (omegaconf, ...) absent
 
     raise framework_import_error(__name__, "PaddleFormers 1.2.0 with its CLI", PADDLEFORMERS_REQUIREMENT, exc) from exc
 
+from paddleformers.trainer.trainer_callback import TrainerState
+from paddleformers.trainer.trainer_utils import get_last_checkpoint
+from paddleformers.utils.env import TRAINER_STATE_NAME
+
 from paddle_llrd.integrations.paddleformers import LLRDTrainer, LLRDTrainingArguments
 
 __all__ = [
@@ -69,6 +83,10 @@ __all__ = [
     "LLRDFinetuningArguments",
     "LLRDSFTTrainer",
     "changed_defaults",
+    "check_device_keys",
+    "choose_unset_keys",
+    "cuda_available",
+    "finished_step",
     "main",
     "read_config",
     "run_workflow",
@@ -120,8 +138,73 @@ class LLRDDPOTrainer(LLRDTrainer, DPOTrainer):
 
 
 def _paddleformers_default(name: str) -> Any:
-    spec = FinetuningArguments.__dataclass_fields__[name]
-    return spec.default
+    """The default ``paddleformers-cli`` gives ``name`` (a field of one of its arguments classes)."""
+    for arguments in cli_parser._TRAIN_ARGS:
+        if name in arguments.__dataclass_fields__:
+            return arguments.__dataclass_fields__[name].default
+    raise KeyError(name)
+
+
+def cuda_available() -> bool:
+    """Whether this Paddle build can train on a CUDA device here."""
+    import paddle
+
+    return paddle.is_compiled_with_cuda() and paddle.device.cuda.device_count() > 0
+
+
+def _device_type(config: Dict[str, Any], on_cuda: bool) -> str:
+    """``cpu``, ``gpu``, ... : the config's ``device`` without its index, else what this machine has."""
+    return str(config.get("device", "gpu" if on_cuda else "cpu")).split(":")[0]
+
+
+def choose_unset_keys(config: Dict[str, Any], on_cuda: bool) -> Dict[str, Tuple[Any, Any, str]]:
+    """What ``train`` puts in for keys the config leaves out where
+    ``paddleformers-cli``'s default would not train here:
+    ``{key: (paddleformers_default, chosen, reason)}``.
+
+    ``do_train`` is ``True`` (the CLI's ``False`` prints the arguments and
+    stops); without CUDA ``device`` is ``cpu``; on the CPU
+    ``_attn_implementation`` is ``eager`` (flashmask dies there in
+    ``flashmask_attention``: ``FLAGS_cudnn_deterministic cannot get its
+    value``) and ``compute_type`` is ``float32`` (the CLI's ``bf16`` AMP needs
+    a GPU). A key the config sets is never in the answer.
+
+    Examples:
+        >>> sorted(choose_unset_keys({"device": "cpu", "compute_type": "float32"}, on_cuda=True))
+        ['_attn_implementation', 'do_train']
+        >>> choose_unset_keys({"do_train": False}, on_cuda=True)
+        {}
+    """
+    on_cpu = _device_type(config, on_cuda) == "cpu"
+    wanted = [
+        ("do_train", True, True, "the train command trains; paddleformers-cli's false only prints the arguments"),
+        ("device", "cpu", not on_cuda, "this Paddle sees no CUDA device"),
+        ("_attn_implementation", "eager", on_cpu, "flashmask attention needs a GPU"),
+        ("compute_type", "float32", on_cpu, "bf16 and fp16 AMP need a GPU"),
+    ]
+    return {
+        key: (_paddleformers_default(key), value, reason)
+        for key, value, applies, reason in wanted
+        if applies and key not in config
+    }
+
+
+def check_device_keys(config: Dict[str, Any], on_cuda: bool) -> None:
+    """Refuse, naming the key to set, what cannot train on this machine.
+
+    Raises:
+        ValueError: ``device: gpu`` where no CUDA device is seen, or
+            ``_attn_implementation: flashmask`` with ``device: cpu``.
+    """
+    device = _device_type(config, on_cuda)
+    if device == "gpu" and not on_cuda:
+        raise ValueError(
+            f"device: {config.get('device')!r} but this Paddle sees no CUDA device; set device: cpu "
+            "(or leave device out to train on the CPU)"
+        )
+    attention = str(config.get("_attn_implementation", "")).lower()
+    if device == "cpu" and attention == "flashmask":
+        raise ValueError("_attn_implementation: flashmask needs a GPU; set _attn_implementation: eager for device: cpu")
 
 
 def changed_defaults(config: Dict[str, Any]) -> Dict[str, Tuple[Any, Any]]:
@@ -158,13 +241,13 @@ _REASONS = {
 }
 
 
-def _announce_changed_defaults(config: Dict[str, Any]) -> None:
-    changed = changed_defaults(config)
-    if not changed:
+def _announce_changed_defaults(config: Dict[str, Any], chosen: Dict[str, Tuple[Any, Any, str]]) -> None:
+    changed = {name: (old, new, _REASONS[name]) for name, (old, new) in changed_defaults(config).items()}
+    if not chosen and not changed:
         return
     lines = [
-        f"  {name}: {new!r} (paddleformers-cli: {old!r}) because {_REASONS[name]}"
-        for name, (old, new) in changed.items()
+        f"  {name}: {new!r} (paddleformers-cli: {old!r}) because {reason}"
+        for name, (old, new, reason) in {**chosen, **changed}.items()
     ]
     message = (
         "paddle_llrd train changes these paddleformers-cli defaults; set them in the config to choose:\n"
@@ -220,9 +303,59 @@ def _llrd_classes() -> Iterator[None]:
             setattr(module, name, value)
 
 
-def run_workflow(config: Dict[str, Any]) -> None:
+def _trained_steps(place: Path) -> Optional[Tuple[int, int]]:
+    """``(global_step, max_steps)`` of the trainer state in ``place``: a checkpoint's
+    ``trainer_state.bin`` (read as PaddleFormers resumes it) or the
+    ``trainer_state.json`` the finished workflow writes beside the final model."""
+    if (place / TRAINER_STATE_NAME).is_file():
+        state = TrainerState.load(str(place / TRAINER_STATE_NAME))
+        return int(state.global_step), int(state.max_steps)
+    if (place / "trainer_state.json").is_file():
+        state = json.loads((place / "trainer_state.json").read_text())
+        return int(state.get("global_step", 0)), int(state.get("max_steps", 0))
+    return None
+
+
+def finished_step(config: Dict[str, Any]) -> Optional[int]:
+    """The final step, when the checkpoint this config's run would resume from
+    already holds it; else ``None``.
+
+    PaddleFormers' workflow resumes from ``resume_from_checkpoint`` or from
+    the last ``checkpoint-N`` in ``output_dir`` (unless ``overwrite_output_dir``),
+    and a checkpoint at the final step still trains one step more and
+    overwrites the final model and EMA. The final step is the config's
+    ``max_steps`` when positive, else the one the run recorded; the states
+    read are that checkpoint's and the one the finished workflow writes
+    into ``output_dir`` beside the final model. A larger
+    ``max_steps`` than the run reached is an interrupted run: ``None``.
+    """
+    if not config.get("do_train") or config.get("overwrite_output_dir") or "output_dir" not in config:
+        return None
+    output_dir = Path(str(config["output_dir"]))
+    if config.get("resume_from_checkpoint"):
+        places = [Path(str(config["resume_from_checkpoint"]))]
+    elif output_dir.is_dir():
+        last = get_last_checkpoint(str(output_dir))
+        places = [output_dir] + ([Path(last)] if last is not None else [])
+    else:
+        return None
+    max_steps = int(config.get("max_steps", _paddleformers_default("max_steps")))
+    for place in places:
+        steps = _trained_steps(place)
+        if steps is None:
+            continue
+        global_step, recorded_final = steps
+        final = max_steps if max_steps > 0 else recorded_final
+        if final > 0 and global_step >= final:
+            return global_step
+    return None
+
+
+def run_workflow(config: Dict[str, Any], chosen: Optional[Dict[str, Tuple[Any, Any, str]]] = None) -> None:
     """Run PaddleFormers' workflow for ``config["stage"]`` in this process with
-    :class:`LLRDFinetuningArguments` and the LLRD trainers.
+    :class:`LLRDFinetuningArguments` and the LLRD trainers; ``chosen`` (from
+    :func:`choose_unset_keys`, already in ``config``) is announced with the
+    changed defaults.
 
     Raises:
         ValueError: a ``stage`` whose workflow trains with a trainer of its own
@@ -237,7 +370,7 @@ def run_workflow(config: Dict[str, Any]) -> None:
             "PaddleFormers workflows build trainers of their own, which would train without layer decay; "
             "run them with paddleformers-cli"
         )
-    _announce_changed_defaults(config)
+    _announce_changed_defaults(config, chosen or {})
     with _llrd_classes():
         cli_tuner.run_tuner(dict(config))
 
@@ -309,7 +442,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     options = _parser().parse_intermixed_args(argv)
     config = read_config(options.config, options.overrides)
-    device = str(config.get("device", "gpu")).split(":")[0]
+    on_cuda = cuda_available()
+    check_device_keys(config, on_cuda)
+    chosen = choose_unset_keys(config, on_cuda)
+    config.update({key: value for key, (_, value, _) in chosen.items()})
+    done = finished_step(config)
+    if done is not None:
+        print(f"output_dir already holds the final checkpoint (step {done}); nothing to do", flush=True)
+        return 0
+    device = _device_type(config, on_cuda)
     if options.nproc_per_node is not None and options.nproc_per_node < 1:
         raise ValueError(f"--nproc_per_node must be >= 1, got {options.nproc_per_node}")
     nproc = options.nproc_per_node
@@ -319,6 +460,6 @@ def main(argv: Optional[List[str]] = None) -> int:
         command, env = _launch_command(nproc, device, [options.config, *options.overrides])
         print(f"[paddle_llrd] launching {nproc} ranks: {shlex.join(command)}", file=sys.stderr, flush=True)
         return subprocess.call(command, env=env)
-    run_workflow(config)
+    run_workflow(config, chosen)
     return 0
 

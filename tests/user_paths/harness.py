@@ -28,8 +28,10 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -42,8 +44,12 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 TIMEOUT_S = 300
-MARKDOWN_MARKER = re.compile(r"<!--\s*user-path:\s*([\w-]+)\s*-->")
-RST_MARKER = re.compile(r"^\.\. user-path:\s*([\w-]+)\s*$")
+# ``user-path: NAME`` or ``user-path: NAME (not run: REASON)``, REASON one of NOT_RUN_REASONS
+_MARKER_BODY = r"user-path:\s*([\w-]+)(?:\s+\(not run: ([^)]+)\))?"
+MARKDOWN_MARKER = re.compile(r"<!--\s*" + _MARKER_BODY + r"\s*-->")
+RST_MARKER = re.compile(r"^\.\. " + _MARKER_BODY + r"\s*$")
+#: The block languages whose blocks are documented patterns: programs, configs, shell commands.
+PYTHON, CONFIG_LANGUAGES, SHELL_LANGUAGES = ("python",), ("yaml", "json"), ("bash", "shell", "sh", "console")
 
 
 def doc_sources() -> List[str]:
@@ -60,32 +66,60 @@ class DocBlock:
     marker: Optional[str]
     code: str
     sources: List[str]  # "README.md" or "docs/x.rst:LINE" for every place it appears
+    language: str = "python"
+    not_run: Optional[str] = None  # the marker's reason why the tests do not run it
 
     @property
     def program(self) -> str:
-        """The code without comments or layout (README_cn's block is README's)."""
+        """The code without comments or layout (README_cn's block is README's):
+        Python's syntax tree, a config's data, a shell block's commands."""
+        if self.language == "json":
+            return json.dumps(self.config(), sort_keys=True)
+        if self.language == "yaml":  # its lines without comments (PyYAML is the PaddleFormers venv's only)
+            return "\n".join(re.sub(r"(^|\s+)#.*$", "", line).rstrip() for line in self.code.splitlines())
+        if self.language in SHELL_LANGUAGES:
+            return json.dumps(self.commands())
         return ast.dump(ast.parse(self.code))
 
+    def config(self) -> dict:
+        """A YAML or JSON block's mapping."""
+        if self.language == "json":
+            return json.loads(self.code)
+        import yaml
 
-def _markdown_blocks(source: str, text: str) -> List[DocBlock]:
+        return yaml.safe_load(self.code)
+
+    def commands(self) -> List[List[str]]:
+        """A shell block's commands as words, comments dropped, ``\\`` continuations joined."""
+        joined = re.sub(r"\\\n", " ", self.code)
+        return [words for line in joined.splitlines() if (words := shlex.split(line, comments=True))]
+
+
+def _block(source: str, index: int, language: str, code: str, match: Optional[re.Match]) -> DocBlock:
+    return DocBlock(match and match.group(1), code, [f"{source}:{index + 1}"], language,
+                    match and match.group(2))
+
+
+def _markdown_blocks(source: str, text: str, languages: Sequence[str]) -> List[DocBlock]:
     blocks = []
     lines = text.splitlines()
     for index, line in enumerate(lines):
-        if line.strip() != "```python":
+        language = line.strip()[3:]
+        if not line.strip().startswith("```") or language not in languages:
             continue
         end = next(i for i in range(index + 1, len(lines)) if lines[i].strip() == "```")
         previous = next((lines[i] for i in range(index - 1, -1, -1) if lines[i].strip()), "")
         match = MARKDOWN_MARKER.fullmatch(previous.strip())
-        blocks.append(DocBlock(match and match.group(1), "\n".join(lines[index + 1:end]) + "\n",
-                               [f"{source}:{index + 1}"]))
+        blocks.append(_block(source, index, language, "\n".join(lines[index + 1:end]) + "\n", match))
     return blocks
 
 
-def _rst_blocks(source: str, text: str) -> List[DocBlock]:
+def _rst_blocks(source: str, text: str, languages: Sequence[str]) -> List[DocBlock]:
     blocks = []
     lines = text.splitlines()
     for index, line in enumerate(lines):
-        if line.strip() != ".. code-block:: python":
+        directive = re.fullmatch(r"\.\. code-block::\s*(\w+)", line.strip())
+        if directive is None or directive.group(1) not in languages:
             continue
         indent = len(line) - len(line.lstrip())
         body = []
@@ -95,32 +129,34 @@ def _rst_blocks(source: str, text: str) -> List[DocBlock]:
             body.append(following)
         previous = next((lines[i] for i in range(index - 1, -1, -1) if lines[i].strip()), "")
         match = RST_MARKER.match(previous.strip())
-        blocks.append(DocBlock(match and match.group(1), textwrap.dedent("\n".join(body)).strip("\n") + "\n",
-                               [f"{source}:{index + 1}"]))
+        blocks.append(_block(source, index, directive.group(1),
+                             textwrap.dedent("\n".join(body)).strip("\n") + "\n", match))
     return blocks
 
 
-def doc_blocks() -> List[DocBlock]:
-    """Every Python block of every documented page, in page order."""
+def doc_blocks(languages: Sequence[str] = PYTHON) -> List[DocBlock]:
+    """Every block in ``languages`` (Python by default) of every documented page, in page order."""
     blocks = []
     for source in doc_sources():
         text = (ROOT / source).read_text(encoding="utf-8")
         reader = _markdown_blocks if source.endswith(".md") else _rst_blocks
-        blocks += reader(source, text)
+        blocks += reader(source, text, languages)
     return blocks
 
 
-def doc_block(marker: str) -> DocBlock:
+def doc_block(marker: str, languages: Sequence[str] = PYTHON) -> DocBlock:
     """The block carrying ``marker``; a marker on several pages (a translation)
     must mark the same program, comments aside."""
-    found = [block for block in doc_blocks() if block.marker == marker]
+    found = [block for block in doc_blocks(languages) if block.marker == marker]
     if not found:
-        raise LookupError(f"no Python block is marked `user-path: {marker}` in {doc_sources()}")
+        raise LookupError(f"no {'/'.join(languages)} block is marked `user-path: {marker}` in {doc_sources()}")
     programs = {block.program for block in found}
     if len(programs) != 1:
         raise AssertionError(f"`user-path: {marker}` marks different programs at "
                              f"{[source for block in found for source in block.sources]}")
-    return DocBlock(marker, found[0].code, [source for block in found for source in block.sources])
+    first = found[0]
+    return DocBlock(marker, first.code, [source for block in found for source in block.sources], first.language,
+                    first.not_run)
 
 
 def indented_block(marker: str, spaces: int) -> str:
@@ -129,10 +165,62 @@ def indented_block(marker: str, spaces: int) -> str:
     return textwrap.indent(doc_block(marker).code.rstrip("\n"), " " * spaces)
 
 
+def shell_command(words: Sequence[str], substitutions: Optional[Dict[str, str]] = None) -> List[str]:
+    """A documented command as the test runs it: ``python`` and ``.venv/bin/python`` are this
+    interpreter, a path into the clone (``examples/``, ``benchmarks/``, ``scripts/``) is this
+    checkout's, ``substitutions`` replace the user's own names (a model factory, a file), and
+    ``make TARGET`` is ``make -n TARGET`` in the clone: the commands the target runs, printed, not run."""
+    if list(words[:1]) == ["make"]:
+        return ["make", "-n", "-C", str(ROOT), *words[1:]]
+    substitutions = substitutions or {}
+    command = []
+    for word in words:
+        if word in ("python", ".venv/bin/python"):
+            word = sys.executable
+        elif word.split("/")[0] in ("examples", "benchmarks", "scripts"):
+            word = str(ROOT / word)
+        command.append(substitutions.get(word, word))
+    return command
+
+
+def _installs_packages(command: List[str]) -> bool:
+    """``pip install ...``, ``pip wheel ...`` or ``python -m pip install ...``."""
+    words = command[2:] if command[:2] == ["-m", "pip"] else command
+    words = words[2:] if len(words) > 2 and words[1:3] == ["-m", "pip"] else words
+    if words and words[0] == "pip":
+        words = words[1:]
+    return bool(words) and words[0] in ("install", "wheel") and "pip" in " ".join(command)
+
+
+def _runs_gpu_check(command: List[str]) -> bool:
+    """``scripts/gpu_check.sh``, with ``NAME=value`` settings before it."""
+    words = [word for word in command if not re.fullmatch(r"[A-Z_]+=\S*", word)]
+    return words == ["scripts/gpu_check.sh"]
+
+
+def _longer_than_a_test_run(block: "DocBlock") -> bool:
+    """A Trainer config whose schedule's own stages are longer than a test run can shorten ``max_steps`` to."""
+    stages = (block.config().get("lr_scheduler_kwargs") or {}).get("stages", [])
+    return block.language in CONFIG_LANGUAGES and any(stage.get("num_steps", 0) >= 1000 for stage in stages)
+
+
+#: Why a marked block is not run, each with the check that the block is what the reason says.
+NOT_RUN_REASONS = {
+    "installs from a package index, and the test machine is offline": lambda block: all(
+        _installs_packages(command) for command in block.commands()),
+    "needs a CUDA GPU": lambda block: all(
+        _runs_gpu_check(command) or _installs_packages(command) for command in block.commands())
+    and any(_runs_gpu_check(command) or "paddlepaddle-gpu" in " ".join(command) for command in block.commands()),
+    "its stages are longer than a test run; the same stages run as Python in user-path: sequential-schedule":
+        _longer_than_a_test_run,
+}
+
+
 @dataclasses.dataclass
 class UserScript:
     """One pattern, one process. ``code`` is the whole program, or ``path``
-    a file (an example) run with ``args``; ``env`` is added to the
+    a file (an example) run with ``args``, or ``argv`` a documented shell
+    command (see :func:`shell_command`); ``env`` is added to the
     environment (e.g. ``FLAGS_enable_pir_api``)."""
 
     name: str
@@ -141,8 +229,11 @@ class UserScript:
     args: Sequence[str] = ()
     env: Dict[str, str] = dataclasses.field(default_factory=dict)
     timeout_s: int = TIMEOUT_S
+    argv: Optional[Sequence[str]] = None
 
     def command(self, work_dir: Path) -> List[str]:
+        if self.argv is not None:
+            return list(self.argv)
         if self.path is not None:
             return [sys.executable, str(self.path), *self.args]
         script = work_dir / f"{self.name}.py"
