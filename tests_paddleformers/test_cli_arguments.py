@@ -26,6 +26,7 @@ def test_overrides_merge_into_the_file(tmp_path):
 @pytest.mark.parametrize("name, text, overrides, error, message", [
     ("c.txt", "a: 1", [], ValueError, r"CONFIG must be a \.yaml, \.yml or \.json file, got '.*c\.txt'"),
     ("c.yaml", "- 1\n- 2\n", [], ValueError, "must hold a mapping of argument names to values, got list"),
+    ("c.yaml", "# empty\n", [], ValueError, "must hold a mapping of argument names to values, got nothing"),
     ("c.yaml", "a: 1", ["learning_rate"], ValueError, r"overrides after CONFIG must be key=value, got \['learning_rate'\]"),
 ])
 def test_bad_config_files_are_refused(tmp_path, name, text, overrides, error, message):

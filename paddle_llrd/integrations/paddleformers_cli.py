@@ -16,7 +16,10 @@ subclass of the CLI's own trainer with :class:`LLRDTrainer` mixed in
 ``DPO``).
 
 Defaults that differ from ``paddleformers-cli``'s are printed as a warning at
-start, each with its reason (see :func:`changed_defaults`).
+start, each with its reason (see :func:`changed_defaults`). Before that, the
+config is checked (:mod:`paddle_llrd.integrations._cli_checks`: keys, stage,
+paddle_llrd's fields, model folder, dataset paths); the command line says a
+mistake in one line on stderr with exit status 2, before any model loads.
 
 One device trains in this process. Several GPUs (``device: gpu`` with more
 than one visible, or ``--nproc_per_node N``) are started the way
@@ -195,7 +198,8 @@ def read_config(path: str, overrides: List[str]) -> Dict[str, Any]:
         raise FileNotFoundError(f"CONFIG {path!r} {state} ({file.resolve()})")
     loaded = _parse_config_text(path, file.read_text(), json_file=file.suffix == ".json")
     if not isinstance(loaded, dict):
-        raise ValueError(f"CONFIG {path!r} must hold a mapping of argument names to values, got {type(loaded).__name__}")
+        found = "nothing" if loaded is None else type(loaded).__name__
+        raise ValueError(f"CONFIG {path!r} must hold a mapping of argument names to values, got {found}")
     bad = [item for item in overrides if "=" not in item or item.startswith("=")]
     if bad:
         raise ValueError(f"overrides after CONFIG must be key=value, got {bad}")
