@@ -10,3 +10,4 @@ for trainer_package in ("paddlenlp", "paddleformers"):
         collect_ignore.append(f"paddle_llrd/integrations/{trainer_package}.py")
 if importlib.util.find_spec("paddleformers") is None:
     collect_ignore.append("paddle_llrd/integrations/paddleformers_cli.py")
+    collect_ignore.append("paddle_llrd/integrations/_cli_checks.py")  # the CLI's config checks

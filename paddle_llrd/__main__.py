@@ -2,11 +2,15 @@
 
 Each sub-command lives in its own module, which owns its flags; this file only
 dispatches, so ``python -m paddle_llrd demo --help`` shows the demo's flags.
+Without a command (or with an unknown one) it prints the commands and exits
+with status 2, as argparse does for a missing argument.
 """
 from __future__ import annotations
 
 import importlib
 import sys
+
+from paddle_llrd.argument_checks import did_you_mean
 
 COMMANDS = {
     "demo": ("paddle_llrd.demo", "pretrain a small ViT on digits, fine-tune it with AdamW and with AdamWDL, compare"),
@@ -26,12 +30,16 @@ def _usage() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] in ("-h", "--help"):
+    if argv and argv[0] in ("-h", "--help"):
         print(_usage())
         return 0
+    if not argv:  # a usage error, as argparse's for a missing argument
+        print(f"{_usage()}\n\npython -m paddle_llrd: error: a COMMAND is required", file=sys.stderr)
+        return 2
     command, rest = argv[0], argv[1:]
     if command not in COMMANDS:
-        print(f"unknown command {command!r}\n\n{_usage()}", file=sys.stderr)
+        print(f"{_usage()}\n\npython -m paddle_llrd: error: unknown command {command!r}."
+              f"{did_you_mean(command, COMMANDS)}", file=sys.stderr)
         return 2
     module = importlib.import_module(COMMANDS[command][0])
     return module.main(rest) or 0

@@ -3,15 +3,18 @@
 Each ``checked_*`` function refuses a bad value with an exception that names
 the class, the argument and what was expected, as a bare ``assert`` or
 Python's own error would not. :func:`is_real_number` is the test of a real
-number they share with the optimizer's step.
+number they share with the optimizer's step. :func:`did_you_mean` is the
+suggestion that every refusal of an unknown name (a schedule, a schedule's
+option, a config key) ends with.
 """
 from __future__ import annotations
 
+import difflib
 import math
 import numbers
 import os
 import sys
-from typing import Any
+from typing import Any, Iterable
 
 _PACKAGE_DIRECTORY = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
@@ -26,6 +29,25 @@ def is_real_number(value: Any) -> bool:
     if type(value) is float:  # the common case (an optimizer step asks per parameter), without an ABC check
         return True
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """``" Did you mean 'closest'?"`` for the choice closest to ``word``, or ``""`` when none is close.
+
+    Closeness is :func:`difflib.get_close_matches`' ratio (0.6 or more),
+    compared without case, so ``"Cosine"`` finds ``"cosine"``.
+
+    Examples:
+        >>> did_you_mean("layerwise_decay_rate", ["layer_map", "layerwise_decay", "learning_rate"])
+        " Did you mean 'layerwise_decay'?"
+        >>> did_you_mean("xyz", ["linear", "cosine"])
+        ''
+    """
+    by_folded = {}
+    for choice in choices:
+        by_folded.setdefault(str(choice).lower(), str(choice))
+    close = difflib.get_close_matches(str(word).lower(), list(by_folded), n=1)
+    return f" Did you mean {by_folded[close[0]]!r}?" if close else ""
 
 
 def checked_count(value: Any, argument: str, *, owner: str, meaning: str, minimum: int = 0) -> int:

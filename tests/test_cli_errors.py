@@ -3,6 +3,7 @@ in a fresh process. A bad flag is argparse's one-line error (exit status 2)
 naming the flag, never a traceback; ``schedules`` with a warmup longer than
 training prints its table (numbers against schedule_formulas.py); ``lr-table``
 treats ``--decay 0`` alike in both styles (refused: a decay of 0 is a freeze).
+``python -m paddle_llrd`` without a command is a usage error (exit status 2).
 The flag checks that need no fresh process run in-process below."""
 from __future__ import annotations
 
@@ -97,6 +98,26 @@ def test_lr_table_flag_errors_name_the_flag(arguments, expected, capsys):
     captured = capsys.readouterr()
     assert captured.out == ""
     assert expected in error_line(captured.err)
+
+
+def test_no_command_prints_the_commands_and_is_a_usage_error():
+    """``python -m paddle_llrd`` alone used to print the commands and exit 0 (issue 25.4)."""
+    done = run_cli()
+    assert done.returncode == 2 and done.stdout == "", (done.returncode, done.stdout)
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.splitlines()
+    assert "usage: python -m paddle_llrd COMMAND [flags]" in lines
+    for command in ("demo", "schedules", "lr-table", "train"):
+        assert any(line.split()[:1] == [command] for line in lines), done.stderr
+    assert lines[-1] == "python -m paddle_llrd: error: a COMMAND is required"
+
+
+def test_an_unknown_command_suggests_the_closest_and_help_is_not_an_error():
+    done = run_cli("trian", "config.yaml")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.splitlines()[-1] == "python -m paddle_llrd: error: unknown command 'trian'. Did you mean 'train'?"
+    shown = run_cli("--help")
+    assert shown.returncode == 0 and shown.stdout.startswith("usage: python -m paddle_llrd COMMAND [flags]")
 
 
 def test_lr_table_a_small_positive_decay_is_taken_by_both_styles(capsys):

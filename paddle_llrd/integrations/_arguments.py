@@ -35,6 +35,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional
 
+from paddle_llrd.argument_checks import did_you_mean
 from paddle_llrd.schedules import registry
 from paddle_llrd.layer_decay.layer_maps import FAMILY_PATTERNS
 from paddle_llrd.schedules.weight_decay import WEIGHT_DECAY_STYLES
@@ -45,6 +46,7 @@ __all__ = [
     "SchedulerKwargs",
     "check_ema_decay",
     "check_layer_map",
+    "check_fields",
     "check_layerwise_decay",
     "check_scheduler_kwargs",
     "number_from_text",
@@ -56,6 +58,8 @@ EMA_DIRECTORY = "ema"
 
 # Keys of lr_scheduler_kwargs that give a schedule's floor another way than PaddleFormers' min_lr.
 _FLOOR_OPTIONS = ("min_lr", "min_lr_rate", "min_lr_ratio")
+# The framework's fields (not the mixin's) that check_fields reads.
+_FRAMEWORK_FIELDS_READ = ("weight_decay", "min_lr")
 # Schedule arguments the Trainer computes itself (from warmup_steps/warmup_ratio, the run's length, a resume).
 _SET_BY_THE_TRAINER = {
     "num_warmup_steps": "warmup_steps or warmup_ratio",
@@ -237,9 +241,11 @@ def check_scheduler_kwargs(name: str, options: Mapping[str, Any]) -> SchedulerKw
     or defaulting to a number becomes that number.
 
     Raises:
-        ValueError: a key the schedule does not take (the message lists those
-            it takes), a key the Trainer sets, or a numeric argument given a
-            string that is no number.
+        ValueError: a schedule ``name`` that is not registered (the
+            registry's message), a key the schedule does not take (the
+            message lists those it takes and ends with the closest one), a
+            key the Trainer sets, or a numeric argument given a string that
+            is no number.
 
     Examples:
         >>> check_scheduler_kwargs("warmup_stable_decay", {"decay_style": "linear", "min_lr_ratio": "2e-1"})
@@ -247,9 +253,9 @@ def check_scheduler_kwargs(name: str, options: Mapping[str, Any]) -> SchedulerKw
         >>> check_scheduler_kwargs("warmup_stable_decay", {"decay_styl": "linear"})
         Traceback (most recent call last):
         ...
-        ValueError: lr_scheduler_kwargs has the key 'decay_styl', which lr_scheduler_type='warmup_stable_decay' does not take; valid keys: decay_ratio, decay_style, lr_warmup_init, min_lr, min_lr_ratio, num_decay_steps
+        ValueError: lr_scheduler_kwargs has the key 'decay_styl', which lr_scheduler_type='warmup_stable_decay' does not take; valid keys: decay_ratio, decay_style, lr_warmup_init, min_lr, min_lr_ratio, num_decay_steps. Did you mean 'decay_style'?
     """
-    function = registry.TYPE_TO_SCHEDULER_FUNCTION[registry._registry_key(name)]
+    function = registry.schedule_function(name)
     parameters = list(inspect.signature(function).parameters.values())[1:]  # the first one takes learning_rate
     named = {p.name: p for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
     if function in getattr(registry, "_WARMUP_SCHEDULE_FUNCTIONS", ()):  # get_scheduler adds Megatron's warmup start
@@ -269,7 +275,7 @@ def check_scheduler_kwargs(name: str, options: Mapping[str, Any]) -> SchedulerKw
         if parameter is None and not takes_any:
             raise ValueError(
                 f"lr_scheduler_kwargs has the key {key!r}, which lr_scheduler_type={name!r} does not take; "
-                f"valid keys: {', '.join(valid) or 'none'}"
+                f"valid keys: {', '.join(valid) or 'none'}.{did_you_mean(key, valid)}"
             )
         if parameter is not None and isinstance(value, str):
             kind = _numeric_type(parameter.annotation, parameter.default)
@@ -281,12 +287,72 @@ def check_scheduler_kwargs(name: str, options: Mapping[str, Any]) -> SchedulerKw
 
 def _check_registered(name: str) -> None:
     # read at call time: register_scheduler may have added names since import
-    valid = sorted(plain_name(key) for key in registry.TYPE_TO_SCHEDULER_FUNCTION)
-    if name not in valid:
+    try:
+        registry.schedule_function(name)
+    except ValueError as exc:
         raise ValueError(
-            f"lr_scheduler_type must be one of paddle_llrd's registered schedules "
-            f"{valid} (add others with paddle_llrd.register_scheduler), got {name!r}"
+            "lr_scheduler_type must be one of paddle_llrd's registered schedules (add others with "
+            f"paddle_llrd.register_scheduler): {exc}"
+        ) from None
+
+
+def _field_default(spec: dataclasses.Field) -> Any:
+    if spec.default_factory is not dataclasses.MISSING:
+        return spec.default_factory()
+    return spec.default
+
+
+def check_fields(values: Mapping[str, Any]) -> Dict[str, Any]:
+    """Every :class:`LLRDArgumentsMixin` field, checked and converted as
+    ``LLRDTrainingArguments`` does when it is built: from ``values`` (a field
+    it lacks at its default), with the framework's ``weight_decay`` and
+    ``min_lr`` (PaddleFormers' field; PaddleNLP has none) read from it too.
+
+    A config can thus be checked before any arguments class is built (what
+    ``python -m paddle_llrd train`` does before the model loads), by the same
+    code as the class's ``__post_init__``.
+
+    Raises:
+        ValueError, TypeError: the first bad field, named, with what was expected.
+
+    Examples:
+        >>> checked = check_fields({"layerwise_decay": "0.8", "lr_scheduler_type": "cosine"})
+        >>> checked["layerwise_decay"], checked["lr_scheduler_type"], checked["ema_decay"]
+        (0.8, 'cosine', 0.0)
+        >>> check_fields({"lr_scheduler_type": "cosin"})
+        Traceback (most recent call last):
+        ...
+        ValueError: lr_scheduler_type must be one of paddle_llrd's registered schedules (add others with paddle_llrd.register_scheduler): Unknown scheduler name 'cosin'; valid names are: ... Did you mean 'cosine'?
+    """
+    checked: Dict[str, Any] = {}
+    for spec in dataclasses.fields(LLRDArgumentsMixin):
+        value = values.get(spec.name, _field_default(spec))
+        kind = _numeric_type(spec.type, spec.default)
+        if isinstance(value, str) and kind is not None:
+            value = number_from_text(value, kind, spec.name)
+        checked[spec.name] = value
+    name = plain_name(checked["lr_scheduler_type"])
+    _check_registered(name)
+    checked["lr_scheduler_type"] = name
+    checked["lr_scheduler_kwargs"] = check_scheduler_kwargs(name, SchedulerKwargs(checked["lr_scheduler_kwargs"]))
+    checked["layerwise_decay"] = check_layerwise_decay(checked["layerwise_decay"])
+    checked["layer_map"] = check_layer_map(checked["layer_map"])
+    weight_decay = values.get("weight_decay", 0.0)
+    if isinstance(weight_decay, str):
+        weight_decay = number_from_text(weight_decay, float, "weight_decay")
+    checked["weight_decay_end"] = _check_weight_decay_schedule(
+        weight_decay, checked["weight_decay_end"], checked["weight_decay_incr_style"]
+    )
+    checked["ema_decay"] = check_ema_decay(checked["ema_decay"])
+    checked["ema_eval"] = _check_bool(checked["ema_eval"], "ema_eval")
+    checked["log_grad_norms"] = _check_bool(checked["log_grad_norms"], "log_grad_norms")
+    min_lr = values.get("min_lr", 0.0)
+    clashing = [key for key in _FLOOR_OPTIONS if key in checked["lr_scheduler_kwargs"]]
+    if min_lr and clashing:
+        raise ValueError(
+            f"min_lr={min_lr!r} and lr_scheduler_kwargs {clashing} both set the schedule's floor: keep one"
         )
+    return checked
 
 
 @dataclass
@@ -343,25 +409,13 @@ class LLRDArgumentsMixin:
 
     def __post_init__(self) -> None:
         _numbers_from_text(self)
-        name = plain_name(self.lr_scheduler_type)
-        _check_registered(name)
-        self.lr_scheduler_kwargs = check_scheduler_kwargs(name, SchedulerKwargs(self.lr_scheduler_kwargs))
-        self.layerwise_decay = check_layerwise_decay(self.layerwise_decay)
-        self.layer_map = check_layer_map(self.layer_map)
-        self.weight_decay_end = _check_weight_decay_schedule(
-            self.weight_decay, self.weight_decay_end, self.weight_decay_incr_style
-        )
-        self.ema_decay = check_ema_decay(self.ema_decay)
-        self.ema_eval = _check_bool(self.ema_eval, "ema_eval")
-        self.log_grad_norms = _check_bool(self.log_grad_norms, "log_grad_norms")
-        min_lr = getattr(self, "min_lr", 0.0)  # PaddleFormers' field; PaddleNLP has none
-        clashing = [key for key in _FLOOR_OPTIONS if key in self.lr_scheduler_kwargs]
-        if min_lr and clashing:
-            raise ValueError(
-                f"min_lr={min_lr!r} and lr_scheduler_kwargs {clashing} both set the schedule's floor: keep one"
-            )
+        read = {name: getattr(self, name) for name in _FRAMEWORK_FIELDS_READ if hasattr(self, name)}
+        read.update((spec.name, getattr(self, spec.name)) for spec in dataclasses.fields(LLRDArgumentsMixin))
+        for name, value in check_fields(read).items():
+            setattr(self, name, value)
         # The framework's own check only knows its five names: give it one of
         # them and put the requested name back afterwards, whatever happens.
+        name = self.lr_scheduler_type
         self.lr_scheduler_type = "linear"
         try:
             super().__post_init__()

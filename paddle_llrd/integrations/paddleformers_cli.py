@@ -25,6 +25,10 @@ set. These choices and the defaults that differ from ``paddleformers-cli``'s
 are printed as one warning at start, one line each with its reason (see
 :func:`changed_defaults`). A config whose output already holds its final step
 is left alone (see :func:`finished_step`).
+Before anything loads, the config is checked
+(:mod:`paddle_llrd.integrations._cli_checks`: keys, stage, paddle_llrd's
+fields, model folder, dataset paths); the command line says a mistake in one
+line on stderr with exit status 2.
 
 One device trains in this process. Several GPUs (``device: gpu`` with more
 than one visible, or ``--nproc_per_node N``) are started the way
@@ -44,11 +48,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import shlex
 import subprocess
 import sys
+import traceback
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,6 +65,7 @@ from paddle_llrd.integrations.paddleformers import PADDLEFORMERS_REQUIREMENT
 try:
     import yaml
     from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
     from paddleformers.cli.hparams import parser as cli_parser
     from paddleformers.cli.hparams.finetuning_args import FinetuningArguments
     from paddleformers.cli.train import tuner as cli_tuner
@@ -75,6 +82,9 @@ from paddleformers.trainer.trainer_callback import TrainerState
 from paddleformers.trainer.trainer_utils import get_last_checkpoint
 from paddleformers.utils.env import TRAINER_STATE_NAME
 
+from paddle_llrd.command_line import integer_at_least
+from paddle_llrd.integrations._arguments import LLRDArgumentsMixin
+from paddle_llrd.integrations._cli_checks import LLRD_STAGES, check_config
 from paddle_llrd.integrations.paddleformers import LLRDTrainer, LLRDTrainingArguments
 
 __all__ = [
@@ -91,9 +101,6 @@ __all__ = [
     "read_config",
     "run_workflow",
 ]
-
-#: The ``stage`` values whose PaddleFormers workflow trains through a trainer this module replaces.
-LLRD_STAGES = ("SFT", "PT", "VL-SFT", "VL-PT", "DPO", "VL-DPO")
 
 # compute_type values that FinetuningArguments turns into bf16=False and fp16=False.
 _NO_AMP_COMPUTE_TYPES = ("float32",)
@@ -262,24 +269,48 @@ def read_config(path: str, overrides: List[str]) -> Dict[str, Any]:
     ``paddleformers-cli`` reads them) merged in.
 
     Raises:
-        FileNotFoundError: ``path`` does not exist.
-        ValueError: another file type, a file that is not a mapping, or an
-            override that is not ``key=value``.
+        FileNotFoundError: ``path`` does not exist (or is a folder).
+        ValueError: another file type, a file that does not parse (the
+            message gives the line), a file that is not a mapping, or an
+            override that is not ``key=value`` or does not merge.
     """
     file = Path(path)
     if file.suffix not in (".yaml", ".yml", ".json"):
         raise ValueError(f"CONFIG must be a .yaml, .yml or .json file, got {path!r}")
     if not file.is_file():
-        raise FileNotFoundError(f"CONFIG {path!r} does not exist")
-    text = file.read_text()
-    loaded = json.loads(text) if file.suffix == ".json" else yaml.safe_load(text)
+        state = "is a folder" if file.is_dir() else "does not exist"
+        raise FileNotFoundError(f"CONFIG {path!r} {state} ({file.resolve()})")
+    loaded = _parse_config_text(path, file.read_text(), json_file=file.suffix == ".json")
     if not isinstance(loaded, dict):
-        raise ValueError(f"CONFIG {path!r} must hold a mapping of argument names to values, got {type(loaded).__name__}")
+        found = "nothing" if loaded is None else type(loaded).__name__
+        raise ValueError(f"CONFIG {path!r} must hold a mapping of argument names to values, got {found}")
     bad = [item for item in overrides if "=" not in item or item.startswith("=")]
     if bad:
         raise ValueError(f"overrides after CONFIG must be key=value, got {bad}")
-    merged = OmegaConf.merge(OmegaConf.create(loaded), OmegaConf.from_cli(list(overrides)))
+    try:
+        merged = OmegaConf.merge(OmegaConf.create(loaded), OmegaConf.from_cli(list(overrides)))
+    except (OmegaConfBaseException, yaml.YAMLError) as exc:
+        problem = getattr(exc, "problem", None) or str(exc)  # OmegaConf reads each value as YAML
+        raise ValueError(f"overrides {list(overrides)} do not parse or merge into CONFIG {path!r}: {problem}") from None
     return OmegaConf.to_container(merged)
+
+
+def _parse_config_text(path: str, text: str, *, json_file: bool) -> Any:
+    """The file's YAML or JSON, or a ``ValueError`` saying where it does not parse."""
+    try:
+        return json.loads(text) if json_file else yaml.safe_load(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"CONFIG {path!r} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ValueError(f"CONFIG {path!r} is not valid YAML: {problem}{where}") from None
+
+
+def _train_arguments_classes() -> List[type]:
+    """The classes PaddleFormers' parser builds from the config, with this module's arguments class."""
+    return [LLRDFinetuningArguments if cls is FinetuningArguments else cls for cls in cli_parser._TRAIN_ARGS]
 
 
 @contextlib.contextmanager
@@ -287,9 +318,7 @@ def _llrd_classes() -> Iterator[None]:
     """PaddleFormers' workflows with this module's arguments and trainer classes;
     the CLI's own classes are back afterwards, whatever happens."""
     replaced = [
-        (cli_parser, "_TRAIN_ARGS", [
-            LLRDFinetuningArguments if cls is FinetuningArguments else cls for cls in cli_parser._TRAIN_ARGS
-        ]),
+        (cli_parser, "_TRAIN_ARGS", _train_arguments_classes()),
         (sft_workflow, "SFTTrainer", LLRDSFTTrainer),
         (dpo_workflow, "DPOTrainer", LLRDDPOTrainer),
     ]
@@ -358,18 +387,14 @@ def run_workflow(config: Dict[str, Any], chosen: Optional[Dict[str, Tuple[Any, A
     changed defaults.
 
     Raises:
-        ValueError: a ``stage`` whose workflow trains with a trainer of its own
-            that is not replaced here (``dsv3_pretrain``, ``ernie_pretrain``,
-            ``auto-parallel``); PaddleFormers' ``ValueError`` for a key no
-            arguments class knows.
+        ValueError, TypeError: what :func:`~paddle_llrd.integrations._cli_checks.check_config`
+            refuses before anything loads (a key no arguments class knows, a
+            ``stage`` whose workflow trains with a trainer of its own, such
+            as ``ernie_pretrain``, a bad value of paddle_llrd's fields, a
+            missing model folder or dataset), then what PaddleFormers refuses
+            while it builds the arguments.
     """
-    stage = config.get("stage", cli_parser.ModelArguments.__dataclass_fields__["stage"].default)
-    if stage not in LLRD_STAGES:
-        raise ValueError(
-            f"stage must be one of {sorted(LLRD_STAGES)} for paddle_llrd train, got {stage!r}: the other "
-            "PaddleFormers workflows build trainers of their own, which would train without layer decay; "
-            "run them with paddleformers-cli"
-        )
+    config = check_config(config, _train_arguments_classes())
     _announce_changed_defaults(config, chosen or {})
     with _llrd_classes():
         cli_tuner.run_tuner(dict(config))
@@ -420,30 +445,71 @@ def _launch_command(nproc: int, device: str, argv: List[str]) -> Tuple[List[str]
     return command + [sys.executable, "-m", "paddle_llrd", "train", *argv], env
 
 
+PROG = "python -m paddle_llrd train"
+
+
+def _keys_help() -> str:
+    """One line per LLRDTrainingArguments field: its name, its help, its default."""
+    lines = ["paddle_llrd's keys (LLRDTrainingArguments' fields), besides every paddleformers-cli key:"]
+    for spec in dataclasses.fields(LLRDArgumentsMixin):
+        default = spec.default_factory() if spec.default_factory is not dataclasses.MISSING else spec.default
+        lines.append(f"  {spec.name:<24} {spec.metadata['help']} (default: {default!r})")
+    return "\n".join(lines)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m paddle_llrd train",
-        description="Run PaddleFormers' CLI workflow for the config's stage (SFT, PT, DPO; full or LoRA) "
-                    "with LLRDTrainer: the CLI's YAML plus layerwise_decay, layer_map, registry schedules, "
+        prog=PROG,
+        # argparse calls overrides required when config is missing: the usage says what is
+        usage=f"{PROG} [-h] [--nproc_per_node N] config [key=value ...]",
+        description="Run PaddleFormers' CLI workflow for the config's stage (SFT, PT, DPO; full or LoRA)\n"
+                    "with LLRDTrainer: the CLI's YAML plus layerwise_decay, layer_map, registry schedules,\n"
                     "weight-decay ramps and EMA.",
+        epilog=_keys_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("config", help="the paddleformers-cli config file (.yaml, .yml or .json)")
-    parser.add_argument("overrides", nargs="*", help="key=value pairs that override the file's entries")
+    parser.add_argument("config", nargs="?", help="the paddleformers-cli config file (.yaml, .yml or .json)")
+    parser.add_argument("overrides", nargs="*", metavar="key=value",
+                        help="optional pairs that override the file's entries")
     parser.add_argument(
-        "--nproc_per_node", type=int, default=None,
+        "--nproc_per_node", type=integer_at_least(1), default=None, metavar="N",
         help="ranks to start through paddle.distributed.launch (default: every visible GPU with device gpu, "
              "else 1, in this process)",
     )
     return parser
 
 
+def _refuse(error: BaseException) -> int:
+    """A user's mistake as one line on stderr, argparse's way (exit status 2)."""
+    message = " ".join(line.strip() for line in str(error).splitlines() if line.strip())
+    print(f"{PROG}: error: {message}", file=sys.stderr, flush=True)
+    return 2
+
+
+def _raised_while_building_arguments(error: BaseException) -> bool:
+    """Whether PaddleFormers raised ``error`` while it built the arguments from
+    the config (a value its checks or paddle_llrd's refuse), before any model loads."""
+    return any(frame.f_code is cli_parser.get_train_args.__code__ for frame, _ in traceback.walk_tb(error.__traceback__))
+
+
 def main(argv: Optional[List[str]] = None) -> int:
-    """The ``train`` command: ``python -m paddle_llrd train CONFIG [key=value ...]``."""
+    """The ``train`` command: ``python -m paddle_llrd train CONFIG [key=value ...]``.
+
+    A mistake in the command or the config (a missing file, model folder or
+    dataset, a misspelt key, a bad value) is one line on stderr and exit
+    status 2, before any model loads.
+    """
     argv = list(sys.argv[1:] if argv is None else argv)
-    options = _parser().parse_intermixed_args(argv)
-    config = read_config(options.config, options.overrides)
+    parser = _parser()
+    options = parser.parse_intermixed_args(argv)
+    if options.config is None:
+        parser.error("the following arguments are required: config")
     on_cuda = cuda_available()
-    check_device_keys(config, on_cuda)
+    try:
+        config = check_config(read_config(options.config, options.overrides), _train_arguments_classes())
+        check_device_keys(config, on_cuda)
+    except (OSError, ValueError, TypeError) as exc:
+        return _refuse(exc)
     chosen = choose_unset_keys(config, on_cuda)
     config.update({key: value for key, (_, value, _) in chosen.items()})
     done = finished_step(config)
@@ -451,8 +517,6 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"output_dir already holds the final checkpoint (step {done}); nothing to do", flush=True)
         return 0
     device = _device_type(config, on_cuda)
-    if options.nproc_per_node is not None and options.nproc_per_node < 1:
-        raise ValueError(f"--nproc_per_node must be >= 1, got {options.nproc_per_node}")
     nproc = options.nproc_per_node
     if nproc is None:
         nproc = max(1, len(_visible_gpus())) if device == "gpu" else 1
@@ -460,6 +524,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         command, env = _launch_command(nproc, device, [options.config, *options.overrides])
         print(f"[paddle_llrd] launching {nproc} ranks: {shlex.join(command)}", file=sys.stderr, flush=True)
         return subprocess.call(command, env=env)
-    run_workflow(config, chosen)
+    try:
+        run_workflow(config, chosen)
+    except (ValueError, TypeError) as exc:
+        if not _raised_while_building_arguments(exc):
+            raise
+        return _refuse(exc)
     return 0
-

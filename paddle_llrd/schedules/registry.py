@@ -32,6 +32,7 @@ from typing import Any, Callable, Dict, List, Optional, Union
 
 from paddle.optimizer.lr import LambdaDecay, LRScheduler
 
+from ..argument_checks import did_you_mean
 from .plateau import ReduceOnPlateauSchedule
 from .sequential import SequentialSchedule
 from .warmup import (
@@ -77,6 +78,7 @@ __all__ = [
     "get_sequential_schedule",
     "get_wsd_schedule",
     "register_scheduler",
+    "schedule_function",
     "DEFAULT_INVERSE_SQRT_TIMESCALE",
     "DEFAULT_WSD_DECAY_RATIO",
 ]
@@ -992,6 +994,31 @@ def _valid_names() -> list:
     return [str(key) for key in TYPE_TO_SCHEDULER_FUNCTION]
 
 
+def schedule_function(name: Union[str, SchedulerType]) -> SchedulerFunction:
+    """The schedule function registered as ``name``: what :func:`get_scheduler` calls.
+
+    Raises:
+        ValueError: ``name`` is not registered; the message lists the valid
+            names and ends with the closest one.
+
+    Examples:
+        >>> from paddle_llrd.schedules.registry import schedule_function
+        >>> schedule_function("cosine").__name__
+        'get_cosine_schedule_with_warmup'
+        >>> schedule_function("cosin")
+        Traceback (most recent call last):
+        ...
+        ValueError: Unknown scheduler name 'cosin'; valid names are: ... Did you mean 'cosine'?
+    """
+    key = _registry_key(name)
+    if key not in TYPE_TO_SCHEDULER_FUNCTION:
+        valid = _valid_names()
+        raise ValueError(
+            f"Unknown scheduler name {str(key)!r}; valid names are: {', '.join(valid)}.{did_you_mean(str(key), valid)}"
+        )
+    return TYPE_TO_SCHEDULER_FUNCTION[key]
+
+
 def _lr_position_ok(signature: inspect.Signature) -> bool:
     """Whether the function can receive ``learning_rate`` as its first positional argument."""
     for parameter in signature.parameters.values():
@@ -1137,11 +1164,13 @@ def get_scheduler(
             one it does not accept raises ``TypeError``.
 
     Raises:
-        ValueError: ``name`` is unknown (the message lists the valid names),
+        ValueError: ``name`` is unknown (the message lists the valid names
+            and ends with the closest one, as :func:`schedule_function`'s),
             the schedule needs an argument that is ``None`` or missing, or
             ``lr_warmup_init`` is not finite, negative or above ``learning_rate``.
         TypeError: an argument the schedule does not take (``lr_warmup_init``
-            for one without a warmup, such as ``"constant"``), or the schedule
+            for one without a warmup, such as ``"constant"``; the message
+            lists those it takes and ends with the closest one), or the schedule
             function returns something that is not an ``LRScheduler`` (the
             message names the registered name).
 
@@ -1176,9 +1205,7 @@ def get_scheduler(
         ValueError: Unknown scheduler name 'cosine_annealing'; valid names are: ...
     """
     key = _registry_key(name)
-    if key not in TYPE_TO_SCHEDULER_FUNCTION:
-        raise ValueError(f"Unknown scheduler name {str(key)!r}; valid names are: {', '.join(_valid_names())}.")
-    fn = TYPE_TO_SCHEDULER_FUNCTION[key]
+    fn = schedule_function(key)
     if "lr_warmup_init" in kwargs and fn in _WARMUP_SCHEDULE_FUNCTIONS:
         return _get_with_warmup_init(
             key, learning_rate, num_warmup_steps, num_training_steps, num_cycles, lr_end, power, min_lr, **kwargs
@@ -1193,9 +1220,10 @@ def get_scheduler(
 
     unknown = sorted(k for k in kwargs if k not in named)
     if unknown and not takes_any_keyword:
+        accepted = [*named, *(["lr_warmup_init"] if fn in _WARMUP_SCHEDULE_FUNCTIONS else [])]
         raise TypeError(
             f"Scheduler {str(key)!r} does not accept the argument(s) {', '.join(unknown)}; "
-            f"it takes: {', '.join(named) or 'nothing besides learning_rate'}."
+            f"it takes: {', '.join(accepted) or 'nothing besides learning_rate'}.{did_you_mean(unknown[0], accepted)}"
         )
     offered: Dict[str, Any] = {
         "num_warmup_steps": num_warmup_steps,
