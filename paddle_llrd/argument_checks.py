@@ -89,6 +89,35 @@ def checked_real(
     return number
 
 
+def checked_step_index(value: Any, argument: str = "last_epoch") -> int:
+    """A schedule's step counter: an int (not a bool), else ``TypeError``; too small, ``ValueError``.
+
+    ``last_epoch`` (the constructor's argument and ``set_state_dict``'s entry)
+    is the last step taken, ``>= -1`` (-1 before the first step); ``epoch``
+    (``scheduler.step(epoch)``) is the step whose lr is computed, ``>= 0``.
+    Every schedule of the package checks both with this one rule.
+
+    Examples:
+        >>> checked_step_index(-1), checked_step_index(7, "epoch")
+        (-1, 7)
+        >>> checked_step_index(-5, "epoch")
+        Traceback (most recent call last):
+        ...
+        ValueError: `epoch` must be an int >= 0 (the step to move to), got -5.
+        >>> checked_step_index(2.5, "epoch")
+        Traceback (most recent call last):
+        ...
+        TypeError: `epoch` must be an int >= 0 (the step to move to), got float 2.5.
+    """
+    minimum, meaning = (-1, "the last step taken; -1 before the first") if argument == "last_epoch" else (
+        0, "the step to move to")
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"`{argument}` must be an int >= {minimum} ({meaning}), got {type(value).__name__} {value!r}.")
+    if value < minimum:
+        raise ValueError(f"`{argument}` must be an int >= {minimum} ({meaning}), got {value!r}.")
+    return int(value)
+
+
 def stacklevel_outside_package() -> int:
     """The ``stacklevel`` for :func:`warnings.warn` that points at the first caller outside ``paddle_llrd``.
 
