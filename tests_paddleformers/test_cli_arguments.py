@@ -46,7 +46,7 @@ def test_a_stage_with_its_own_trainer_is_refused():
 
 @pytest.mark.parametrize("entry, message", [
     ({"layerwise_decy": 0.8}, r"not used by the PdArgumentParser: \{'layerwise_decy'\}"),  # PaddleFormers' own check
-    ({"layerwise_decay": -1.0}, r"layerwise_decay must be a finite number > 0, got -1\.0"),
+    ({"layerwise_decay": -1.0}, r"`layerwise_decay` must be a finite number > 0, got -1\.0"),
     ({"lr_scheduler_type": "warmup_stable_decy"}, r"lr_scheduler_type must be one of paddle_llrd's registered"),
 ])
 def test_bad_keys_fail_when_the_arguments_are_built_and_the_cli_classes_come_back(tmp_path, entry, message):
