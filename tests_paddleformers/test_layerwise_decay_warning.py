@@ -15,10 +15,15 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def test_training_arguments_with_a_layerwise_decay_above_one_warn_once(tmp_path):
     script = tmp_path / "args.py"
     script.write_text(textwrap.dedent(f"""\
-        from paddle_llrd.integrations.paddleformers import LLRDTrainingArguments
+        from paddleformers.transformers import LlamaConfig, LlamaForCausalLM
+        from paddle_llrd.integrations.paddleformers import LLRDTrainer, LLRDTrainingArguments
 
-        args = LLRDTrainingArguments(output_dir={str(tmp_path / "out")!r}, layerwise_decay=1.5)
-        print("layerwise_decay", args.layerwise_decay)
+        args = LLRDTrainingArguments(output_dir={str(tmp_path / "out")!r}, layerwise_decay=1.5, max_steps=2)
+        config = LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                             num_attention_heads=4, max_position_embeddings=32, fuse_rms_norm=False)
+        trainer = LLRDTrainer(model=LlamaForCausalLM(config), args=args)
+        trainer.create_optimizer_and_scheduler(num_training_steps=2)
+        print("layerwise_decay", trainer.optimizer.layerwise_decay)
     """))
     env = dict(os.environ, PYTHONPATH=ROOT)
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
