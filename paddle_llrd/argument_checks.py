@@ -14,6 +14,7 @@ import math
 import numbers
 import os
 import sys
+import warnings
 from typing import Any, Iterable
 
 _PACKAGE_DIRECTORY = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -108,6 +109,81 @@ def checked_real(
     if not (math.isfinite(number) and (number > 0.0 if positive else number >= 0.0)):
         suffix = f" ({advice})" if advice else ""
         raise ValueError(f"{prefix}`{argument}` must be a finite number {bound}, got {value!r}{suffix}.")
+    return number
+
+
+def checked_step_index(value: Any, argument: str = "last_epoch") -> int:
+    """A schedule's step counter: an int (not a bool), else ``TypeError``; too small, ``ValueError``.
+
+    ``last_epoch`` (the constructor's argument and ``set_state_dict``'s entry)
+    is the last step taken, ``>= -1`` (-1 before the first step); ``epoch``
+    (``scheduler.step(epoch)``) is the step whose lr is computed, ``>= 0``.
+    Every schedule of the package checks both with this one rule.
+
+    Examples:
+        >>> checked_step_index(-1), checked_step_index(7, "epoch")
+        (-1, 7)
+        >>> checked_step_index(-5, "epoch")
+        Traceback (most recent call last):
+        ...
+        ValueError: `epoch` must be an int >= 0 (the step to move to), got -5.
+        >>> checked_step_index(2.5, "epoch")
+        Traceback (most recent call last):
+        ...
+        TypeError: `epoch` must be an int >= 0 (the step to move to), got float 2.5.
+    """
+    minimum, meaning = (-1, "the last step taken; -1 before the first") if argument == "last_epoch" else (
+        0, "the step to move to")
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"`{argument}` must be an int >= {minimum} ({meaning}), got {type(value).__name__} {value!r}.")
+    if value < minimum:
+        raise ValueError(f"`{argument}` must be an int >= {minimum} ({meaning}), got {value!r}.")
+    return int(value)
+
+
+#: In the warning about a layer-wise decay above 1 (a Trainer filters its second copy on it).
+LAYERWISE_DECAY_ABOVE_ONE = "is greater than 1, so lower layers train faster than the head"
+
+
+def checked_layerwise_decay(value: Any, argument: str = "layerwise_decay", *, owner: str | None = None) -> float:
+    """A layer-wise lr decay as a float, finite and > 0; a ``UserWarning`` when it is > 1.
+
+    The one rule of :class:`~paddle_llrd.AdamWDL`'s ``layerwise_decay``,
+    :func:`~paddle_llrd.layer_decay_param_groups`' ``layer_decay`` and the
+    Trainer/CLI field ``layerwise_decay``. A decay ``d > 1`` is accepted (a
+    ratio is ``d ** k``, any positive ``d`` gives numbers) but inverts
+    layer-wise decay: block ``i`` of ``L`` trains ``d ** (L - i)`` times
+    faster than the head, so the warning names the value.
+
+    Raises:
+        TypeError: ``value`` is not a real number (a bool is refused).
+        ValueError: ``value`` is NaN, infinite or ``<= 0``.
+
+    Examples:
+        >>> checked_layerwise_decay(0.8)
+        0.8
+        >>> import warnings
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     checked_layerwise_decay(1.5, owner="AdamWDL")
+        1.5
+        >>> print(caught[0].message)  # doctest: +ELLIPSIS
+        AdamWDL: `layerwise_decay`=1.5 is greater than 1, so lower layers train faster than the head ...
+    """
+    number = checked_real(
+        value, argument, owner=owner, positive=True,
+        advice="usually in (0, 1]; 1.0 turns layer-wise decay off; to freeze layers set their "
+               "parameters' stop_gradient=True",
+    )
+    if number > 1.0:
+        prefix = f"{owner}: " if owner else ""
+        warnings.warn(
+            f"{prefix}`{argument}`={value!r} {LAYERWISE_DECAY_ABOVE_ONE} (each block trains {number!r} times "
+            f"as fast as the block above it, the embeddings fastest). Layer-wise decay takes a value in "
+            f"(0, 1), e.g. 0.8; accepted as given.",
+            UserWarning,
+            stacklevel=stacklevel_outside_package(),
+        )
     return number
 
 

@@ -108,3 +108,38 @@ def test_a_hand_written_loop_reads_the_norms_the_step_clips():
         optimizer.step()
         optimizer.clear_grad()
     assert {name: len(params) for name, params in layer_groups(model).items()}["head"] == 4
+
+
+def test_a_frozen_parameter_with_a_stale_gradient_is_left_out_as_the_clip_leaves_it_out():
+    """Freeze a parameter after a step: clear_grad skips it, so it keeps its gradient.
+    The total is the float64 norm of the trainable gradients and the norm
+    ClipGradByGlobalNorm really clips with (read back from an SGD step)."""
+    model = make_model()
+    clip, lr = 1e-3, 0.1
+    # The first step unclipped (a clip scales the gradients in place), the measured one clipped.
+    first = paddle.optimizer.SGD(learning_rate=lr, parameters=model.parameters())
+    optimizer = paddle.optimizer.SGD(learning_rate=lr, parameters=model.parameters(),
+                                     grad_clip=paddle.nn.ClipGradByGlobalNorm(clip))
+    backward(model, seed=0)
+    first.step()
+    frozen = max(model.parameters(), key=lambda param: float(np.sum(param.grad.numpy().astype(np.float64) ** 2)))
+    frozen.stop_gradient = True
+    first.clear_grad()
+    assert frozen.grad is not None and float(np.abs(frozen.grad.numpy()).sum()) > 0  # the stale gradient
+
+    backward(model, seed=1)
+    trainable = [param for param in model.parameters() if not param.stop_gradient and param.grad is not None]
+    grads = [param.grad.numpy().astype(np.float64) for param in trainable]
+    reference = float(np.sqrt(sum(np.sum(grad**2) for grad in grads)))
+    stale = float(np.sqrt(reference**2 + np.sum(frozen.grad.numpy().astype(np.float64) ** 2)))
+    assert stale > reference * 1.05  # counting the stale gradient would show
+
+    norms = layer_grad_norms(model)
+    assert norms["total"] == pytest.approx(reference, rel=1e-5)
+    # SGD with the clip: p_new = p - lr * g * clip / norm, so norm = lr * clip * |g| / |p - p_new|.
+    before = [param.numpy().astype(np.float64) for param in trainable]
+    optimizer.step()
+    moved = float(np.sqrt(sum(np.sum((b - param.numpy().astype(np.float64)) ** 2)
+                              for b, param in zip(before, trainable))))
+    clipped_with = lr * clip * reference / moved
+    assert norms["total"] == pytest.approx(clipped_with, rel=1e-3)

@@ -122,3 +122,80 @@ def test_a_users_script_sees_one_warning_at_its_own_line(tmp_path):
     assert len(ours) == 1, done.stderr
     assert ours[0].startswith(f"{script}:6: UserWarning: AdamWDL: layerwise_decay=0.8"), ours[0]
     assert "make_layerwise_fn" in ours[0]
+
+
+def _run_user_script(tmp_path, text):
+    """A fresh process with Python's default warning filters (each warning once per line)."""
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(text))
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return script, [line for line in done.stderr.splitlines() if "UserWarning:" in line and "ccache" not in line]
+
+
+def test_a_layerwise_decay_above_one_warns_once_naming_the_value_wherever_it_is_accepted(tmp_path):
+    """AdamWDL and layer_decay_param_groups (the Trainer/CLI field: tests_paddleformers) share one check."""
+    script, lines = _run_user_script(tmp_path, """\
+        import paddle
+        from paddle_llrd import AdamWDL, build_name_dict, layer_decay_param_groups
+        from paddle_llrd.models.skeletons import build_skeleton
+
+        model = build_skeleton("bert", 2)
+        for _ in range(3):  # one warning per line, as Python shows warnings
+            opt = AdamWDL(learning_rate=1e-3, parameters=model.parameters(), layerwise_decay=1.5,
+                          n_layers=2, name_dict=build_name_dict(model))
+        groups = layer_decay_param_groups(model, 1.25)
+        opt = paddle.optimizer.AdamW(learning_rate=1e-3, parameters=groups)
+        print(sorted({g["learning_rate"] for g in groups}))
+    """)
+    faster = "is greater than 1, so lower layers train faster than the head"
+    assert len(lines) == 2, lines
+    assert lines[0].startswith(f"{script}:7: UserWarning: AdamWDL: `layerwise_decay`=1.5 {faster}"), lines[0]
+    assert lines[1].startswith(
+        f"{script}:9: UserWarning: layer_decay_param_groups: `layer_decay`=1.25 {faster}"), lines[1]
+
+
+@pytest.mark.parametrize("value", [0.0, -0.5])
+def test_a_layerwise_decay_at_or_below_zero_is_refused_by_name(value):
+    model = build_skeleton("bert", N_LAYERS)
+    with pytest.raises(ValueError, match=r"AdamWDL: `layerwise_decay` must be a finite number > 0"):
+        _adamwdl(model, layerwise_decay=value)
+
+
+def test_n_layers_above_the_deepest_block_read_warns_naming_both_numbers(tmp_path):
+    """n_layers left at AdamWDL's default 12 on a 2-block model: the top block trains at 0.8**11."""
+    script, lines = _run_user_script(tmp_path, """\
+        from paddle_llrd import AdamWDL, LayerMap, build_name_dict, layer_decay_param_groups, make_layerwise_fn
+        from paddle_llrd.models.skeletons import build_skeleton
+
+        bert = build_skeleton("bert", 2)
+        opt = AdamWDL(parameters=bert.parameters(), layerwise_decay=0.8, name_dict=build_name_dict(bert))
+        llama = build_skeleton("llama", 2)
+        fn, names = make_layerwise_fn(llama)
+        opt = AdamWDL(parameters=llama.parameters(), layerwise_decay=0.8, set_param_lr_fun=LayerMap(family="llama"),
+                      name_dict=names)
+        opt = AdamWDL(parameters=llama.parameters(), layerwise_decay=0.8, set_param_lr_fun=fn, name_dict=names,
+                      n_layers=fn.n_layers)
+        groups = layer_decay_param_groups(llama, 0.8, layer_map=LayerMap(5, family="llama"))
+        groups = layer_decay_param_groups(llama, 0.8)
+    """)
+    top = 0.8 ** 11
+    assert len(lines) == 3, lines
+    for line, number, where in zip(lines, (12, 12, 5), (f"{script}:5: UserWarning: AdamWDL",
+                                                        f"{script}:8: UserWarning: AdamWDL",
+                                                        f"{script}:12: UserWarning: layer_decay_param_groups")):
+        assert line.startswith(f"{where}: n_layers={number} but the deepest block the layer ratios read is "
+                               "block 1 (2 blocks)"), line
+        assert "Pass n_layers=2" in line
+    assert f"0.8**11 = {top:.3g} of the head's rate" in lines[0]
+
+
+def test_the_warned_n_layers_still_gives_the_documented_ratio():
+    """Only a warning: the ratios stay decay ** (n_layers - i), as SPEC.md has them."""
+    model = build_skeleton("bert", N_LAYERS)
+    with pytest.warns(UserWarning, match="n_layers=12"):
+        optimizer = AdamWDL(parameters=model.parameters(), layerwise_decay=DECAY, name_dict=build_name_dict(model))
+    rows = {row.name: row.ratio for row in optimizer.param_lr_table()}
+    top = next(name for name in rows if "encoder.layers.1." in name)
+    assert rows[top] == pytest.approx(DECAY ** (12 - 1), rel=1e-12)

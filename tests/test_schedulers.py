@@ -504,3 +504,48 @@ def test_edge_cases_paddlenlp_accepts_keep_working():
     # Integral floats and numpy integers count as step numbers.
     assert LinearDecayWithWarmup(0.1, 10.0, np.int64(2)).warmup_steps == 2
     assert LinearDecayWithWarmup(np.float64(0.1), np.int32(10), 2).total_steps == 10
+
+
+# --------------------------------------------------------------------------
+# step(epoch): checked on every registered schedule, as last_epoch is.
+# --------------------------------------------------------------------------
+def _registered(name):
+    """Each registered schedule built through get_scheduler, with the stepping call it takes."""
+    from paddle_llrd import get_scheduler
+
+    if name == "sequential":
+        stages = [{"name": "linear", "num_warmup_steps": 2, "num_steps": 5}, {"name": "constant"}]
+        return get_scheduler(name, 1e-3, num_training_steps=20, stages=stages), None
+    if name == "reduce_lr_on_plateau":
+        return get_scheduler(name, 1e-3), 1.0  # stepped with a metric
+    return get_scheduler(name, 1e-3, num_warmup_steps=4, num_training_steps=20, min_lr=1e-4), None
+
+
+def _step(scheduler, metric, epoch):
+    if metric is None:
+        scheduler.step(epoch)
+    else:
+        scheduler.step(metric, epoch=epoch)
+
+
+BAD_EPOCHS = [(-5, ValueError), (float("nan"), TypeError), (float("inf"), TypeError), (2.5, TypeError),
+              (True, TypeError)]
+
+
+@pytest.mark.parametrize("name", [str(key) for key in __import__("paddle_llrd").TYPE_TO_SCHEDULER_FUNCTION])
+def test_step_epoch_is_checked_by_name_on_every_registered_schedule(name):
+    scheduler, metric = _registered(name)
+    for _ in range(3):
+        _step(scheduler, metric, None)
+    before, lr = scheduler.state_dict(), scheduler()
+    for bad, error in BAD_EPOCHS:
+        with pytest.raises(error, match=r"`epoch` must be an int >= 0 \(the step to move to\), got .*"):
+            _step(scheduler, metric, bad)
+        assert scheduler.state_dict() == before and scheduler() == lr, bad  # nothing changed
+    # A valid int moves to that step: the lr an uninterrupted run has there.
+    _step(scheduler, metric, 7)
+    uninterrupted, _ = _registered(name)
+    for _ in range(7):
+        _step(uninterrupted, metric, None)
+    assert scheduler.last_epoch == uninterrupted.last_epoch == 7
+    assert scheduler() == uninterrupted()

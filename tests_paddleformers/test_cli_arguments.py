@@ -48,7 +48,7 @@ def test_a_stage_with_its_own_trainer_is_refused():
 
 @pytest.mark.parametrize("entry, message", [
     ({"layerwise_decy": 0.8}, r"config key 'layerwise_decy' is neither .* Did you mean 'layerwise_decay'\?$"),
-    ({"layerwise_decay": -1.0}, r"layerwise_decay must be a finite number > 0, got -1\.0"),
+    ({"layerwise_decay": -1.0}, r"`layerwise_decay` must be a finite number > 0, got -1\.0"),
     ({"lr_scheduler_type": "warmup_stable_decy"}, r"lr_scheduler_type must be one of paddle_llrd's registered"),
 ])
 def test_bad_keys_fail_when_the_arguments_are_built_and_the_cli_classes_come_back(tmp_path, entry, message):
@@ -228,7 +228,7 @@ def test_each_dataset_path_is_checked_where_the_workflow_reads_it(tmp_path, monk
 
 def test_paddle_llrd_values_are_refused_before_the_model_path_is_looked_at(tmp_path):
     config = _valid_config(tmp_path, model_name_or_path="./nowhere", layerwise_decay="0")
-    with pytest.raises(ValueError, match=r"^layerwise_decay must be a finite number > 0, got 0\.0$"):
+    with pytest.raises(ValueError, match=r"^`layerwise_decay` must be a finite number > 0, got 0\.0 "):
         _check(config)
     with pytest.raises(ValueError, match=r"lr_scheduler_kwargs has the key 'decay_styl', .* Did you mean 'decay_style'"):
         _check(_valid_config(tmp_path, lr_scheduler_type="warmup_stable_decay",

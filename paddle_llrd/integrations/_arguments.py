@@ -35,7 +35,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional
 
-from paddle_llrd.argument_checks import did_you_mean
+from paddle_llrd.argument_checks import checked_layerwise_decay, did_you_mean
 from paddle_llrd.schedules import registry
 from paddle_llrd.layer_decay.layer_maps import FAMILY_PATTERNS
 from paddle_llrd.schedules.weight_decay import WEIGHT_DECAY_STYLES
@@ -134,11 +134,8 @@ def _numbers_from_text(arguments: Any) -> None:
 
 
 def check_layerwise_decay(value: Any) -> float:
-    """``layerwise_decay`` as a float: finite and ``> 0`` (``1.0`` is no decay)."""
-    decay = _real(value, "layerwise_decay", "a real number such as 0.8")
-    if not (math.isfinite(decay) and decay > 0.0):
-        raise ValueError(f"layerwise_decay must be a finite number > 0, got {value!r}")
-    return decay
+    """``layerwise_decay`` as a float: finite and ``> 0`` (``1.0`` is no decay); warns above 1."""
+    return checked_layerwise_decay(_real(value, "layerwise_decay", "a real number such as 0.8"))
 
 
 def check_layer_map(value: Any) -> str:

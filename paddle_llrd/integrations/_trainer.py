@@ -33,6 +33,7 @@ from paddle_llrd.integrations._arguments import (
     plain_name,
 )
 from paddle_llrd.layer_decay.grad_norms import TOTAL, group_grad_norms, layer_group_name, layer_groups
+from paddle_llrd.argument_checks import LAYERWISE_DECAY_ABOVE_ONE
 from paddle_llrd.layer_decay.group_names import LayerGroupNames, layer_group_names
 from paddle_llrd.layer_decay.layer_maps import build_name_dict, no_decay_parameter_names, resolve_layer_map
 from paddle_llrd.schedules import registry
@@ -336,21 +337,24 @@ class LLRDTrainerMixin:
         if learning_rate is None:
             learning_rate = args.learning_rate
         grad_clip = paddle.nn.ClipGradByGlobalNorm(args.max_grad_norm) if args.max_grad_norm > 0 else None
-        self.optimizer = TrainerAdamWDL(
-            learning_rate=learning_rate,
-            beta1=args.adam_beta1,
-            beta2=args.adam_beta2,
-            epsilon=args.adam_epsilon,
-            parameters=parameters,
-            weight_decay=self._weight_decay(),
-            apply_decay_param_fun=apply_decay_param_fun,
-            grad_clip=grad_clip,
-            multi_precision=args.fp16_opt_level == "O2",
-            layerwise_decay=self.layerwise_decay,
-            n_layers=self.n_layers,
-            set_param_lr_fun=self.set_param_lr_fun,
-            name_dict=build_name_dict(self.model),
-        )
+        with warnings.catch_warnings():
+            # The arguments (or the LLRDTrainer keyword) already warned about a layerwise_decay above 1.
+            warnings.filterwarnings("ignore", message=f".*{LAYERWISE_DECAY_ABOVE_ONE}", category=UserWarning)
+            self.optimizer = TrainerAdamWDL(
+                learning_rate=learning_rate,
+                beta1=args.adam_beta1,
+                beta2=args.adam_beta2,
+                epsilon=args.adam_epsilon,
+                parameters=parameters,
+                weight_decay=self._weight_decay(),
+                apply_decay_param_fun=apply_decay_param_fun,
+                grad_clip=grad_clip,
+                multi_precision=args.fp16_opt_level == "O2",
+                layerwise_decay=self.layerwise_decay,
+                n_layers=self.n_layers,
+                set_param_lr_fun=self.set_param_lr_fun,
+                name_dict=build_name_dict(self.model),
+            )
         return self.optimizer
 
     def create_scheduler(self, num_training_steps: int):

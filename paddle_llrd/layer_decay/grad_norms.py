@@ -18,9 +18,12 @@ gradients the step uses, before the optimizer's gradient clipping (the norm a
 ``grad_clip`` measures, and what the Trainer integrations log as
 ``grad_norm``). A parameter's ``main_grad`` (float32 gradients under AMP
 ``amp_master_grad``) is read where it has one; ``loss_scale`` divides out an
-AMP loss scale that the gradients still carry. Parameters without a gradient
-(frozen, or unused by the loss) count as zero; a group none of whose
-parameters has a gradient is left out.
+AMP loss scale that the gradients still carry. Only the parameters the step
+updates count, as in the optimizer's ``grad_clip``: a frozen parameter
+(``stop_gradient=True``) is left out even when it still holds a gradient from
+before it was frozen (``clear_grad`` skips frozen parameters), and a parameter
+without a gradient (unused by the loss) counts as zero; a group none of whose
+parameters counts is left out.
 
 Examples:
     >>> import paddle
@@ -46,6 +49,7 @@ from typing import Any, Dict, List, Mapping
 import paddle
 from paddle import nn
 
+from ..argument_checks import checked_real
 from .layer_maps import LayerMap, resolve_layer_map
 
 __all__ = ["TOTAL", "layer_grad_norms", "layer_group_name", "layer_groups", "group_grad_norms"]
@@ -91,6 +95,9 @@ def layer_groups(model: nn.Layer, layer_map: str | LayerMap = "auto", n_layers: 
 
 
 def _gradient(param: Any) -> Any:
+    """The gradient the optimizer step uses, or ``None`` where the step leaves ``param`` alone."""
+    if param.stop_gradient:  # frozen: the optimizer skips it, whatever stale gradient it holds
+        return None
     main_grad = getattr(param, "main_grad", None)
     return main_grad if main_grad is not None else param.grad
 
@@ -133,12 +140,10 @@ def layer_grad_norms(
         (groups in layer-id order; see the module documentation).
 
     Raises:
+        TypeError: ``loss_scale`` is not a real number.
         ValueError: ``loss_scale`` is not a finite number > 0, or
             ``layer_map`` is not one (see :func:`~paddle_llrd.resolve_layer_map`).
     """
-    from ..argument_checks import is_real_number
-
-    if not is_real_number(loss_scale) or not (0.0 < float(loss_scale) < float("inf")):
-        raise ValueError(f"layer_grad_norms: `loss_scale` must be a finite number > 0, got {loss_scale!r}")
+    checked_real(loss_scale, "loss_scale", owner="layer_grad_norms", positive=True)
     norms = group_grad_norms(layer_groups(model, layer_map, n_layers), loss_scale)
     return {name: float(value) for name, value in norms.items()}

@@ -16,7 +16,11 @@ import paddle
 
 from ..argument_checks import stacklevel_outside_package
 
-__all__ = ["layer_id_of", "layerwise_lr_decay", "warn_if_no_encoder_layers", "NAME_DICT_ADVICE"]
+__all__ = [
+    "layer_id_of", "layerwise_lr_decay", "warn_if_no_encoder_layers", "warn_if_n_layers_exceeds_blocks",
+    "warn_if_n_layers_exceeds_read_blocks", "deepest_block_read",
+    "NAME_DICT_ADVICE",
+]
 
 NAME_DICT_ADVICE = (
     "build it from the model with "
@@ -251,3 +255,79 @@ def warn_if_no_encoder_layers(
         UserWarning,
         stacklevel=stacklevel_outside_package(),
     )
+
+
+def _encoder_block(structured_name: str) -> int | None:
+    """The ``encoder.layers.N`` index :func:`layerwise_lr_decay` reads, or ``None``."""
+    if _LAYER_MARKER not in structured_name:
+        return None
+    index_text = structured_name[structured_name.find(_LAYER_MARKER) + len(_LAYER_MARKER):].split(".", 1)[0]
+    return int(index_text) if index_text.isdecimal() else None
+
+
+def deepest_block_read(set_param_lr_fun: Any, names: Iterable[str]) -> int | None:
+    """The largest block index the ratio function reads in ``names``; ``None`` when it is not known.
+
+    Known for :func:`layerwise_lr_decay` (``encoder.layers.N``) and a plain
+    :class:`~paddle_llrd.LayerMap`; not for a pipeline map (a stage holds some
+    of the blocks) or another function.
+    """
+    from .layer_maps import LayerMap  # layer_maps does not import this module: no cycle
+
+    if set_param_lr_fun is layerwise_lr_decay:
+        read = _encoder_block
+    elif type(set_param_lr_fun) is LayerMap:
+        read = set_param_lr_fun.block_index
+    else:
+        return None
+    try:
+        indices = [index for index in map(read, names) if index is not None]
+    except ValueError:  # a pattern that captures no index: the ratio function names it when asked
+        return None
+    return max(indices) if indices else None
+
+
+def warn_if_n_layers_exceeds_blocks(n_layers: int, deepest_block: int | None, decay: Any, owner: str) -> None:
+    """A ``UserWarning`` naming both numbers when ``n_layers`` is above the blocks the ratios read.
+
+    A ratio is ``decay ** (n_layers - i)`` for block ``i``: with ``n_layers``
+    left at AdamWDL's default 12 on a 2-block model, the top block trains at
+    ``decay ** 11`` of the head's rate instead of ``decay``. Silent when the
+    blocks are unknown (``deepest_block`` None) or ``decay`` is 1.0.
+
+    Examples:
+        >>> import warnings
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     warn_if_n_layers_exceeds_blocks(12, 1, 0.8, "AdamWDL")
+        >>> print(caught[0].message)  # doctest: +ELLIPSIS
+        AdamWDL: n_layers=12 but the deepest block the layer ratios read is block 1 (2 blocks): ...
+    """
+    if deepest_block is None or n_layers <= deepest_block + 1 or not _decay_is_on(decay):
+        return
+    counted = deepest_block + 1
+    top = ""
+    if isinstance(decay, float):
+        top = (f" the top block trains at {decay!r}**{n_layers - deepest_block} = "
+               f"{decay ** (n_layers - deepest_block):.3g} of the head's rate instead of {decay!r}, and")
+    warnings.warn(
+        f"{owner}: n_layers={n_layers} but the deepest block the layer ratios read is block {deepest_block} "
+        f"({counted} blocks):{top} every ratio is {n_layers - counted} powers of the decay smaller than with "
+        f"n_layers={counted}. Pass n_layers={counted} (the model's number of blocks).",
+        UserWarning,
+        stacklevel=stacklevel_outside_package(),
+    )
+
+
+def warn_if_n_layers_exceeds_read_blocks(
+    set_param_lr_fun: Any, layerwise_decay: Any, n_layers: Any, name_dict: Mapping[str, str] | None, parameters: Any
+) -> None:
+    """:func:`warn_if_n_layers_exceeds_blocks` for :class:`~paddle_llrd.AdamWDL`'s arguments (the
+    blocks read in ``parameters``' structured names; a LayerMap's own ``n_layers`` where it has one)."""
+    if not isinstance(name_dict, Mapping):
+        return
+    deepest = deepest_block_read(set_param_lr_fun, _parameter_names(parameters, name_dict))
+    used = getattr(set_param_lr_fun, "n_layers", None) if set_param_lr_fun is not layerwise_lr_decay else None
+    used = n_layers if used is None else used
+    if isinstance(used, int) and not isinstance(used, bool):
+        warn_if_n_layers_exceeds_blocks(used, deepest, layerwise_decay, "AdamWDL")

@@ -55,7 +55,8 @@ from typing import Any, NamedTuple
 
 from paddle import nn
 
-from ..argument_checks import checked_real
+from ..argument_checks import checked_layerwise_decay, checked_real
+from .layerwise import deepest_block_read, warn_if_n_layers_exceeds_blocks
 from .layer_maps import LayerMap, build_name_dict, no_decay_parameter_names, resolve_layer_map
 
 __all__ = [
@@ -106,7 +107,8 @@ def layer_decay_param_groups(
     Args:
         model: the model; its structured parameter names give the layers.
         layer_decay: the ratio between adjacent layers, a finite number > 0
-            (usually in ``(0, 1]``; 1 gives every group the full rate).
+            (usually in ``(0, 1]``; 1 gives every group the full rate; above 1
+            a ``UserWarning`` says lower layers train faster than the head).
         weight_decay: the coefficient of the decayed groups, a finite number
             >= 0; the others get ``0.0``.
         no_weight_decay: further structured names (or :mod:`fnmatch` patterns)
@@ -141,19 +143,18 @@ def layer_decay_param_groups(
         >>> layer_decay_param_groups(model, 0)
         Traceback (most recent call last):
         ...
-        ValueError: `layer_decay` must be a finite number > 0, got 0 (usually in (0, 1]; ...
+        ValueError: layer_decay_param_groups: `layer_decay` must be a finite number > 0, got 0 (usually in (0, 1]; ...
     """
     if not isinstance(model, nn.Layer):
         raise TypeError(f"`model` must be a paddle.nn.Layer, got {type(model).__name__}")
-    decay = checked_real(
-        layer_decay,
-        "layer_decay",
-        positive=True,
-        advice="usually in (0, 1]; to freeze layers set their parameters' stop_gradient=True",
-    )
+    decay = checked_layerwise_decay(layer_decay, "layer_decay", owner="layer_decay_param_groups")
     coefficient = checked_real(weight_decay, "weight_decay")
     patterns = _name_patterns(no_weight_decay)
     resolved = resolve_layer_map(layer_map, model, n_layers=n_layers)
+    trainable = [name for name, param in model.named_parameters() if not param.stop_gradient]
+    warn_if_n_layers_exceeds_blocks(
+        resolved.n_layers, deepest_block_read(resolved, trainable), decay, "layer_decay_param_groups"
+    )
 
     kept_from_decay = no_decay_parameter_names(model)
     members: dict[tuple[int, bool, float], list[Any]] = {}

@@ -34,7 +34,7 @@ import paddle
 from paddle.base import framework
 from paddle.optimizer import AdamW
 
-from ..layer_decay.layerwise import layerwise_lr_decay, warn_if_no_encoder_layers
+from ..layer_decay.layerwise import layerwise_lr_decay, warn_if_n_layers_exceeds_read_blocks, warn_if_no_encoder_layers
 from ..schedules.weight_decay import WeightDecaySchedule, claim_schedule
 from .checkpoint import STRUCTURED_NAMES_KEY, matched_state_dict, structured_names_record
 from .multi_tensor import MultiTensorStep
@@ -283,6 +283,7 @@ class AdamWDL(AdamW):
         check_decay_factor(learning_rate, weight_decay, parameters)
         check_layerwise_arguments(layerwise_decay, n_layers, set_param_lr_fun, name_dict)
         warn_if_no_encoder_layers(set_param_lr_fun, layerwise_decay, name_dict, parameters)
+        warn_if_n_layers_exceeds_read_blocks(set_param_lr_fun, layerwise_decay, n_layers, name_dict, parameters)
         if not (use_multi_tensor is None or isinstance(use_multi_tensor, bool)):
             raise TypeError(
                 f"AdamWDL: `use_multi_tensor` must be None, True or False, got {use_multi_tensor!r}."

@@ -18,7 +18,7 @@ from typing import Any
 from paddle.base import framework
 from paddle.optimizer.lr import LRScheduler
 
-from ..argument_checks import checked_count, checked_real, is_real_number
+from ..argument_checks import checked_count, checked_layerwise_decay, checked_real, is_real_number
 from ..layer_decay.layerwise import NAME_DICT_ADVICE, layerwise_lr_decay
 from .updates import is_tensor
 from ..schedules.weight_decay import WeightDecaySchedule, check_unclaimed
@@ -47,8 +47,9 @@ def check_layerwise_arguments(layerwise_decay: Any, n_layers: Any, set_param_lr_
             + (" (write 1.0, not 1)" if isinstance(layerwise_decay, int) else "")
             + "."
         )
-    if isinstance(layerwise_decay, float):
-        checked_real(layerwise_decay, "layerwise_decay", owner="AdamWDL", advice="usually in (0, 1]")
+    known = _known_value(layerwise_decay)  # a float, or a dygraph Tensor's value
+    if known is not None:
+        checked_layerwise_decay(known, "layerwise_decay", owner="AdamWDL")
     # A custom set_param_lr_fun receives n_layers as given and may read it its own way.
     if set_param_lr_fun is layerwise_lr_decay:
         checked_count(n_layers, "n_layers", owner="AdamWDL", meaning="the number of encoder layers")

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Optional
 
 from paddle.optimizer.lr import ReduceOnPlateau
 
+from ..argument_checks import checked_step_index
 from .warmup import _finite_real, _last_epoch, _learning_rate, _step_count
 
 __all__ = ["ReduceOnPlateauSchedule"]
@@ -124,6 +125,15 @@ class ReduceOnPlateauSchedule(ReduceOnPlateau):
             epsilon=epsilon,
             verbose=verbose,
         )
+
+    def step(self, metrics: Any, epoch: Optional[int] = None) -> None:
+        """Count ``metrics`` (see the class docstring); ``epoch``, when given, is the step to move to (an int >= 0).
+
+        Raises:
+            TypeError: ``epoch`` is not an int.
+            ValueError: ``epoch`` is negative.
+        """
+        super().step(metrics, None if epoch is None else checked_step_index(epoch, "epoch"))
 
     def set_state_dict(self, state_dict: Mapping) -> None:
         """Resume from a :meth:`state_dict`; every entry is checked before any is set.

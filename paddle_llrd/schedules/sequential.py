@@ -18,6 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from paddle.optimizer.lr import LRScheduler, ReduceOnPlateau
 
+from ..argument_checks import checked_step_index
 from .warmup import _last_epoch, _learning_rate
 
 __all__ = ["SequentialSchedule"]
@@ -145,7 +146,7 @@ class SequentialSchedule(LRScheduler):
 
     def step(self, epoch: Optional[int] = None) -> None:
         """Advance to the next step, or to step ``epoch`` (not before the current one)."""
-        target = self.last_epoch + 1 if epoch is None else _last_epoch(epoch)
+        target = self.last_epoch + 1 if epoch is None else checked_step_index(epoch, "epoch")
         if target < self._stage_position:
             raise ValueError(
                 f"`epoch` ({target}) lies before the current step ({self._stage_position}): the stages cannot "

@@ -32,7 +32,7 @@ from typing import Any, Callable, Optional, Tuple, Union
 
 from paddle.optimizer.lr import LambdaDecay, LRScheduler
 
-from ..argument_checks import stacklevel_outside_package
+from ..argument_checks import checked_step_index, stacklevel_outside_package
 
 __all__ = [
     "LinearDecayWithWarmup",
@@ -82,11 +82,7 @@ def _step_count(value: Any, name: str, minimum: int = 0) -> int:
 
 
 def _last_epoch(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"`last_epoch` must be an int (-1 to start from step 0), got {value!r}.")
-    if value < -1:
-        raise ValueError(f"`last_epoch` must be >= -1, got {value}.")
-    return int(value)
+    return checked_step_index(value, "last_epoch")
 
 
 def _warmup_steps(warmup: Any, total_steps: Optional[int], name: str = "warmup") -> int:
@@ -304,8 +300,19 @@ class _CheckedResume:
 
     Paddle's ``LRScheduler.set_state_dict`` takes whatever it is given and
     sets ``last_epoch`` before it finds ``last_lr`` missing; this one checks
-    both entries first, so a refused ``state_dict`` changes nothing.
+    both entries first, so a refused ``state_dict`` changes nothing. Paddle's
+    ``step(epoch)`` takes any ``epoch`` (``step(-5)`` gives a negative lr,
+    ``step(nan)`` NaN); this one checks it by the rule of ``last_epoch``.
     """
+
+    def step(self, epoch: Optional[int] = None) -> None:
+        """Advance to the next step, or to step ``epoch`` (an int >= 0).
+
+        Raises:
+            TypeError: ``epoch`` is not an int (a float, a bool).
+            ValueError: ``epoch`` is negative.
+        """
+        super().step(None if epoch is None else checked_step_index(epoch, "epoch"))
 
     def set_state_dict(self, state_dict: Mapping) -> None:
         """Resume from a :meth:`state_dict`: ``{"last_epoch": int >= -1, "last_lr": float >= 0}``.
