@@ -119,7 +119,7 @@ def test_a_config_that_does_not_parse(workspace, import_noise):
     ({"lr_scheduler_type": "warmup_stable_decay", "lr_scheduler_kwargs": {"decay_styl": "cosine"}}, [],
      r"lr_scheduler_kwargs has the key 'decay_styl', which lr_scheduler_type='warmup_stable_decay' does not take; "
      r"valid keys: decay_ratio, decay_style, .*\. Did you mean 'decay_style'\?"),
-    ({"layerwise_decay": -1}, [], r"`layerwise_decay` must be a finite number > 0, got -1"),
+    ({"layerwise_decay": -1}, [], r"`layerwise_decay` must be a finite number > 0, got -1\.0 \(usually in \(0, 1\]; 1\.0 turns layer-wise decay off; .*\)\."),
 ], ids=["misspelt-key", "misspelt-override", "schedule-name", "schedule-option", "bad-value"])
 def test_a_misspelt_key_or_bad_value_names_it(workspace, import_noise, entries, overrides, expected):
     message = refusal(run(workspace, write_config(workspace, **entries), *overrides), import_noise)
