@@ -45,8 +45,8 @@ MIN_CHUNK_ENV = MIN_CHUNK_NUMEL_ENV = "PADDLE_LLRD_MIN_CHUNK_NUMEL"
 # against 9.4 ms. So a range is split only into chunks of at least 2^17.
 MIN_CHUNK_NUMEL = 1 << 17
 # Chunk boundaries fall on multiples of this many elements from the range's
-# start (whole cache lines, and the kernel's vector lanes as in one call).
-CHUNK_ALIGN = 64
+# start (whole 64-byte cache lines of float32, and whole vector lanes, as in one call).
+CHUNK_ALIGN = 16
 # The launcher's variables for the number of ranks on this machine, first found wins.
 _LOCAL_RANKS_ENV = ("PADDLE_LOCAL_SIZE", "PADDLE_TRAINERS_NUM")
 
@@ -133,9 +133,7 @@ def chunk_bounds(start: int, stop: int, threads: int, min_chunk: int) -> list[tu
 
     Examples:
         >>> chunk_bounds(0, 1000, threads=3, min_chunk=100)
-        [(0, 320), (320, 640), (640, 1000)]
-        >>> chunk_bounds(0, 252, threads=3, min_chunk=64)
-        [(0, 64), (64, 192), (192, 252)]
+        [(0, 336), (336, 672), (672, 1000)]
         >>> chunk_bounds(10, 150, threads=4, min_chunk=100)
         [(10, 150)]
     """
