@@ -25,7 +25,8 @@ def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def assert_split_into(ema: ExponentialMovingAverage, num_threads: int) -> None:
-    assert max(len(segment.bounds) for segment in ema._flat_segments()) == num_threads
+    expected = num_threads if paddle.get_device() == "cpu" else 1  # (a GPU's ops are parallel already)
+    assert max(len(segment.bounds) for segment in ema._flat_segments()) == expected
 
 
 # ---------------------------------------------------------------- the models

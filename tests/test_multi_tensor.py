@@ -42,10 +42,11 @@ def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def assert_split_into(optimizer: AdamWDL, num_threads: int) -> None:
-    """The largest kernel group ran as ``num_threads`` chunks (one chunk: one thread)."""
+    """The largest kernel group ran as ``num_threads`` chunks on CPU, as one call on a GPU
+    (whose kernels are parallel already: the path is unchanged there)."""
     chunks = [len(group.chunks) for bank in optimizer._multi_tensor.banks for group in bank.groups]
     assert optimizer._multi_tensor.threads.count == num_threads
-    assert max(chunks) == num_threads, chunks
+    assert max(chunks) == (num_threads if paddle.get_device() == "cpu" else 1), chunks
 
 
 class Blocks(nn.Layer):
