@@ -12,7 +12,9 @@ Two regimes:
 from __future__ import annotations
 
 import argparse
+import time
 
+import numpy as np
 from paddle import nn
 
 from paddle_llrd.models.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
@@ -81,3 +83,31 @@ def describe(args: argparse.Namespace, tensors: int, elements: int) -> str:
     if args.regime == "small-params":
         return f"small-params: {tensors} tensors of Linear(16, 16), {SMALL_PARAMS_LAYERS} layers"
     return f"bert-base: {args.layers} layers, hidden {args.hidden}, {elements / 1e6:.1f}M parameters in {tensors} tensors"
+
+
+# Bytes an AdamW step moves per float32 parameter: reads the parameter, its
+# gradient and both moments, writes the parameter and both moments (7 x 4).
+ADAMW_BYTES_PER_PARAMETER = 28
+
+
+def measured_bandwidth_gbs(threads: int = 1, megabytes: int = 256, repeats: int = 5) -> float:
+    """The memory bandwidth this process gets now, in GB/s: the best of ``repeats``
+    NumPy copies of a ``megabytes`` buffer split into ``threads`` contiguous
+    parts copied at once (NumPy releases the GIL while it copies), counting the
+    bytes read and written."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    source = np.ones(megabytes * (1 << 20) // 8)
+    target = np.empty_like(source)
+    edges = np.linspace(0, source.size, threads + 1).astype(int)
+    parts = [(target[a:b], source[a:b]) for a, b in zip(edges, edges[1:])]
+    best = float("inf")
+    with ThreadPoolExecutor(max(1, threads - 1)) as pool:
+        for _ in range(repeats):
+            start = time.perf_counter()
+            futures = [pool.submit(np.copyto, *part) for part in parts[1:]]
+            np.copyto(*parts[0])
+            for future in futures:
+                future.result()
+            best = min(best, time.perf_counter() - start)
+    return 2 * source.nbytes / best / 1e9

@@ -108,6 +108,7 @@ def main(argv: list[str] | None = None) -> dict:
         "parameters": n_params,
         "tensors": len(params),
         "repeats": repeats,
+        "num_threads": ema._threads.count,
         "ema_update_ms": round(ema_ms, 3),
         "adamw_step_ms": round(adamw_ms, 3),
         "update_vs_adamw_ratio": round(ratio, 4),
@@ -121,7 +122,8 @@ def main(argv: list[str] | None = None) -> dict:
     }
     target = f"(target <= {TARGET_RATIOS[args.regime]})" if TARGET_RATIOS[args.regime] else "(no target)"
     print(
-        f"EMA update vs AdamW step, {describe(args, len(params), n_params)}, {repeats} interleaved runs each:\n"
+        f"EMA update vs AdamW step, {describe(args, len(params), n_params)}, {repeats} interleaved runs each, "
+        f"{ema._threads.count} thread(s); time ratio (lower is faster):\n"
         f"  parameters in buffers of their own ({own_segments[0]} op groups, {own_segments[1]} in place): "
         f"median update {ema_ms:.2f} ms, AdamW step {adamw_ms:.2f} ms, ratio {ratio:.3f} {target}\n"
         f"  laid out by AdamWDL's multi-tensor step ({laid_out_segments[0]} op groups, {laid_out_segments[1]} in place): "

@@ -1,12 +1,14 @@
-"""``make bench``: every benchmark in both regimes in one run, ratios against
-``paddle.optimizer.AdamW`` measured in the same process.
+"""``make bench``: every benchmark in both regimes in one run, time ratios
+(lower is faster) against ``paddle.optimizer.AdamW`` measured in the same process.
 
 The regimes (``bench_common.py``): ``bert-base`` (BERT-base shapes, few large
 tensors) and ``small-params`` (1,536 small tensors, where per-parameter Python
 dominates; the training-loop benchmark spreads them over 96 blocks). Each
 regime runs ``bench_adamwdl.py`` (step only, AdamWDL's per-parameter path),
 ``bench_ema.py`` and ``bench_training_loop.py`` (``step(); clear_grad()`` in a
-training loop, AdamWDL's multi-tensor and per-parameter paths). Prints a table of the ratios of both and writes
+training loop, AdamWDL's multi-tensor and per-parameter paths, with the
+thread count, the kernel calls' achieved GB/s against the memory bandwidth
+measured in the same run, and the memory floor). Prints a table of the time ratios of both and writes
 ``docs/_static/benchmarks.json`` and ``docs/_static/benchmarks.png`` (the
 figure on the docs' benchmarks page). Extra flags go to each benchmark, e.g.
 ``python benchmarks/run_all.py --layers 2 --hidden 64 --steps 5`` for a quick
@@ -29,6 +31,8 @@ from bench_common import REGIMES  # noqa: E402
 
 import paddle  # noqa: E402
 
+from paddle_llrd.optim.threads import available_cores  # noqa: E402
+
 OUT_DIR = os.path.join(HERE, "..", "docs", "_static")
 
 
@@ -41,6 +45,7 @@ LABELS = {
     "loop_multi_tensor_ratio": "AdamWDL step+clear_grad, multi-tensor",
     "loop_per_parameter_ratio": "AdamWDL step+clear_grad, per-parameter",
     "kernel_calls_alone_ratio": "multi-tensor kernel calls alone (floor)",
+    "memory_floor_ratio": "memory floor (28 B/parameter at measured GB/s)",
 }
 BENCHMARKS = ("adamwdl", "ema", "training_loop")
 
@@ -70,13 +75,27 @@ def _targets(results: dict) -> dict[str, float | None]:
     }
 
 
-def _print_table(table: dict[str, dict[str, float]], targets: dict[str, float | None]) -> None:
+def _bandwidth(results: dict) -> dict[str, dict[str, float]]:
+    """Per regime: the multi-tensor step's threads, its kernels' GB/s, AdamW's, the machine's."""
+    keys = ("num_threads", "kernel_gbs", "adamw_gbs", "machine_gbs")
+    return {regime: {key: results[regime]["training_loop"][key] for key in keys} for regime in REGIMES}
+
+
+def _print_table(table: dict[str, dict[str, float]], targets: dict[str, float | None], bandwidth: dict) -> None:
     print()
-    print("Median per-round time ratio to paddle.optimizer.AdamW (step, or step+clear_grad; same run, interleaved)")
+    print(
+        "Median per-round time ratio (lower is faster) to paddle.optimizer.AdamW "
+        "(step, or step+clear_grad; same run, interleaved)"
+    )
     print(f"  {'':42s}" + "".join(f"{regime:>14s}" for regime in REGIMES))
     for label, by_regime in table.items():
         print(f"  {label:42s}" + "".join(f"{by_regime.get(regime, float('nan')):13.3f}x" for regime in REGIMES))
     print("  targets: " + ", ".join(f"{key} <= {value}x" for key, value in targets.items() if value is not None))
+    for regime, row in bandwidth.items():
+        print(
+            f"  {regime}: multi-tensor step on {row['num_threads']} thread(s); its kernel calls {row['kernel_gbs']:.1f} GB/s, "
+            f"AdamW's step {row['adamw_gbs']:.1f} GB/s, a NumPy copy {row['machine_gbs']:.1f} GB/s (the machine, now)"
+        )
 
 
 def _draw(table: dict[str, dict[str, float]]) -> None:
@@ -102,9 +121,9 @@ def _draw(table: dict[str, dict[str, float]]) -> None:
     ax.set_yticks(range(len(labels)), labels)
     ax.invert_yaxis()
     ax.axvline(1.0, color="black", linewidth=1)
-    ax.set_xlabel("median time / paddle.optimizer.AdamW step (1.0 = AdamW)")
+    ax.set_xlabel("time ratio to paddle.optimizer.AdamW, lower is faster (1.0 = AdamW)")
     ax.set_xlim(0, 1.25 * top)
-    ax.set_title(f"make bench ({os.cpu_count()} CPU cores, Paddle {paddle.__version__})")
+    ax.set_title(f"make bench ({os.cpu_count()} CPU cores, Paddle {paddle.__version__}; time ratio, lower is faster)")
     ax.legend(loc="lower right", fontsize="small")
     fig.tight_layout()
     fig.savefig(os.path.join(OUT_DIR, "benchmarks.png"), dpi=100)
@@ -115,7 +134,12 @@ def main(argv: list[str] | None = None) -> int:
     if any(arg.startswith("--regime") for arg in argv):
         print("run_all: runs both regimes; --regime is for the single benchmarks")
         return 2
-    results: dict = {"machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "paddle": paddle.__version__}}
+    results: dict = {
+        "machine": {
+            "platform": platform.platform(), "cpus": os.cpu_count(), "cores_available": available_cores(),
+            "paddle": paddle.__version__,
+        }
+    }
     for regime in REGIMES:
         regime_argv = argv + ["--regime", regime]
         results[regime] = {
@@ -124,7 +148,8 @@ def main(argv: list[str] | None = None) -> int:
             "training_loop": bench_training_loop.main(regime_argv),
         }
     table = _table(results)
-    _print_table(table, _targets(results))
+    results["bandwidth"] = _bandwidth(results)
+    _print_table(table, _targets(results), results["bandwidth"])
     os.makedirs(OUT_DIR, exist_ok=True)
     with open(os.path.join(OUT_DIR, "benchmarks.json"), "w") as handle:
         json.dump(results, handle, indent=2, default=str)

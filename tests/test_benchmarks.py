@@ -56,23 +56,40 @@ def test_run_all_tables_both_regimes_and_writes_the_figure(tmp_path, monkeypatch
     monkeypatch.setattr(run_all, "OUT_DIR", str(tmp_path))
     assert run_all.main(TINY + ["--small-params", "48"]) == 0
     results = json.loads((tmp_path / "benchmarks.json").read_text())
-    assert set(results) == {"machine", "bert-base", "small-params"}
+    assert set(results) == {"machine", "bert-base", "small-params", "bandwidth"}
+    assert results["bandwidth"]["bert-base"]["num_threads"] >= 1 and results["machine"]["cores_available"] >= 1
     assert results["small-params"]["adamwdl"]["tensors"] == 48
     assert (tmp_path / "benchmarks.png").stat().st_size > 0
-    table = capsys.readouterr().out.split("Median per-round time ratio")[1]
+    table = capsys.readouterr().out.split("Median per-round time ratio (lower is faster)")[1]
     for label in ("AdamWDL step, fast path", "EMA update", "AdamWDL step+clear_grad, multi-tensor"):
         row = next(line for line in table.splitlines() if label in line)
         assert row.count("x") >= 2  # a ratio for each regime
+    for regime in ("bert-base", "small-params"):
+        line = next(line for line in table.splitlines() if line.strip().startswith(f"{regime}: multi-tensor step on"))
+        assert "GB/s" in line and "NumPy copy" in line
 
 
 def test_training_loop_benchmark_runs_the_multi_tensor_path(capsys):
-    results = bench_training_loop.main(["--regime", "small-params", "--small-params", "48", "--blocks", "4", "--steps", "1"])
+    results = bench_training_loop.main(
+        ["--regime", "small-params", "--small-params", "48", "--blocks", "4", "--steps", "1", "--num-threads", "3"]
+    )
     # 4 blocks x (weights, biases) + the embedding table: 9 kernel calls for 49 tensors
     assert results["tensors"] == 49 and results["kernel_groups"] == 9
     assert results["multi_tensor_steps"] == results["steps"] + 1  # every step, the untimed first one too
     assert results["loop_multi_tensor_ratio"] > 0 and results["loop_per_parameter_ratio"] > 0
-    assert results["target_ratio"] == 0.25
-    assert "AdamWDL, multi-tensor" in capsys.readouterr().out
+    assert results["target_ratio"] == 0.15
+    # 28 bytes per float32 parameter: 4 blocks x 12 Linear(16, 16) + the 64 x 16 table
+    assert results["parameters"] == 48 // 2 * (16 * 16 + 16) + 64 * 16 and results["num_threads"] == 3
+    seconds = results["multi_tensor_kernels_ms"] / 1e3
+    assert results["kernel_gbs"] == pytest.approx(28 * results["parameters"] / seconds / 1e9)
+    assert results["memory_floor_ms"] == pytest.approx(1e3 * 28 * results["parameters"] / (results["machine_gbs"] * 1e9))
+    out = capsys.readouterr().out
+    assert "AdamWDL, multi-tensor" in out and "time ratio to AdamW (lower is faster)" in out and "on 3 thread(s)" in out
+
+
+def test_training_loop_benchmark_refuses_zero_threads():
+    with pytest.raises(SystemExit):
+        bench_training_loop.main(["--regime", "small-params", "--num-threads", "0"])
 
 
 def test_run_all_refuses_a_regime_flag():

@@ -15,6 +15,18 @@ from paddle import nn
 from paddle_llrd import AdamWDL, ExponentialMovingAverage
 
 LOW_PRECISION = (paddle.float16, paddle.bfloat16)
+THREADS = [1, 2, 3]
+
+
+@pytest.fixture
+def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Segments of these small models split into chunks of 16 elements and up (the crossover is 2^17)."""
+    monkeypatch.setenv("PADDLE_LLRD_MIN_CHUNK_NUMEL", "16")
+
+
+def assert_split_into(ema: ExponentialMovingAverage, num_threads: int) -> None:
+    expected = num_threads if paddle.get_device() == "cpu" else 1  # (a GPU's ops are parallel already)
+    assert max(len(segment.bounds) for segment in ema._flat_segments()) == expected
 
 
 # ---------------------------------------------------------------- the models
@@ -169,16 +181,18 @@ def assert_layout_is_sound(ema: ExponentialMovingAverage) -> None:
 
 
 # ---------------------------------------------------------------- the gather path
+@pytest.mark.parametrize("num_threads", THREADS)
 @pytest.mark.parametrize(
     "decay, warmup", [(0.9, False), (0.999, False), (0.999, True), (0.5, True), (0.0, False), (1.0, False)]
 )
-def test_gathered_parameters_of_mixed_dtypes_match_the_per_tensor_bits(decay, warmup):
+def test_gathered_parameters_of_mixed_dtypes_match_the_per_tensor_bits(small_chunks, decay, warmup, num_threads):
     paddle.seed(1)
     model = Mixed()
     rng = np.random.default_rng(2)
     randomize(model, rng)
-    ema = ExponentialMovingAverage(model, decay, warmup=warmup)
+    ema = ExponentialMovingAverage(model, decay, warmup=warmup, num_threads=num_threads)
     ema.register()
+    assert_split_into(ema, num_threads)
     references = References(model)
     assert "frozen" not in ema.shadow
     assert [ema.shadow[n].dtype for n in ("first.weight", "wide.weight", "fp16.weight", "bf16.weight")] == [
@@ -226,12 +240,13 @@ def adamwdl(model: nn.Layer, **options) -> AdamWDL:
     return AdamWDL(learning_rate=0.02, parameters=groups, weight_decay=0.01, multi_precision=True, **options)
 
 
+@pytest.mark.parametrize("num_threads", THREADS)
 @pytest.mark.parametrize("decay, warmup", [(0.9, False), (0.99, True), (0.0, False)])
-def test_parameters_laid_out_by_adamwdl_are_read_in_place_with_the_per_tensor_bits(decay, warmup):
+def test_parameters_laid_out_by_adamwdl_are_read_in_place_with_the_per_tensor_bits(small_chunks, decay, warmup, num_threads):
     paddle.seed(4)
     model = Blocks()
-    optimizer = adamwdl(model)
-    ema = ExponentialMovingAverage(model, decay, warmup=warmup)
+    optimizer = adamwdl(model, num_threads=num_threads)
+    ema = ExponentialMovingAverage(model, decay, warmup=warmup, num_threads=num_threads)
     ema.register()  # before the first step: the parameters have buffers of their own yet
     references = References(model)
     assert in_place_params(ema) == []
@@ -242,6 +257,7 @@ def test_parameters_laid_out_by_adamwdl_are_read_in_place_with_the_per_tensor_bi
         references.check(ema, f"after AdamWDL step {n + 1}")
         assert gathered_params(ema) == []
         assert_layout_is_sound(ema)
+        assert_split_into(ema, num_threads)
     assert optimizer._multi_tensor.fused_steps == 5 and optimizer._multi_tensor.rebuilds == 1
     # One in-place segment per bank (parameter group x dtype), in the banks' storage order.
     banks = [[p.name for p in bank.params] for bank in optimizer._multi_tensor.banks]

@@ -30,6 +30,23 @@ from paddle_llrd import AdamWDL, ExponentialMovingAverage, WeightDecaySchedule
 from paddle_llrd.optim.multi_tensor import MAX_CONSECUTIVE_REBUILDS, share_flat
 
 N_LAYERS = 3
+# Splits a kernel group of the tests' small models into chunks (threads.py's
+# crossover is 2^17 elements); the chunk boundaries still fall on multiples of CHUNK_ALIGN (16).
+SMALL_CHUNKS = "16"
+THREADS = [1, 2, 3]
+
+
+@pytest.fixture
+def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PADDLE_LLRD_MIN_CHUNK_NUMEL", SMALL_CHUNKS)
+
+
+def assert_split_into(optimizer: AdamWDL, num_threads: int) -> None:
+    """The largest kernel group ran as ``num_threads`` chunks on CPU, as one call on a GPU
+    (whose kernels are parallel already: the path is unchanged there)."""
+    chunks = [len(group.chunks) for bank in optimizer._multi_tensor.banks for group in bank.groups]
+    assert optimizer._multi_tensor.threads.count == num_threads
+    assert max(chunks) == (num_threads if paddle.get_device() == "cpu" else 1), chunks
 
 
 class Blocks(nn.Layer):
@@ -131,8 +148,10 @@ def both_paths(scenario: Callable = default_step, steps: int = 5, fresh: Callabl
 
 
 # ------------------------------------------------------------ the plain loop
-def test_plain_loop_is_bit_identical_with_one_layout() -> None:
-    history, _, model, optimizer = both_paths(steps=6)
+@pytest.mark.parametrize("num_threads", THREADS)
+def test_plain_loop_is_bit_identical_with_one_layout(small_chunks: None, num_threads: int) -> None:
+    history, _, model, optimizer = both_paths(steps=6, num_threads=num_threads)
+    assert_split_into(optimizer, num_threads)
     multi = optimizer._multi_tensor
     assert multi.fused_steps == 6 and multi.rebuilds == 1 and multi.last_reason is None
     # decayed weights and undecayed biases of the embeddings, 3 blocks and the head: 9 kernel calls, not 15
@@ -153,7 +172,8 @@ def _copied(state: dict[str, Any]) -> dict[str, Any]:
     return {k: paddle.to_tensor(v.numpy()) if hasattr(v, "numpy") else v for k, v in state.items()}
 
 
-def test_matches_paddle_adamw_without_ratios_and_state_dict_both_ways() -> None:
+@pytest.mark.parametrize("num_threads", THREADS)
+def test_matches_paddle_adamw_without_ratios_and_state_dict_both_ways(small_chunks: None, num_threads: int) -> None:
     def trained(make, steps, model_state=None, optimizer_state=None):
         with unique_name.guard():
             model, optimizer = make()
@@ -164,8 +184,10 @@ def test_matches_paddle_adamw_without_ratios_and_state_dict_both_ways() -> None:
                 default_step(model, optimizer, step)
         return model, optimizer
 
-    ours, adamw = trained(lambda: build(None, set_param_lr_fun=None), range(4)), trained(_adamw, range(4))
+    ours = trained(lambda: build(None, set_param_lr_fun=None, num_threads=num_threads), range(4))
+    adamw = trained(_adamw, range(4))
     assert ours[1]._multi_tensor.fused_steps == 4
+    assert_split_into(ours[1], num_threads)
     for (name, p), q in zip(ours[0].named_parameters(), adamw[0].parameters()):
         np.testing.assert_array_equal(p.numpy(), q.numpy(), err_msg=name)
     our_state, adamw_state = _flat_state(ours[1].state_dict()), _flat_state(adamw[1].state_dict())
@@ -176,7 +198,7 @@ def test_matches_paddle_adamw_without_ratios_and_state_dict_both_ways() -> None:
     # AdamW's state into the multi-tensor path, AdamWDL's into AdamW: both go on as AdamW itself
     later = range(4, 7)
     loaded = trained(
-        lambda: build(None, set_param_lr_fun=None), later,
+        lambda: build(None, set_param_lr_fun=None, num_threads=num_threads), later,
         _copied(adamw[0].state_dict()), _copied(adamw[1].state_dict()),
     )
     into_adamw = trained(_adamw, later, _copied(ours[0].state_dict()), _copied(ours[1].state_dict()))
@@ -219,16 +241,19 @@ def elementwise_step(model: nn.Layer, optimizer: AdamWDL, step: int) -> None:
     optimizer.clear_grad()
 
 
+@pytest.mark.parametrize("num_threads", THREADS)
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-def test_master_weights_of_half_parameters_on_cpu(dtype: str) -> None:
-    multi = both_paths(elementwise_step, model_dtype=dtype, multi_precision=True)
+def test_master_weights_of_half_parameters_on_cpu(small_chunks: None, dtype: str, num_threads: int) -> None:
+    multi = both_paths(elementwise_step, model_dtype=dtype, multi_precision=True, num_threads=num_threads)
     assert multi[3]._multi_tensor.fused_steps == 5
+    assert_split_into(multi[3], num_threads)
     # CPU has no half-precision kernel: the float32 fallback; a GPU's kernel takes the master weights itself
     on_cpu = paddle.get_device() == "cpu"
     assert all(bank.key.fp32_fallback == on_cpu for bank in multi[3]._multi_tensor.banks)
 
 
-def test_param_groups_amsgrad_lr_scheduler_and_general_decay() -> None:
+@pytest.mark.parametrize("num_threads", THREADS)
+def test_param_groups_amsgrad_lr_scheduler_and_general_decay(small_chunks: None, num_threads: int) -> None:
     def groups(model):
         layers = [p for n, p in model.named_parameters() if "encoder" in n]
         rest = [p for n, p in model.named_parameters() if "encoder" not in n]
@@ -238,9 +263,11 @@ def test_param_groups_amsgrad_lr_scheduler_and_general_decay() -> None:
         ]
 
     multi = both_paths(
-        parameters=groups, amsgrad=True, fresh=lambda: dict(learning_rate=paddle.optimizer.lr.StepDecay(0.01, 2, 0.5))
+        parameters=groups, amsgrad=True, num_threads=num_threads,
+        fresh=lambda: dict(learning_rate=paddle.optimizer.lr.StepDecay(0.01, 2, 0.5)),
     )
     assert multi[3]._multi_tensor.fused_steps == 5
+    assert_split_into(multi[3], num_threads)
     # a ratio of 0 (embeddings) and forced separate decay ops
     ratios = {"embeddings": 0.0}
 
@@ -250,14 +277,14 @@ def test_param_groups_amsgrad_lr_scheduler_and_general_decay() -> None:
         def __call__(self, decay, name_dict, n_layers, param):
             return ratios.get(name_dict[param.name].split(".")[0], 0.5)
 
-    multi = both_paths(set_param_lr_fun=ZeroForEmbeddings())
+    multi = both_paths(set_param_lr_fun=ZeroForEmbeddings(), num_threads=num_threads)
     assert multi[3]._multi_tensor.fused_steps == 5
 
     def forced(model, optimizer, step):
         optimizer._force_general_decay = True
         default_step(model, optimizer, step)
 
-    assert both_paths(forced)[3]._multi_tensor.fused_steps == 5
+    assert both_paths(forced, num_threads=num_threads)[3]._multi_tensor.fused_steps == 5
 
 
 def test_amp_overflow_step_changes_nothing() -> None:
@@ -402,8 +429,9 @@ def test_replaced_parameters_dtype_round_trip_set_value_and_model_set_state_dict
     assert multi[3]._multi_tensor.fused_steps == 5 and multi[3]._multi_tensor.rebuilds == 2
 
 
+@pytest.mark.parametrize("num_threads", THREADS)
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-def test_amp_o2_decorate_after_construction(dtype: str) -> None:
+def test_amp_o2_decorate_after_construction(small_chunks: None, dtype: str, num_threads: int) -> None:
     """``paddle.amp.decorate(level='O2', master_weight=True)`` after two float32 steps.
 
     On a GPU, decorate casts each layer's floating parameters to ``dtype``
@@ -432,7 +460,7 @@ def test_amp_o2_decorate_after_construction(dtype: str) -> None:
             (default_step if step < 2 else elementwise_step)(model, optimizer, step)
             states.append({k: v.numpy().copy() for k, v in _flat_state(optimizer.state_dict()).items()})
 
-        return run(use_multi_tensor, scenario, steps=5), states
+        return run(use_multi_tensor, scenario, steps=5, num_threads=num_threads), states
 
     (multi, multi_states), (single, single_states) = trained(None), trained(False)
     assert_same_runs(multi, single)
@@ -448,6 +476,7 @@ def test_amp_o2_decorate_after_construction(dtype: str) -> None:
     # laid out at step 0, laid out again for the cast parameters at step 2; every step fused
     assert tracker.disabled is None and tracker.fused_steps == 5 and tracker.rebuilds == 2
     assert all(bank.key.master and bank.key.dtype == getattr(paddle, dtype) for bank in tracker.banks)
+    assert_split_into(multi[3], num_threads)
 
 
 def test_a_parameter_without_gradient_every_other_step_ends_on_the_per_parameter_path() -> None:

@@ -199,6 +199,12 @@ class AdamWDL(AdamW):
             :mod:`paddle_llrd.optim.multi_tensor`), wherever that applies,
             with the per-parameter path's numbers bit for bit. False: one
             call per parameter. See :ref:`adamwdl-multi-tensor`.
+        num_threads (int|None, optional): Keyword only. The threads that share
+            the multi-tensor step's kernel calls on CPU (large groups split
+            into contiguous chunks, the same bits as one call). None
+            (default): the environment variable ``PADDLE_LLRD_NUM_THREADS``,
+            else the cores this process may use divided among the local
+            ranks of a ``paddle.distributed`` launch. ``1``: one thread.
 
     Raises:
         TypeError: ``learning_rate``, ``beta1``, ``beta2``, ``epsilon`` or
@@ -206,6 +212,7 @@ class AdamWDL(AdamW):
             str, a bool), ``apply_decay_param_fun`` is not callable,
             ``parameters`` holds something other than parameters or group
             dicts, ``use_multi_tensor`` is not None, True or False,
+            ``num_threads`` is not an int,
             ``layerwise_decay`` is not a float or Tensor (an ``int`` is
             refused), ``set_param_lr_fun`` is not callable, ``name_dict`` is not
             a mapping, (default function) ``n_layers`` is not an int, a
@@ -214,7 +221,8 @@ class AdamWDL(AdamW):
             in dygraph mode (a static program may leave it out).
         ValueError: a float (or dygraph Tensor) ``learning_rate`` or
             ``weight_decay``, or a parameter group's ``learning_rate`` or
-            ``weight_decay``, is NaN, infinite or negative, a beta (or a
+            ``weight_decay``, is NaN, infinite or negative, ``num_threads``
+            (or ``PADDLE_LLRD_NUM_THREADS``) is below 1, a beta (or a
             group's) is outside [0, 1), an ``epsilon`` negative, the decay
             factor :math:`1 - \eta s \lambda` negative for the lr known now,
             a parameter is listed twice, or the ``WeightDecaySchedule`` is
@@ -274,6 +282,7 @@ class AdamWDL(AdamW):
         *,
         amsgrad: bool = False,
         use_multi_tensor: bool | None = None,
+        num_threads: int | None = None,
     ) -> None:
         check_adamw_arguments(
             learning_rate=learning_rate, beta1=beta1, beta2=beta2, epsilon=epsilon,
@@ -288,6 +297,7 @@ class AdamWDL(AdamW):
             raise TypeError(
                 f"AdamWDL: `use_multi_tensor` must be None, True or False, got {use_multi_tensor!r}."
             )
+        multi_tensor = MultiTensorStep(num_threads)  # (checks num_threads, whichever path)
         # Paddle's constructor adds the parameter groups (_add_param_group),
         # which notes the groups that follow the schedule.
         self._weight_decay_schedule: WeightDecaySchedule | None = None
@@ -334,7 +344,7 @@ class AdamWDL(AdamW):
         # separate op instead of the fused kernel.
         self._force_general_decay = False
         # The multi-tensor dygraph step (multi_tensor.py); None: the per-parameter path only.
-        self._multi_tensor = None if use_multi_tensor is False else MultiTensorStep()
+        self._multi_tensor = None if use_multi_tensor is False else multi_tensor
         self._params_name: dict[str, None] = {}  # ordered set, for a stable str()
         for param in self._listed_parameters():
             if self._decays(param):

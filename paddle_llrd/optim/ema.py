@@ -9,6 +9,7 @@ nothing.
 from __future__ import annotations
 
 import contextlib
+import functools
 import numbers
 import operator
 from collections.abc import Iterator, Mapping
@@ -21,6 +22,7 @@ from paddle import _C_ops
 from ..argument_checks import checked_count
 from .eager import runs_eagerly_under_sot
 from .multi_tensor import flat_copy, numel, share_flat
+from .threads import FlatThreads
 
 __all__ = ["ExponentialMovingAverage"]
 
@@ -132,31 +134,52 @@ class _FlatSegment:
     """Shadows that one set of ops updates: views of one flat buffer, in the
     order of a flat tensor of their parameters' values, which is either an
     alias of the range the parameters tile in a buffer of theirs (as
-    AdamWDL's multi-tensor step lays them out) or gathered at each update."""
+    AdamWDL's multi-tensor step lays them out) or gathered at each update.
+    A large CPU segment is updated in contiguous chunks on a thread pool
+    (:class:`~paddle_llrd.optim.threads.FlatThreads`), the same bits."""
 
-    __slots__ = ("params", "shadow_flat", "params_alias")
+    __slots__ = ("params", "shadow_flat", "params_alias", "bounds", "shadow_chunks", "alias_chunks", "threads")
 
-    def __init__(self, params: list[paddle.Tensor], shadows: list[paddle.Tensor], aliased: bool) -> None:
+    def __init__(self, params: list[paddle.Tensor], shadows: list[paddle.Tensor], aliased: bool,
+                 threads: FlatThreads) -> None:
         self.params = params
         self.shadow_flat = share_flat(shadows)
         self.params_alias = _alias_of_run(params) if aliased else None
+        self.threads = threads
+        self.bounds = threads.bounds(0, numel(self.shadow_flat), self.shadow_flat.place)
+        self.shadow_chunks = [self.shadow_flat._slice(a, b) for a, b in self.bounds]
+        self.alias_chunks = None if self.params_alias is None else [self.params_alias._slice(a, b) for a, b in self.bounds]
 
     def update(self, decay: float) -> None:
         """The shadows' update of :meth:`ExponentialMovingAverage.update` for ``0 <= decay < 1``."""
-        values = self.params_alias if self.params_alias is not None else _gathered(self.params)
-        shadow = self.shadow_flat
-        if values.dtype != shadow.dtype:
-            values = _C_ops.cast(values, shadow.dtype)
-        if decay == 0.0:
-            _C_ops.assign_out_(values, shadow)
+        if len(self.bounds) == 1:
+            values = self.params_alias if self.params_alias is not None else _gathered(self.params)
+            _update_flat(self.shadow_flat, values, decay)
             return
-        # d * s + (1 - d) * p without a temporary for (1 - d) * p.
-        shadow.scale_(decay / (1.0 - decay))
-        shadow.add_(values)
-        shadow.scale_(1.0 - decay)
+        if self.alias_chunks is not None:
+            chunks = self.alias_chunks
+        else:
+            values = _gathered(self.params)
+            chunks = [values._slice(a, b) for a, b in self.bounds]
+        self.threads.run([
+            functools.partial(_update_flat, shadow, values, decay) for shadow, values in zip(self.shadow_chunks, chunks)
+        ])
 
 
-def _flat_segments(params: list[paddle.Tensor], shadows: list[paddle.Tensor]) -> list[_FlatSegment]:
+def _update_flat(shadow: paddle.Tensor, values: paddle.Tensor, decay: float) -> None:
+    """``shadow = d * shadow + (1 - d) * values`` in place (flat tensors, or chunks of them; on any thread)."""
+    if values.dtype != shadow.dtype:
+        values = _C_ops.cast(values, shadow.dtype)
+    if decay == 0.0:
+        _C_ops.assign_out_(values, shadow)
+        return
+    # d * s + (1 - d) * p without a temporary for (1 - d) * p.
+    shadow.scale_(decay / (1.0 - decay))
+    shadow.add_(values)
+    shadow.scale_(1.0 - decay)
+
+
+def _flat_segments(params: list[paddle.Tensor], shadows: list[paddle.Tensor], threads: FlatThreads) -> list[_FlatSegment]:
     """The segments for the present storage of ``params`` (their shadows are
     laid out anew, values kept): one per run of two or more parameters that
     tile a range of one buffer, or of one large parameter; the others
@@ -172,13 +195,17 @@ def _flat_segments(params: list[paddle.Tensor], shadows: list[paddle.Tensor]) ->
             for run in _storage_runs([params[i] for i in indices]):
                 run = [indices[i] for i in run]
                 if len(run) > 1 or numel(params[run[0]]) >= _UPDATED_ALONE_NUMEL:
-                    segments.append(_FlatSegment([params[i] for i in run], [shadows[i] for i in run], aliased=True))
+                    segments.append(
+                        _FlatSegment([params[i] for i in run], [shadows[i] for i in run], aliased=True, threads=threads)
+                    )
                 else:
                     gathered.extend(run)
             if gathered:
                 gathered.sort()
                 segments.append(
-                    _FlatSegment([params[i] for i in gathered], [shadows[i] for i in gathered], aliased=False)
+                    _FlatSegment(
+                        [params[i] for i in gathered], [shadows[i] for i in gathered], aliased=False, threads=threads
+                    )
                 )
     return segments
 
@@ -230,6 +257,12 @@ class ExponentialMovingAverage:
             ``min(decay, (1 + n) / (10 + n))`` early on (the ``num_updates``
             rule of TensorFlow's ``ExponentialMovingAverage``), so that the
             average forgets the initial weights quickly. Default ``False``.
+        num_threads (int|None, optional): Keyword only. The threads that
+            share the update of a large CPU segment (contiguous chunks, the
+            same bits as one op). None (default): as ``AdamWDL``'s
+            ``num_threads`` (``PADDLE_LLRD_NUM_THREADS``, else the cores
+            this process may use divided among the local ranks). ``1``: one
+            thread.
 
     Attributes:
         shadow (dict[str, paddle.Tensor]): parameter name -> its average.
@@ -240,8 +273,9 @@ class ExponentialMovingAverage:
 
     Raises:
         TypeError: ``model`` is not a ``paddle.nn.Layer``, ``decay`` is not a
-            real number or ``warmup`` is not a bool.
-        ValueError: ``decay`` is outside ``[0, 1]`` or NaN.
+            real number, ``warmup`` is not a bool or ``num_threads`` not an int.
+        ValueError: ``decay`` is outside ``[0, 1]`` or NaN, or ``num_threads``
+            (or ``PADDLE_LLRD_NUM_THREADS``) is below 1.
 
     Examples:
         >>> import paddle
@@ -262,9 +296,13 @@ class ExponentialMovingAverage:
         0.0
     """
 
-    def __init__(self, model: paddle.nn.Layer, decay: float = 0.999, *, warmup: bool = False) -> None:
+    def __init__(
+        self, model: paddle.nn.Layer, decay: float = 0.999, *, warmup: bool = False, num_threads: int | None = None
+    ) -> None:
         if not isinstance(model, paddle.nn.Layer):
             raise TypeError(f"model must be a paddle.nn.Layer, got {type(model).__name__}")
+        # How many threads share a large CPU segment's update (threads.py).
+        threads = FlatThreads(num_threads, owner="ExponentialMovingAverage: `num_threads`")
         self.model = model
         self.decay = decay
         self.warmup = warmup
@@ -276,6 +314,7 @@ class ExponentialMovingAverage:
         # shadow tensors recorded beside them (laid out anew when either changes).
         self._segments: list[_FlatSegment] | None = None
         self._laid_out_for: tuple[list[int], list[paddle.Tensor]] = ([], [])
+        self._threads = threads
 
     @property
     def decay(self) -> float:
@@ -412,7 +451,7 @@ class ExponentialMovingAverage:
             or any(map(operator.is_not, shadows, laid_out_shadows))
         ):
             self._segments = None  # (frees the previous aliases before the new buffers are made)
-            self._segments = _flat_segments(params, [self.shadow[name] for name in self._params])
+            self._segments = _flat_segments(params, [self.shadow[name] for name in self._params], self._threads)
             self._laid_out_for = (pointers, shadows)
         return self._segments
 

@@ -42,6 +42,7 @@ False where the caller must take the per-parameter path.
 """
 from __future__ import annotations
 
+import functools
 import math
 import weakref
 from collections.abc import Sequence
@@ -53,6 +54,7 @@ from paddle import _C_ops
 from paddle.base import core, framework
 from paddle.base.layer_helper import LayerHelper
 
+from .threads import FlatThreads
 from .updates import (
     MIN_ROW_SIZE_TO_USE_MULTITHREAD,
     AdamSettings,
@@ -160,33 +162,63 @@ class AskedDecays(NamedTuple):
 
 
 class KernelGroup:
-    """A contiguous range of a :class:`Bank` that one kernel call updates, as views of its buffers."""
+    """A contiguous range of a :class:`Bank` that one kernel call updates, as views of its buffers.
+
+    ``chunks``: per chunk of the range (:meth:`FlatThreads.bounds`; one on
+    a GPU or under the crossover) the views ``(param, grad, moment1,
+    moment2, moment2_max, master)`` one kernel call of it updates.
+    """
 
     __slots__ = ("key", "params", "start", "stop", "param", "grad", "moment1", "moment2", "moment2_max", "master",
-                 "beta1_pow", "beta2_pow", "lr_index")
+                 "beta1_pow", "beta2_pow", "lr_index", "chunks")
 
     def __init__(self, key: KernelKey, params: list[Any], bank: Bank, start: int, stop: int, first_plan: Any) -> None:
         self.key = key
         self.params = params
         self.start, self.stop = start, stop
 
-        def part(flat: Any) -> Any:
-            return None if flat is None else flat._slice(start, stop)
+        def views(a: int, b: int) -> tuple[Any, ...]:
+            flats = (bank.param_flat, bank.grad_flat, bank.moment1, bank.moment2, bank.moment2_max, bank.master_flat)
+            return tuple(None if flat is None else flat._slice(a, b) for flat in flats)
 
-        self.param, self.grad = part(bank.param_flat), part(bank.grad_flat)
-        self.moment1, self.moment2, self.moment2_max = part(bank.moment1), part(bank.moment2), part(bank.moment2_max)
-        self.master = part(bank.master_flat)
+        self.param, self.grad, self.moment1, self.moment2, self.moment2_max, self.master = own = views(start, stop)
+        bounds = bank.threads.bounds(start, stop, bank.params[0].place)
+        self.chunks = [own] if len(bounds) == 1 else [views(a, b) for a, b in bounds]
         # The kernel reads one beta power pair for the range: all of the bank's are equal.
         self.beta1_pow, self.beta2_pow = first_plan.moments[3], first_plan.moments[4]
         self.lr_index = 0
+
+
+def _chunk_update(
+    chunk: tuple[Any, ...], lr: Any, beta1_pow: Any, beta2_pow: Any, beta1: float, beta2: float, epsilon: float,
+    coeff: float, with_decay: bool, lazy_mode: bool, amsgrad: bool, fp32_fallback: bool,
+) -> None:
+    """One ``adamw_`` call on a chunk of a kernel group (on any thread: nothing
+    here touches Python state shared with another chunk)."""
+    param, grad, moment1, moment2, moment2_max, master = chunk
+    if fp32_fallback:
+        # CPU has no half-precision kernel: the float32 master weights take the
+        # step from the float32 cast of the gradients, then are cast into the parameters.
+        _C_ops.adamw_(
+            master, _C_ops.cast(grad, paddle.float32), lr, moment1, moment2, moment2_max, beta1_pow, beta2_pow,
+            None, None, beta1, beta2, epsilon, 1.0, coeff, with_decay, lazy_mode,
+            MIN_ROW_SIZE_TO_USE_MULTITHREAD, False, True, amsgrad,
+        )
+        _C_ops.assign_out_(_C_ops.cast(master, param.dtype), param)
+        return
+    _C_ops.adamw_(
+        param, grad, lr, moment1, moment2, moment2_max, beta1_pow, beta2_pow, master, None, beta1, beta2,
+        epsilon, 1.0, coeff, with_decay, lazy_mode, MIN_ROW_SIZE_TO_USE_MULTITHREAD, master is not None, True, amsgrad,
+    )
 
 
 class Bank:
     """Parameters of one :class:`BankKey` as views of flat buffers (parameters,
     gradients, moments, master weights, beta powers), in :class:`KernelGroup` ranges."""
 
-    def __init__(self, key: BankKey, members: dict[KernelKey, list[tuple[Any, Any, Any]]]) -> None:
+    def __init__(self, key: BankKey, members: dict[KernelKey, list[tuple[Any, Any, Any]]], threads: FlatThreads) -> None:
         self.key = key
+        self.threads = threads
         ordered = [member for kernel_members in members.values() for member in kernel_members]
         self.params = [param for param, _, _ in ordered]
         plans = [plan for _, _, plan in ordered]
@@ -215,6 +247,10 @@ class Bank:
             group_params = [param for param, _, _ in kernel_members]
             self.groups.append(KernelGroup(kernel_key, group_params, self, start, stop, plans[index]))
             start, index = stop, index + len(kernel_members)
+        self.split = any(len(group.chunks) > 1 for group in self.groups)
+        self.grad_chunks = [
+            self.grad_flat._slice(a, b) for a, b in threads.bounds(0, start, self.params[0].place)
+        ]
         self._decay_plan_key: tuple[float, bool, bool] | None = None
         self._decay_plan_cache: list[tuple[KernelGroup, float | None, Any]] = []
 
@@ -284,7 +320,10 @@ class Bank:
             return False
         if not views_checked and not all(self._grad_views()):
             return False
-        self.grad_flat.zero_()
+        if len(self.grad_chunks) == 1:
+            self.grad_flat.zero_()
+        else:
+            self.threads.run([chunk.zero_ for chunk in self.grad_chunks])
         return True
 
     def _decay_plan(self, coeff: float, with_ratio: bool, force_general: bool) -> list[tuple[KernelGroup, float | None, Any]]:
@@ -315,28 +354,23 @@ class Bank:
         settings = update.settings(optimizer)
         beta1, beta2, epsilon = settings.beta1_value, settings.beta2_value, settings.epsilon
         lazy_mode, amsgrad = settings.lazy_mode, settings.amsgrad
-        # CPU has no half-precision kernel: the float32 master weights take the
-        # step from the float32 cast of the gradients, then are cast into the parameters.
-        grad32 = _C_ops.cast(self.grad_flat, paddle.float32) if key.fp32_fallback else None
-        adamw_ = _C_ops.adamw_
+        calls = []
         for group, fused, separate_decay_scale in self._decay_plan(
             coeff, optimizer._decay_with_ratio, optimizer._force_general_decay
         ):
-            if separate_decay_scale is not None:  # the separate decay op, as the per-parameter path
+            if separate_decay_scale is not None:  # the separate decay op, as the per-parameter path (before the kernel)
                 factor = update.decay_factor(update.lr(separate_decay_scale), coeff, None)
                 decoupled_decay(None, group.master if key.master else group.param, factor)
-            if grad32 is not None:
-                target, grad, kernel_master = group.master, grad32._slice(group.start, group.stop), None
-            else:
-                target, grad, kernel_master = group.param, group.grad, group.master
-            adamw_(
-                target, grad, lrs[group.lr_index], group.moment1, group.moment2, group.moment2_max,
-                group.beta1_pow, group.beta2_pow, kernel_master, None, beta1, beta2,
-                epsilon, 1.0, 0.0 if fused is None else fused, fused is not None, lazy_mode,
-                MIN_ROW_SIZE_TO_USE_MULTITHREAD, kernel_master is not None, True, amsgrad,
+            settings_of_call = (
+                lrs[group.lr_index], group.beta1_pow, group.beta2_pow, beta1, beta2, epsilon,
+                0.0 if fused is None else fused, fused is not None, lazy_mode, amsgrad, key.fp32_fallback,
             )
-        if key.fp32_fallback:
-            _C_ops.assign_out_(_C_ops.cast(self.master_flat, self.param_flat.dtype), self.param_flat)
+            calls.extend((chunk, *settings_of_call) for chunk in group.chunks)
+        if self.split:  # the chunks of large groups on the pool, small groups beside them
+            self.threads.run([functools.partial(_chunk_update, *call) for call in calls])
+        else:
+            for call in calls:
+                _chunk_update(*call)
         # What the kernel does to one parameter's powers (use_global_beta_pow=False), for all.
         _C_ops.scale_(self.beta1_pows, float(beta1), 0.0, True)
         _C_ops.scale_(self.beta2_pows, float(beta2), 0.0, True)
@@ -406,7 +440,9 @@ class MultiTensorStep:
     why the last step did not take it (None if it did).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, num_threads: int | None = None) -> None:
+        # How many threads share a CPU bank's kernel calls (threads.py).
+        self.threads = FlatThreads(num_threads, owner="AdamWDL: `num_threads`")
         self.banks: list[Bank] = []
         self.outside: list[Any] = []  # listed parameters in no bank (frozen, no gradient)
         self._lr_tables: dict[int, _LrTable] = {}
@@ -544,7 +580,7 @@ class MultiTensorStep:
             [param for param, _ in asked], [param.name for param, _ in asked], [decays for _, decays in asked]
         )
         previous = {id(t): t for bank in self.banks for t in bank.tensors}
-        self.banks = [Bank(key, by_kernel) for key, by_kernel in members.items()]
+        self.banks = [Bank(key, by_kernel, self.threads) for key, by_kernel in members.items()]
         self.outside = outside
         self._listed = _listed_count(optimizer)
         now = {id(t) for bank in self.banks for t in bank.tensors}
