@@ -11,6 +11,7 @@ from paddle_llrd import AdamWDL, layerwise_lr_decay
 from paddle_llrd.layer_decay.layer_maps import LayerMap, build_name_dict, make_layerwise_fn
 from paddle_llrd.models.skeletons import build_skeleton
 from paddle_llrd.models.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
+from lr_table_output import group_layer_id, parse_lr_table
 
 
 def _expected_layer_id(name, n):
@@ -115,8 +116,10 @@ def test_adamwdl_with_layer_map_scales_updates_by_ratio():
         assert moved[name] / head == pytest.approx(expected, rel=1e-4), name
 
 
-def _table_rows(out):
-    return [line.split() for line in out.strip().splitlines()[1:-1]]
+def _table_rows(out, n_layers):
+    """``[name, layer id, ratio, lr, decayed, weight decay]`` per parameter of the printed table."""
+    rows, _ = parse_lr_table(out.strip().splitlines())
+    return [[name, str(group_layer_id(group, n_layers)), *values] for name, group, *values in rows]
 
 
 @pytest.mark.parametrize("arch", ["bert", "gpt", "gpt2", "llama", "vit"])
@@ -124,8 +127,10 @@ def test_lr_table_prints_formula_values_for_each_family(arch, capsys):
     from paddle_llrd.layer_decay.lr_table import main
 
     assert main(["--arch", arch, "--layers", "3", "--decay", "0.5", "--learning-rate", "2.0", "--weight-decay", "0.3"]) == 0
-    rows = _table_rows(capsys.readouterr().out)
-    assert len(rows) == len(build_skeleton(arch, 3).parameters())
+    rows = _table_rows(capsys.readouterr().out, 3)
+    # lr-table's llama is tied, as PaddleFormers' LlamaConfig is by default: the head is the embeddings' weight
+    options = {"tie_word_embeddings": True} if arch == "llama" else {}
+    assert len(rows) == len(build_skeleton(arch, 3, **options).parameters())
     for name, layer, ratio, lr, decayed, weight_decay in rows:
         assert int(layer) == _expected_layer_id(name, 3), name
         assert float(ratio) == pytest.approx(0.5 ** (4 - int(layer)), rel=1e-3)
@@ -140,7 +145,8 @@ def test_lr_table_loads_a_user_factory(capsys):
 
     assert main(["--model", "paddle_llrd.models.tiny_bert:TinyBertForSequenceClassification", "--decay", "0.9"]) == 0
     out = capsys.readouterr().out
-    assert "n_layers=4" in out and "bert.encoder.layers.3.linear2.weight" in out
+    rows, after = parse_lr_table(out.strip().splitlines())
+    assert "n_layers=4" in after[-1] and ["bert.encoder.layers.3.linear2.weight", "layer_3"] in [r[:2] for r in rows]
     with pytest.raises(SystemExit) as info:  # argparse's usage error (tests/test_cli_errors.py)
         main(["--model", "no_colon_here"])
     assert info.value.code == 2 and "package.module:factory" in capsys.readouterr().err

@@ -27,6 +27,7 @@ from paddle_llrd.layer_decay.lr_table import main as lr_table_main
 from paddle_llrd.layer_decay.param_groups import format_param_groups_table
 from paddle_llrd.models.skeletons import build_skeleton
 from paddle_llrd.models.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
+from lr_table_output import group_layer_id, parse_lr_table
 from reference_adamw import ReferenceAdamW
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -448,9 +449,8 @@ def _cli_lines(capsys, argv):
 def test_lr_table_styles_agree(capsys, arch):
     argv = ["--arch", arch, "--layers", "3", "--decay", "0.7", "--learning-rate", "0.5"]
     by_layer = {}
-    for line in _cli_lines(capsys, argv)[1:-1]:
-        _, layer, ratio, lr, *_ = line.split()
-        by_layer.setdefault(int(layer), set()).add((ratio, lr))
+    for _, group, ratio, lr, *_ in parse_lr_table(_cli_lines(capsys, argv))[0]:
+        by_layer.setdefault(group_layer_id(group, 3), set()).add((ratio, lr))
     group_lines = _cli_lines(capsys, argv + ["--style", "groups"])
     assert group_lines[0].split()[:4] == ["layer", "lr", "factor", "effective"]
     # A long parameter span continues on a line of its own, ".. last name".

@@ -15,6 +15,7 @@ import pytest
 from paddle_llrd import AdamWDL, WeightDecaySchedule
 from paddle_llrd.layer_decay.layer_maps import LayerMap, build_name_dict
 from paddle_llrd.models.skeletons import build_skeleton
+from lr_table_output import parse_lr_table
 from reference_adamw import ReferenceAdamW
 from test_adamwdl import (
     ATOL,
@@ -268,24 +269,6 @@ def lr_table(*flags: str) -> list[str]:
                           env=dict(os.environ, PYTHONPATH=str(ROOT)), cwd=ROOT, timeout=180)
     assert done.returncode == 0, done.stderr
     return done.stdout.splitlines()
-
-
-def parse_lr_table(lines: list[str]) -> tuple[list[list[str]], list[str]]:
-    """The rows of the params table, ``[structured name, group, ratio, effective lr, decayed, weight decay]``
-    (a group's line gives the group and the prefix of the names under it), and the lines after the table."""
-    assert lines[0].split() == ["group:", "prefix", "/", "name", "ratio", "effective", "lr", "decayed", "weight",
-                                "decay"]
-    rows, index = [], 1
-    while index < len(lines) and (lines[index].startswith("  ") or lines[index].split()[0].endswith(":")):
-        line = lines[index]
-        if line.startswith("  "):
-            name, *values = line.split()
-            rows.append([prefix + name, group, *values])
-        else:
-            group, _, prefix = line.partition(": ")
-            group = group.rstrip(":")
-        index += 1
-    return rows, lines[index:]
 
 
 @pytest.mark.parametrize("tied", [True, False], ids=["tied", "untied"])
