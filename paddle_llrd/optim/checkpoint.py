@@ -86,7 +86,8 @@ def saved_parameter_names(optimizer: Any, state_dict: Mapping[str, Any]) -> dict
         >>> opt = AdamWDL(parameters=linear.parameters())
         >>> saved = {f"{linear.weight.name}_moment1_0": None, "LR_Scheduler": {},
         ...          f"{linear.bias.name}_fp32_master_0_moment2_0": None}
-        >>> list(saved_parameter_names(opt, saved)) == [linear.weight.name, linear.bias.name]
+        >>> names = list(saved_parameter_names(opt, saved))
+        >>> names == [linear.weight.name, linear.bias.name]
         True
     """
     pattern = _accumulator_pattern(optimizer)
@@ -117,7 +118,8 @@ def structured_names_record(parameters: Iterable[Any], name_dict: Mapping[str, s
     Examples:
         >>> import paddle
         >>> linear = paddle.nn.Linear(2, 2)
-        >>> record = structured_names_record(linear.parameters(), {linear.weight.name: "weight"})
+        >>> structured = {linear.weight.name: "weight"}
+        >>> record = structured_names_record(linear.parameters(), structured)
         >>> list(record.values())
         ['weight', None]
     """
@@ -212,9 +214,10 @@ def matched_state_dict(
         >>> names = {p.name: n for n, p in linear.named_parameters()}
         >>> opt = AdamWDL(parameters=linear.parameters(), name_dict=names)
         >>> saved = {"linear_99.w_0_moment1_0": paddle.ones([2, 2]),
-        ...          STRUCTURED_NAMES_KEY: {"linear_99.w_0": "weight", "linear_99.b_0": "bias"}}
-        >>> list(matched_state_dict(opt, saved, linear.parameters(), name_dict=names)) == [
-        ...     f"{linear.weight.name}_moment1_0"]
+        ...          STRUCTURED_NAMES_KEY: {"linear_99.w_0": "weight",
+        ...                                 "linear_99.b_0": "bias"}}
+        >>> matched = matched_state_dict(opt, saved, linear.parameters(), name_dict=names)
+        >>> list(matched) == [f"{linear.weight.name}_moment1_0"]
         True
     """
     record = _checked_record(state_dict.get(STRUCTURED_NAMES_KEY), owner)

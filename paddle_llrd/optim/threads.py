@@ -257,7 +257,8 @@ class FlatThreads:
         >>> threads.bounds(0, 256, paddle.CPUPlace())
         [(0, 128), (128, 256)]
         >>> buffer = paddle.ones([256])
-        >>> threads.run([lambda: buffer._slice(0, 128).scale_(2.0), lambda: buffer._slice(128, 256).scale_(3.0)])
+        >>> threads.run([lambda: buffer._slice(0, 128).scale_(2.0),
+        ...              lambda: buffer._slice(128, 256).scale_(3.0)])
         >>> buffer.numpy()[[0, 255]].tolist()
         [2.0, 3.0]
     """
