@@ -145,6 +145,13 @@ def chunk_bounds(start: int, stop: int, threads: int, min_chunk: int) -> list[tu
     return [(a, b) for a, b in zip(edges, edges[1:]) if b > a]
 
 
+def _on_cpu(place: Any) -> bool:
+    """Whether ``place`` is the CPU: a tensor's ``place``, or ``paddle.CPUPlace()``,
+    which has no ``is_cpu_place`` on Paddle 3.0.0."""
+    is_cpu_place = getattr(place, "is_cpu_place", None)
+    return is_cpu_place() if is_cpu_place is not None else type(place).__name__ == "CPUPlace"
+
+
 class _Batch:
     """Tasks shared out by index between the calling thread and the workers."""
 
@@ -273,7 +280,7 @@ class FlatThreads:
 
     def bounds(self, start: int, stop: int, place: Any) -> list[tuple[int, int]]:
         """The chunks of ``[start, stop)`` on ``place``: one unless it is a CPU place."""
-        if self.count == 1 or not place.is_cpu_place():
+        if self.count == 1 or not _on_cpu(place):
             return [(start, stop)]
         return chunk_bounds(start, stop, self.count, self.min_chunk_numel)
 
