@@ -15,6 +15,11 @@ subclass of the CLI's own trainer with :class:`LLRDTrainer` mixed in
 (:class:`LLRDSFTTrainer` for ``SFT``/``PT``, :class:`LLRDDPOTrainer` for
 ``DPO``).
 
+Before anything loads, the config is checked
+(:mod:`paddle_llrd.integrations._cli_checks`: keys, stage, paddle_llrd's
+fields, model folder, dataset paths); the command line says a mistake in one
+line on stderr with exit status 2.
+
 ``train`` trains what the config asks: a config without ``do_train`` trains,
 and on a machine without CUDA a config that leaves ``device``,
 ``_attn_implementation`` and ``compute_type`` out runs on the CPU with eager
@@ -25,10 +30,6 @@ set. These choices and the defaults that differ from ``paddleformers-cli``'s
 are printed as one warning at start, one line each with its reason (see
 :func:`changed_defaults`). A config whose output already holds its final step
 is left alone (see :func:`finished_step`).
-Before anything loads, the config is checked
-(:mod:`paddle_llrd.integrations._cli_checks`: keys, stage, paddle_llrd's
-fields, model folder, dataset paths); the command line says a mistake in one
-line on stderr with exit status 2.
 
 One device trains in this process. Several GPUs (``device: gpu`` with more
 than one visible, or ``--nproc_per_node N``) are started the way
