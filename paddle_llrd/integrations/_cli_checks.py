@@ -36,6 +36,7 @@ __all__ = [
     "LLRD_STAGES",
     "OTHER_WORKFLOW_STAGES",
     "check_config",
+    "field_defaults",
     "check_dataset_paths",
     "check_keys",
     "check_model_paths",
@@ -190,7 +191,9 @@ def check_dataset_paths(settings: Mapping[str, Any]) -> None:
                 )
 
 
-def _field_defaults(classes: Iterable[type]) -> Dict[str, Any]:
+def field_defaults(classes: Iterable[type]) -> Dict[str, Any]:
+    """Each field's default over ``classes``, the first class that has the field winning (as
+    PaddleFormers' parser fills them); a ``default_factory`` is called, a field without a default left out."""
     defaults: Dict[str, Any] = {}
     for cls in classes:
         for spec in dataclasses.fields(cls):
@@ -214,7 +217,7 @@ def check_config(config: Mapping[str, Any], arguments_classes: Iterable[type]) -
     """
     classes = list(arguments_classes)
     check_keys(config, (spec.name for cls in classes for spec in dataclasses.fields(cls)))
-    settings = {**_field_defaults(classes), **config}
+    settings = {**field_defaults(classes), **config}
     checked = dict(config)
     checked["stage"] = settings["stage"] = check_stage(settings["stage"])
     check_fields(settings)

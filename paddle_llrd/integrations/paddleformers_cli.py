@@ -85,7 +85,7 @@ from paddleformers.utils.env import TRAINER_STATE_NAME
 
 from paddle_llrd.command_line import integer_at_least
 from paddle_llrd.integrations._arguments import LLRDArgumentsMixin
-from paddle_llrd.integrations._cli_checks import LLRD_STAGES, check_config
+from paddle_llrd.integrations._cli_checks import LLRD_STAGES, check_config, field_defaults
 from paddle_llrd.integrations.paddleformers import LLRDTrainer, LLRDTrainingArguments
 
 __all__ = [
@@ -147,10 +147,7 @@ class LLRDDPOTrainer(LLRDTrainer, DPOTrainer):
 
 def _paddleformers_default(name: str) -> Any:
     """The default ``paddleformers-cli`` gives ``name`` (a field of one of its arguments classes)."""
-    for arguments in cli_parser._TRAIN_ARGS:
-        if name in arguments.__dataclass_fields__:
-            return arguments.__dataclass_fields__[name].default
-    raise KeyError(name)
+    return field_defaults(cli_parser._TRAIN_ARGS)[name]
 
 
 def cuda_available() -> bool:
