@@ -47,16 +47,22 @@ def _structured_name(name_dict: Mapping[str, str] | None, param: Any) -> str:
         ) from None
 
 
+def _block_index_text(structured_name: str) -> str | None:
+    """The text between ``encoder.layers.`` and the next dot, or ``None`` for a name outside the blocks."""
+    if _LAYER_MARKER not in structured_name:
+        return None
+    return structured_name[structured_name.find(_LAYER_MARKER) + len(_LAYER_MARKER):].split(".", 1)[0]
+
+
 def _layer_id(structured_name: str, n_layers: int, caller: str, param_name: str | None = None) -> int:
     """The layer id of the rule (0 embeddings, ``i + 1`` encoder layer ``i``, ``n_layers + 1`` the rest).
 
     ``caller`` and ``param_name`` only name the culprit in error messages.
     """
-    if _LAYER_MARKER not in structured_name:
+    index_text = _block_index_text(structured_name)
+    if index_text is None:
         return 0 if _EMBEDDING_MARKER in structured_name else n_layers + 1
     context = caller if param_name is None else f"{caller} (parameter {param_name!r})"
-    start = structured_name.find(_LAYER_MARKER) + len(_LAYER_MARKER)
-    index_text = structured_name[start:].split(".", 1)[0]
     # isdecimal, not isdigit: int() refuses digits such as superscripts
     if not index_text.isdecimal():
         raise ValueError(
@@ -259,10 +265,8 @@ def warn_if_no_encoder_layers(
 
 def _encoder_block(structured_name: str) -> int | None:
     """The ``encoder.layers.N`` index :func:`layerwise_lr_decay` reads, or ``None``."""
-    if _LAYER_MARKER not in structured_name:
-        return None
-    index_text = structured_name[structured_name.find(_LAYER_MARKER) + len(_LAYER_MARKER):].split(".", 1)[0]
-    return int(index_text) if index_text.isdecimal() else None
+    index_text = _block_index_text(structured_name)
+    return int(index_text) if index_text is not None and index_text.isdecimal() else None
 
 
 def deepest_block_read(set_param_lr_fun: Any, names: Iterable[str]) -> int | None:
