@@ -5,7 +5,8 @@ the class, the argument and what was expected, as a bare ``assert`` or
 Python's own error would not. :func:`is_real_number` is the test of a real
 number they share with the optimizer's step. :func:`did_you_mean` is the
 suggestion that every refusal of an unknown name (a schedule, a schedule's
-option, a config key) ends with.
+option, a config key) ends with. :func:`checked_block_regex` is the one rule
+of a ``layer_map``/``pattern`` regular expression.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import difflib
 import math
 import numbers
 import os
+import re
 import sys
 import warnings
 from typing import Any, Iterable
@@ -200,3 +202,62 @@ def stacklevel_outside_package() -> int:
         frame = frame.f_back
         level += 1
     return level
+
+
+# --- layer_decay ---
+
+_BLOCK_REGEX_EXAMPLE = r"'^stages\.(\d+)\.'"
+
+
+def block_regex_problem(text: str) -> str | None:
+    r"""Why ``text`` is no block regex, or ``None`` when it is one.
+
+    A block regex (``layer_map``, ``LayerMap(pattern=...)``, ``lr-table
+    --pattern``) is a regular expression with exactly one group, which
+    captures the block index.
+
+    Examples:
+        >>> block_regex_problem(r"^stages\.(\d+)\.") is None
+        True
+        >>> print(block_regex_problem(r"(a)(\d+)"))
+        has 2 groups; it needs exactly one, capturing the block index, e.g. '^stages\.(\d+)\.'
+    """
+    try:
+        groups = re.compile(text).groups
+    except re.error as exc:
+        return f"is no regular expression: {exc}"
+    if groups != 1:
+        return f"has {groups} groups; it needs exactly one, capturing the block index, e.g. {_BLOCK_REGEX_EXAMPLE}"
+    return None
+
+
+def checked_block_regex(value: Any, argument: str, *, families: Iterable[str] = ()) -> str:
+    r"""``value`` when it is a block regex (see :func:`block_regex_problem`),
+    ``"auto"`` or one of ``families``; else an error naming ``argument``.
+
+    Raises:
+        TypeError: ``value`` is not a str.
+        ValueError: ``value`` is no family and no regular expression with
+            exactly one group.
+
+    Examples:
+        >>> checked_block_regex(r"^stages\.(\d+)\.", "pattern")
+        '^stages\\.(\\d+)\\.'
+        >>> checked_block_regex("lama", "layer_map", families=["bert", "llama"])
+        Traceback (most recent call last):
+        ...
+        ValueError: `layer_map` must be 'auto', a family (bert, llama) or a regular expression whose one group captures the block index; 'lama' is no family and has 0 groups; it needs exactly one, capturing the block index, e.g. '^stages\.(\d+)\.'
+    """
+    names = sorted(families)
+    kinds = f"'auto', a family ({', '.join(names)}) or a regular expression" if names else "a regular expression"
+    if not isinstance(value, str):
+        raise TypeError(f"`{argument}` must be {kinds} (a str), got {type(value).__name__} {value!r}")
+    if names and (value == "auto" or value in names):
+        return value
+    problem = block_regex_problem(value)
+    if problem is not None:
+        no_family = "is no family and " if names else ""
+        raise ValueError(
+            f"`{argument}` must be {kinds} whose one group captures the block index; {value!r} {no_family}{problem}"
+        )
+    return value

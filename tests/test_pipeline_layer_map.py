@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from paddle_llrd.layer_decay.pipeline import PipelineLayerMap
+from paddle_llrd.layer_decay.layer_maps import PipelineLayerMap
 
 # LlamaForCausalLMPipe's get_sequential_name_prefixes() for 3 blocks and a tied head
 PREFIXES = {"0": "model", "1": "model.layers.0", "2": "model.layers.1", "3": "model.layers.2",

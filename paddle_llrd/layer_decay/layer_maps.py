@@ -31,7 +31,7 @@ with :math:`d` the decay rate: heads train at the full rate, the top block at
 :math:`d`, the embeddings at :math:`d^{\,n_\text{layers}+1}` — the same numbers as
 :func:`~paddle_llrd.layerwise_lr_decay` on BERT names. ``n_layers`` is counted
 from the names (largest block index + 1) when not given. For anything else,
-pass ``pattern``: a regular expression whose first group is the block index.
+pass ``pattern``: a regular expression whose one group is the block index.
 
 A ``LayerMap`` is a drop-in ``set_param_lr_fun`` for :class:`~paddle_llrd.AdamWDL`
 (it is called as ``fn(decay_rate, name_dict, n_layers, param)``). Its ratios
@@ -39,6 +39,11 @@ depend on the parameter's name only (``pure_in_name = True``), so AdamWDL
 computes them once per parameter, not at every step. A map that knows its
 ``n_layers`` refuses a different one from the optimizer, rather than giving
 every parameter a silently wrong ratio (AdamWDL's default is ``n_layers=12``).
+
+A pipeline-parallel model (a ``PipelineLayer``, PaddleFormers' ``*Pipe``
+models) names its parameters by position; :class:`PipelineLayerMap` gives
+them the layer ids of the whole model on every stage, and
+:meth:`LayerMap.from_model` and :func:`resolve_layer_map` pick it.
 
 Examples:
     >>> import paddle
@@ -70,16 +75,20 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from paddle import nn
+
+from ..argument_checks import checked_block_regex
 
 __all__ = [
     "FAMILY_PATTERNS",
     "NO_DECAY_NAME_PARTS",
     "LayerMap",
+    "PipelineLayerMap",
     "build_name_dict",
+    "find_pipeline_layer",
     "make_layerwise_fn",
     "no_decay_parameter_names",
     "resolve_layer_map",
@@ -150,8 +159,13 @@ class LayerMap:
             given to :meth:`from_names`/:meth:`from_model`; a map built directly
             with ``None`` must be given ``n_layers`` when called.
         family (str): ``"auto"`` (try every family), or one of ``FAMILY_PATTERNS``.
-        pattern (str|None): A regex whose first group is the block index, used
+        pattern (str|None): A regex whose one group is the block index, used
             instead of the family patterns.
+
+    Raises:
+        TypeError: ``pattern`` is not a str.
+        ValueError: ``pattern`` is no regular expression with exactly one
+            group, ``family`` is unknown or ``n_layers`` is negative.
     """
 
     #: Ratios depend on the structured name only: AdamWDL may cache them.
@@ -161,13 +175,7 @@ class LayerMap:
         if n_layers is not None and (isinstance(n_layers, bool) or not isinstance(n_layers, int) or n_layers < 0):
             raise ValueError(f"`n_layers` must be a non-negative int or None, got {n_layers!r}")
         if pattern is not None:
-            try:
-                compiled = re.compile(pattern)
-            except (re.error, TypeError) as exc:
-                raise ValueError(f"`pattern` must be a regular expression, got {pattern!r}: {exc}") from None
-            if compiled.groups < 1:
-                raise ValueError(f"`pattern` needs a group that captures the block index, got {pattern!r}")
-            self._patterns = (compiled,)
+            self._patterns = (re.compile(checked_block_regex(pattern, "pattern")),)
         elif family == "auto":
             self._patterns = tuple(re.compile(p) for group in FAMILY_PATTERNS.values() for p in group)
         elif family in FAMILY_PATTERNS:
@@ -258,7 +266,7 @@ class LayerMap:
         """:meth:`from_names` over ``model.named_parameters()``; for a
         pipeline-parallel model (a ``PipelineLayer`` such as PaddleFormers'
         ``LlamaForCausalLMPipe``, whose names are positions), the
-        :class:`~paddle_llrd.layer_decay.pipeline.PipelineLayerMap` that gives
+        :class:`PipelineLayerMap` that gives
         the model's global layer ids on every stage."""
         pipeline_map = _pipeline_layer_map(model, n_layers, family, pattern)
         if pipeline_map is not None:
@@ -349,15 +357,15 @@ def resolve_layer_map(
         Traceback (most recent call last):
         ...
         ValueError: `layer_map` must be 'auto', a family (bert, gpt, llama, vit) or a
-        regular expression with exactly one group capturing the block index; 'resnet'
-        is no family and has 0 groups
+        regular expression whose one group captures the block index; 'resnet' is no
+        family and has 0 groups; it needs exactly one, ...
     """
     names = _structured_names(model_or_names)
     if n_layers is not None and (isinstance(n_layers, bool) or not isinstance(n_layers, int) or n_layers < 1):
         raise ValueError(f"`n_layers` must be an int >= 1 or None, got {n_layers!r}")
     if isinstance(layer_map, str) and isinstance(model_or_names, nn.Layer):
         family, pattern = (layer_map, None) if layer_map == "auto" or layer_map in FAMILY_PATTERNS else (
-            "auto", _block_regex(layer_map))
+            "auto", checked_block_regex(layer_map, "layer_map", families=FAMILY_PATTERNS))
         pipeline_map = _pipeline_layer_map(model_or_names, n_layers, family, pattern)
         if pipeline_map is not None:
             if require_blocks and pipeline_map.n_layers == 0:
@@ -379,7 +387,8 @@ def resolve_layer_map(
         if layer_map == "auto" or layer_map in FAMILY_PATTERNS:
             resolved = LayerMap(n_layers=n_layers, family=layer_map)
         else:
-            resolved = LayerMap(n_layers=n_layers, pattern=_block_regex(layer_map))
+            pattern = checked_block_regex(layer_map, "layer_map", families=FAMILY_PATTERNS)
+            resolved = LayerMap(n_layers=n_layers, pattern=pattern)
     else:
         raise TypeError(
             "`layer_map` must be 'auto', a family name, a regular expression (str) or a LayerMap, "
@@ -415,8 +424,6 @@ def resolve_layer_map(
 
 def _pipeline_layer_map(model: nn.Layer, n_layers: int | None, family: str, pattern: str | None) -> LayerMap | None:
     """The pipeline map of a model holding a pipeline layer, else ``None``."""
-    from paddle_llrd.layer_decay.pipeline import PipelineLayerMap, find_pipeline_layer
-
     if find_pipeline_layer(model) is None:
         return None
     return PipelineLayerMap.from_model(model, n_layers=n_layers, family=family, pattern=pattern)
@@ -436,18 +443,185 @@ def _structured_names(model_or_names: nn.Layer | Iterable[str]) -> list[str]:
     return names
 
 
-def _block_regex(layer_map: str) -> str:
-    """``layer_map`` itself once it is known to compile with exactly one group."""
-    try:
-        groups = re.compile(layer_map).groups
-    except re.error as exc:
-        raise ValueError(
-            f"`layer_map` must be 'auto', a family ({', '.join(sorted(FAMILY_PATTERNS))}) or a regular expression "
-            f"with exactly one group capturing the block index; {layer_map!r} is no family and does not compile: {exc}"
-        ) from None
-    if groups != 1:
-        raise ValueError(
-            f"`layer_map` must be 'auto', a family ({', '.join(sorted(FAMILY_PATTERNS))}) or a regular expression "
-            f"with exactly one group capturing the block index; {layer_map!r} is no family and has {groups} groups"
-        )
-    return layer_map
+# --- pipeline-parallel models ---
+
+_SHARED_CONTAINERS = ("shared_layers", "local_shared_layers")
+
+
+def find_pipeline_layer(model: nn.Layer) -> tuple[str, nn.Layer] | None:
+    """``(path, layer)`` of the first layer in ``model`` (``model`` itself
+    included, ``path`` ``""`` then) that is a pipeline layer with sequential
+    name prefixes (a PaddleFormers ``*Pipe`` model, also inside a LoRA
+    wrapper), else ``None``."""
+    if not isinstance(model, nn.Layer):
+        raise TypeError(f"`model` must be a paddle.nn.Layer, got {type(model).__name__}")
+    for path, layer in model.named_sublayers(include_self=True):
+        if callable(getattr(layer, "get_sequential_name_prefixes", None)) and hasattr(layer, "_layers_desc"):
+            return path, layer
+    return None
+
+
+class PipelineLayerMap(LayerMap):
+    """A :class:`LayerMap` over a pipeline layer's parameter names: every
+    stage gives each parameter the layer id it has in the whole model.
+
+    A parameter at position ``p`` of the layer sequence is named
+    ``prefix(p) + rest`` (``"2.mlp.up_proj.weight"`` ->
+    ``"model.layers.1.mlp.up_proj.weight"``) and classified as
+    :class:`LayerMap` classifies that name; a shared weight
+    (``shared_layers.<key>...``) gets the id of the first description that
+    uses the key, on every stage; ``n_layers`` is counted over all prefixes
+    (see :doc:`/layer_maps`).
+
+    Args:
+        prefixes: the single-model name prefix of each position of the
+            layer sequence (``get_sequential_name_prefixes()``, as a sequence
+            or a ``{position: prefix}`` mapping); ``""`` for none.
+        shared_positions: each shared layer's key and the first position
+            that uses it.
+        path: where the pipeline layer sits in the model whose names are
+            given (``"model"`` inside a LoRA wrapper), ``""`` for the model
+            itself.
+        n_layers, family, pattern: as for :class:`~paddle_llrd.LayerMap`;
+            ``n_layers`` defaults to the blocks counted over all prefixes.
+
+    Raises:
+        ValueError: ``n_layers`` below the block count of the prefixes, a
+            shared position outside the sequence, or positions that are not
+            ``0 .. len - 1``.
+
+    Examples:
+        >>> layer_map = PipelineLayerMap(
+        ...     prefixes=["model", "model.layers.0", "model.layers.1", "model.norm", "lm_head"],
+        ...     shared_positions={"model_shared_weight": 0})
+        >>> layer_map.n_layers
+        2
+        >>> layer_map.global_name("2.mlp.up_proj.weight")
+        'model.layers.1.mlp.up_proj.weight'
+        >>> [layer_map.layer_id(name) for name in ("1.mlp.up_proj.weight", "3.weight", "4.weight",
+        ...                                        "shared_layers.model_shared_weight.weight")]
+        [1, 3, 3, 0]
+    """
+
+    def __init__(
+        self,
+        prefixes: Sequence[str] | Mapping[Any, str],
+        shared_positions: Mapping[str, int] | None = None,
+        path: str = "",
+        n_layers: int | None = None,
+        family: str = "auto",
+        pattern: str | None = None,
+    ):
+        super().__init__(n_layers=None, family=family, pattern=pattern)
+        if isinstance(prefixes, Mapping):
+            positions = sorted(int(key) for key in prefixes)
+            if positions != list(range(len(positions))):
+                raise ValueError(f"`prefixes` must have the positions 0 .. {len(positions) - 1}, got {positions}")
+            prefixes = [prefixes[key] for key in sorted(prefixes, key=int)]
+        self.prefixes = list(prefixes)
+        self.shared_positions = dict(shared_positions or {})
+        for key, position in self.shared_positions.items():
+            if not 0 <= position < len(self.prefixes):
+                raise ValueError(f"shared layer {key!r} is at position {position}, outside 0 .. {len(self.prefixes) - 1}")
+        self.path = path
+        blocks = [self.block_index(prefix + ".") for prefix in self.prefixes]
+        found = [index for index in blocks if index is not None]
+        counted = max(found) + 1 if found else 0
+        if n_layers is None:
+            n_layers = counted
+        elif n_layers < counted:
+            raise ValueError(
+                f"`n_layers`={n_layers} but the pipeline's layer sequence has a block with index {counted - 1}; "
+                f"n_layers must be at least {counted} (or None, to count it)"
+            )
+        self.n_layers = n_layers
+        block_positions = [position for position, index in enumerate(blocks) if index is not None]
+        self._first_block = block_positions[0] if block_positions else len(self.prefixes)
+        self._block_of_position = blocks
+
+    @classmethod
+    def from_model(cls, model: nn.Layer, n_layers: int | None = None, family: str = "auto", pattern: str | None = None) -> "PipelineLayerMap":
+        """The map of the pipeline layer in ``model`` (see :func:`find_pipeline_layer`).
+
+        Raises:
+            ValueError: ``model`` holds no pipeline layer.
+        """
+        found = find_pipeline_layer(model)
+        if found is None:
+            raise ValueError(
+                f"{type(model).__name__} holds no pipeline layer with get_sequential_name_prefixes(): "
+                "use LayerMap.from_model"
+            )
+        path, pipeline = found
+        shared: dict[str, int] = {}
+        for position, desc in enumerate(pipeline._layers_desc):
+            key = getattr(desc, "layer_name", None)
+            if key is not None and key not in shared:
+                shared[key] = position
+        return cls(pipeline.get_sequential_name_prefixes(), shared, path=path, n_layers=n_layers, family=family,
+                   pattern=pattern)
+
+    @classmethod
+    def from_names(cls, names: Iterable[str], n_layers: int | None = None, family: str = "auto", pattern: str | None = None) -> "LayerMap":
+        raise TypeError("a PipelineLayerMap is built from the model (PipelineLayerMap.from_model), not from names")
+
+    def _local(self, structured_name: str) -> str | None:
+        """The name inside the pipeline layer, or ``None`` for a name outside it."""
+        if not self.path:
+            return structured_name
+        if structured_name.startswith(self.path + "."):
+            return structured_name[len(self.path) + 1:]
+        return None
+
+    def _split(self, local: str) -> tuple[str | None, int | None, str]:
+        """``(shared key, position, rest)`` of a name inside the pipeline layer."""
+        parts = local.split(".")
+        if parts[0] in _SHARED_CONTAINERS and len(parts) > 1:
+            return parts[1], None, ".".join(parts[2:])
+        if parts[0].isdigit():
+            if len(parts) > 1 and parts[1].isdigit():  # virtual stages: chunk start + position in the chunk
+                return None, int(parts[0]) + int(parts[1]), ".".join(parts[2:])
+            if len(parts) > 1 and parts[1] in self.shared_positions:  # a shared layer inside a virtual chunk
+                return parts[1], None, ".".join(parts[2:])
+            return None, int(parts[0]), ".".join(parts[1:])
+        return None, None, local
+
+    def global_name(self, structured_name: str) -> str:
+        """The single-model name of a pipeline parameter name (a shared
+        weight's: the first description's prefix and the stage's own rest)."""
+        local = self._local(structured_name)
+        if local is None:
+            return structured_name
+        key, position, rest = self._split(local)
+        if key is not None:
+            position = self.shared_positions.get(key)
+            if position is None:
+                raise ValueError(f"parameter {structured_name!r} is in shared layer {key!r}, which no layer description uses")
+        if position is None:
+            return local
+        if position >= len(self.prefixes):
+            raise ValueError(f"parameter {structured_name!r} is at position {position}, past the {len(self.prefixes)} layers")
+        return ".".join(part for part in (self.prefixes[position], rest) if part)
+
+    def layer_id(self, structured_name: str, n_layers: int | None = None) -> int:
+        """The global layer id: ``0`` embeddings, ``N + 1`` block ``N``, ``n_layers + 1`` the rest."""
+        n_layers = self._resolve_n_layers(n_layers)
+        local = self._local(structured_name)
+        if local is not None:
+            key, _, _ = self._split(local)
+            if key is not None:
+                return self._shared_layer_id(structured_name, key, n_layers)
+        return super().layer_id(self.global_name(structured_name), n_layers)
+
+    def _shared_layer_id(self, structured_name: str, key: str, n_layers: int) -> int:
+        position = self.shared_positions.get(key)
+        if position is None:
+            raise ValueError(f"parameter {structured_name!r} is in shared layer {key!r}, which no layer description uses")
+        block = self._block_of_position[position]
+        if block is not None:
+            return super().layer_id(self.prefixes[position] + ".", n_layers)
+        return 0 if position < self._first_block else n_layers + 1
+
+    def __repr__(self) -> str:
+        return f"PipelineLayerMap(n_layers={self.n_layers}, positions={len(self.prefixes)}, shared={self.shared_positions})"
+

@@ -15,6 +15,7 @@ from typing import Any
 import paddle
 
 from ..argument_checks import stacklevel_outside_package
+from .layer_maps import LayerMap
 
 __all__ = [
     "layer_id_of", "layerwise_lr_decay", "warn_if_no_encoder_layers", "warn_if_n_layers_exceeds_blocks",
@@ -276,8 +277,6 @@ def deepest_block_read(set_param_lr_fun: Any, names: Iterable[str]) -> int | Non
     :class:`~paddle_llrd.LayerMap`; not for a pipeline map (a stage holds some
     of the blocks) or another function.
     """
-    from .layer_maps import LayerMap  # layer_maps does not import this module: no cycle
-
     if set_param_lr_fun is layerwise_lr_decay:
         read = _encoder_block
     elif type(set_param_lr_fun) is LayerMap:
