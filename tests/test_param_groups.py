@@ -578,7 +578,7 @@ def test_static_programs_refuse_groups_as_the_docs_say_and_the_recipe_trains(tmp
         ({"layer_map": "resnet"}, ValueError, r"`layer_map` must be 'auto', a family .*'resnet' is no family"),
         ({"layer_map": r"blocks\.\d+"}, ValueError, "`layer_map`.*0 groups"),
         ({"layer_map": r"(blocks)\.(\d+)"}, ValueError, "`layer_map`.*2 groups"),
-        ({"layer_map": "(unclosed"}, ValueError, "`layer_map`.*does not compile"),
+        ({"layer_map": "(unclosed"}, ValueError, "`layer_map`.*is no regular expression"),
         ({"layer_map": 3}, TypeError, "`layer_map`"),
         ({"layer_map": "llama"}, ValueError, r"layer_map='llama': no parameter name .*'cls_token'"),
         ({"n_layers": 0}, ValueError, "`n_layers`"),

@@ -14,7 +14,7 @@ Examples:
     >>> check_layer_map("lama")
     Traceback (most recent call last):
     ...
-    ValueError: layer_map must be 'auto', a family ('bert', 'gpt', 'llama', 'vit') or a regular expression whose first group is the block index, got 'lama' (a regular expression without a group)
+    ValueError: `layer_map` must be 'auto', a family (bert, gpt, llama, vit) or a regular expression whose one group captures the block index; 'lama' is no family and has 0 groups; it needs exactly one, ...
     >>> check_ema_decay(0.999)
     0.999
     >>> check_ema_decay(1.0)
@@ -30,12 +30,11 @@ import inspect
 import json
 import math
 import numbers
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional
 
-from paddle_llrd.argument_checks import checked_layerwise_decay, did_you_mean
+from paddle_llrd.argument_checks import checked_block_regex, checked_layerwise_decay, did_you_mean
 from paddle_llrd.schedules import registry
 from paddle_llrd.layer_decay.layer_maps import FAMILY_PATTERNS
 from paddle_llrd.schedules.weight_decay import WEIGHT_DECAY_STYLES
@@ -139,20 +138,8 @@ def check_layerwise_decay(value: Any) -> float:
 
 
 def check_layer_map(value: Any) -> str:
-    """``layer_map``: ``"auto"``, a family of ``FAMILY_PATTERNS`` or a regex with a group."""
-    if not isinstance(value, str):
-        raise TypeError(f"layer_map must be a str ('auto', a family or a regular expression), got {type(value).__name__} {value!r}")
-    if value == "auto" or value in FAMILY_PATTERNS:
-        return value
-    families = ", ".join(repr(name) for name in sorted(FAMILY_PATTERNS))
-    expected = f"'auto', a family ({families}) or a regular expression whose first group is the block index"
-    try:
-        compiled = re.compile(value)
-    except re.error as exc:
-        raise ValueError(f"layer_map must be {expected}, got {value!r} (not a regular expression: {exc})") from None
-    if compiled.groups < 1:
-        raise ValueError(f"layer_map must be {expected}, got {value!r} (a regular expression without a group)")
-    return value
+    """``layer_map``: ``"auto"``, a family of ``FAMILY_PATTERNS`` or a regex with exactly one group."""
+    return checked_block_regex(value, "layer_map", families=FAMILY_PATTERNS)
 
 
 def check_ema_decay(value: Any) -> float:
