@@ -9,5 +9,5 @@ for trainer_package in ("paddlenlp", "paddleformers"):
     if importlib.util.find_spec(trainer_package) is None:
         collect_ignore.append(f"paddle_llrd/integrations/{trainer_package}.py")
 if importlib.util.find_spec("paddleformers") is None:
-    collect_ignore.append("paddle_llrd/integrations/paddleformers_cli.py")
-    collect_ignore.append("paddle_llrd/integrations/_cli_checks.py")  # the CLI's config checks
+    collect_ignore.append("paddle_llrd/cli/train.py")
+    collect_ignore.append("paddle_llrd/cli/train_checks.py")  # the train command's config checks

@@ -60,7 +60,7 @@ setup(
             "pyarrow<26",
         ],
     },
-    entry_points={"console_scripts": ["paddle-llrd=paddle_llrd.__main__:main"]},
+    entry_points={"console_scripts": ["paddle-llrd=paddle_llrd.cli:main"]},
     classifiers=[
         "Programming Language :: Python :: 3",
         "Topic :: Scientific/Engineering :: Artificial Intelligence",

@@ -7,13 +7,14 @@ treats ``--decay 0`` alike in both styles (refused: a decay of 0 is a freeze).
 The flag checks that need no fresh process run in-process below."""
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
 
 import pytest
 
-from paddle_llrd.layer_decay.lr_table import main as lr_table_main
+from paddle_llrd.cli.lr_table import main as lr_table_main
 from test_schedule_table import parse_rows, reference
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -124,3 +125,12 @@ def test_lr_table_a_small_positive_decay_is_taken_by_both_styles(capsys):
     for style in ("params", "groups"):
         assert lr_table_main(["--layers", "1", "--decay", "1e-3", "--learning-rate", "1", "--style", style]) == 0
         assert "decay=0.001" in capsys.readouterr().out.splitlines()[-1]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("paddleformers") is not None, reason="PaddleFormers is installed here")
+def test_train_without_paddleformers_is_one_line_naming_what_to_install():
+    done = run_cli("train", "config.yaml")
+    assert done.returncode == 2 and done.stdout == "", (done.returncode, done.stdout)
+    line = error_line(done.stderr)
+    assert line.startswith("python -m paddle_llrd train: error: "), line
+    assert "pip install paddleformers==" in line and "requirements-paddleformers.txt" in line, line

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from paddle_llrd.__main__ import main as cli_main
+from paddle_llrd.cli import main as cli_main
 from paddle_llrd.demo.data import few_shot_indices, load_transfer_task, random_shift
 from paddle_llrd.demo.experiment import FineTuneRun, TrainSettings, batch_indices, fine_tune, layer_label, pretrain
 from paddle_llrd.demo.metrics import accuracy, mean_and_spread, relative_layer_change

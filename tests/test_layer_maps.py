@@ -124,7 +124,7 @@ def _table_rows(out, n_layers):
 
 @pytest.mark.parametrize("arch", ["bert", "gpt", "gpt2", "llama", "vit"])
 def test_lr_table_prints_formula_values_for_each_family(arch, capsys):
-    from paddle_llrd.layer_decay.lr_table import main
+    from paddle_llrd.cli.lr_table import main
 
     assert main(["--arch", arch, "--layers", "3", "--decay", "0.5", "--learning-rate", "2.0", "--weight-decay", "0.3"]) == 0
     rows = _table_rows(capsys.readouterr().out, 3)
@@ -141,7 +141,7 @@ def test_lr_table_prints_formula_values_for_each_family(arch, capsys):
 
 
 def test_lr_table_loads_a_user_factory(capsys):
-    from paddle_llrd.layer_decay.lr_table import main
+    from paddle_llrd.cli.lr_table import main
 
     assert main(["--model", "paddle_llrd.models.tiny_bert:TinyBertForSequenceClassification", "--decay", "0.9"]) == 0
     out = capsys.readouterr().out
@@ -203,3 +203,31 @@ def test_digit_patterns_still_read_their_blocks():
     layer_map = LayerMap(pattern=r"^stage\.([0-9]+)\.", n_layers=12)
     assert layer_map.block_index("stage.10.w") == 10 and layer_map.layer_id("stage.10.w") == 11
     assert layer_map.block_index("head.w") is None
+
+
+# Issue 26.3: one layer_map regex rule. A Trainer field used to take a regex
+# with two groups that LayerMap's resolution then refused, at training time.
+@pytest.mark.parametrize("pattern, problem", [
+    (r"(blocks)\.(\d+)\.", "has 2 groups; it needs exactly one"),
+    (r"blocks\.\d+\.", "has 0 groups; it needs exactly one"),
+    (r"blocks\.(\d+", "is no regular expression"),
+])
+def test_the_trainer_field_layer_map_and_the_lr_table_refuse_the_same_patterns(pattern, problem, capsys):
+    from paddle_llrd.integrations._arguments import check_fields
+    from paddle_llrd.layer_decay.layer_maps import resolve_layer_map
+    from paddle_llrd.cli.lr_table import main as lr_table_main
+
+    with pytest.raises(ValueError) as field_error:
+        check_fields({"layer_map": pattern})
+    with pytest.raises(ValueError) as resolve_error:
+        resolve_layer_map(pattern, ["blocks.0.w"])
+    assert str(field_error.value) == str(resolve_error.value)
+    assert str(field_error.value).startswith("`layer_map` must be ")
+    with pytest.raises(ValueError) as pattern_error:
+        LayerMap(pattern=pattern)
+    assert str(pattern_error.value).startswith("`pattern` must be a regular expression whose one group")
+    for error in (field_error, pattern_error):
+        assert f"{pattern!r} " in str(error.value) and problem in str(error.value)
+    with pytest.raises(SystemExit):
+        lr_table_main(["--layers", "1", "--pattern", pattern])
+    assert f"argument --pattern: {pattern!r} {problem}" in capsys.readouterr().err

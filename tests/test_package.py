@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import paddle_llrd
-from paddle_llrd.__main__ import COMMANDS, main as cli_main
+from paddle_llrd.cli import COMMANDS, main as cli_main
 from paddle_llrd.models.synthetic import make_majority_task
 from paddle_llrd.models.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
 

@@ -23,7 +23,7 @@ from paddle import nn
 
 from paddle_llrd import AdamWDL, LayerMap, layer_decay_param_groups, param_groups_table, resolve_layer_map
 from paddle_llrd.layer_decay.layer_maps import build_name_dict
-from paddle_llrd.layer_decay.lr_table import main as lr_table_main
+from paddle_llrd.cli.lr_table import main as lr_table_main
 from paddle_llrd.layer_decay.param_groups import format_param_groups_table
 from paddle_llrd.models.skeletons import build_skeleton
 from paddle_llrd.models.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification

@@ -3,6 +3,7 @@ its ``key=value`` overrides, refused stages and keys, and the arguments class
 against PaddleFormers' own ``FinetuningArguments`` defaults."""
 from __future__ import annotations
 
+import json
 import re
 import sys
 
@@ -12,7 +13,7 @@ from paddleformers.cli.hparams.finetuning_args import FinetuningArguments
 from paddleformers.cli.train.sft import workflow as sft_workflow
 from paddleformers.cli.train.sft.sft_trainer import SFTTrainer
 
-from paddle_llrd.integrations import paddleformers_cli as cli
+from paddle_llrd.cli import train as cli
 
 
 def test_overrides_merge_into_the_file(tmp_path):
@@ -257,3 +258,15 @@ def test_a_folder_is_no_config_and_an_override_that_does_not_merge_is_named(tmp_
     with pytest.raises(ValueError, match=r"^overrides \['max_steps=\[1'\] do not parse or merge into CONFIG '.*d\.yaml': "
                                          r"did not find expected ',' or '\]'$"):
         cli.read_config(str(path), ["max_steps=[1"])
+
+
+def test_the_command_checks_its_config_once(tmp_path, monkeypatch):
+    """check_config ran in main and again in run_workflow (issue 26.4)."""
+    checks = []
+    check_config = cli.check_config
+    monkeypatch.setattr(cli, "check_config", lambda config, classes: checks.append(config) or check_config(config, classes))
+    trained = []
+    monkeypatch.setattr(cli.cli_tuner, "run_tuner", trained.append)
+    (tmp_path / "config.json").write_text(json.dumps(_valid_config(tmp_path, device="cpu", compute_type="float32")))
+    assert cli.main([str(tmp_path / "config.json")]) == 0
+    assert len(checks) == 1 and len(trained) == 1 and trained[0]["stage"] == "SFT"

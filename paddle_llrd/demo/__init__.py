@@ -14,8 +14,6 @@ Modules: :mod:`~paddle_llrd.demo.data` (the two tasks),
 :mod:`~paddle_llrd.demo.experiment` (pretraining and fine-tuning),
 :mod:`~paddle_llrd.demo.metrics` (accuracy, layer change),
 :mod:`~paddle_llrd.demo.report` (tables, results.json),
-:mod:`~paddle_llrd.demo.plots` (figures), :mod:`~paddle_llrd.demo.cli` (flags).
+:mod:`~paddle_llrd.demo.plots` (figures); the command's flags and run
+order are :mod:`paddle_llrd.cli.demo`.
 """
-from .cli import main
-
-__all__ = ["main"]

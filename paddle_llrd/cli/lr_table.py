@@ -51,7 +51,7 @@ size (biases, norms, 1-D parameters and ViT tokens do not decay; see
 :mod:`paddle_llrd.layer_decay.param_groups`).
 
 Example:
-    >>> from paddle_llrd.layer_decay.lr_table import main
+    >>> from paddle_llrd.cli.lr_table import main
     >>> main(["--layers", "2", "--decay", "0.5", "--learning-rate", "1.0"])  # doctest: +ELLIPSIS
     group: prefix / name ...
     embeddings: bert.embeddings.
@@ -85,16 +85,17 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import re
 
 from paddle import nn
 
-from ..command_line import finite_number, integer_at_least
-from ..optim.adamwdl import AdamWDL
-from .layer_maps import FAMILY_PATTERNS, LayerMap, build_name_dict, no_decay_parameter_names, resolve_layer_map
-from .param_groups import format_param_groups_table, layer_decay_param_groups, param_groups_table
-from .group_names import LayerGroupNames, layer_group_names
-from ..models.skeletons import SKELETONS, build_skeleton, llama_for_lr_table
+from paddle_llrd.argument_checks import block_regex_problem
+from paddle_llrd.cli.arguments import finite_number, integer_at_least
+from paddle_llrd.layer_decay.group_names import LayerGroupNames, layer_group_names
+from paddle_llrd.layer_decay.layer_maps import (
+    FAMILY_PATTERNS, LayerMap, build_name_dict, no_decay_parameter_names, resolve_layer_map)
+from paddle_llrd.layer_decay.param_groups import format_param_groups_table, layer_decay_param_groups, param_groups_table
+from paddle_llrd.models.skeletons import SKELETONS, build_skeleton, llama_for_lr_table
+from paddle_llrd.optim.adamwdl import AdamWDL
 
 
 def load_factory(spec: str):
@@ -122,15 +123,10 @@ _count = integer_at_least(1)
 
 
 def _block_pattern(text: str) -> str:
-    """A regular expression with exactly one group (the block index), as ``layer_map`` takes it."""
-    try:
-        groups = re.compile(text).groups
-    except re.error as exc:
-        raise argparse.ArgumentTypeError(f"{text!r} is no regular expression: {exc}") from None
-    if groups != 1:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} has {groups} groups; it needs exactly one, capturing the block index, e.g. '^stages\\.(\\d+)\\.'"
-        )
+    """``--pattern``: a regular expression with exactly one group (the block index), as ``layer_map`` takes it."""
+    problem = block_regex_problem(text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(f"{text!r} {problem}")
     return text
 
 

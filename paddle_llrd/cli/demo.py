@@ -8,11 +8,11 @@ import time
 
 import numpy as np
 
-from ..models.vit import TinyViTConfig
-from . import report
-from .data import DATASET_NAME, few_shot_indices, load_transfer_task
-from .experiment import FineTuneRun, Pretrained, TrainSettings, fine_tune, pretrain
-from .plots import write_plots
+from paddle_llrd.demo import report
+from paddle_llrd.demo.data import DATASET_NAME, few_shot_indices, load_transfer_task
+from paddle_llrd.demo.experiment import FineTuneRun, Pretrained, TrainSettings, fine_tune, pretrain
+from paddle_llrd.demo.plots import write_plots
+from paddle_llrd.models.vit import TinyViTConfig
 
 # The default run takes about 50 s of CPU time (one core); --quick is the test suite's few-second run.
 DEFAULTS = dict(seeds=list(range(8)), decays=[0.75, 0.5], steps=100, pretrain_steps=400, layers=4, hidden=64)

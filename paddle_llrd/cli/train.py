@@ -16,7 +16,7 @@ subclass of the CLI's own trainer with :class:`LLRDTrainer` mixed in
 ``DPO``).
 
 Before anything loads, the config is checked
-(:mod:`paddle_llrd.integrations._cli_checks`: keys, stage, paddle_llrd's
+(:mod:`paddle_llrd.cli.train_checks`: keys, stage, paddle_llrd's
 fields, model folder, dataset paths); the command line says a mistake in one
 line on stderr with exit status 2.
 
@@ -75,17 +75,19 @@ try:
     from paddleformers.cli.train.sft import workflow as sft_workflow
     from paddleformers.cli.train.sft.sft_trainer import SFTTrainer
 except ImportError as exc:  # paddleformers' CLI extras (omegaconf, ...) absent
-    from paddle_llrd.integrations._trainer import framework_import_error
-
-    raise framework_import_error(__name__, "PaddleFormers 1.2.0 with its CLI", PADDLEFORMERS_REQUIREMENT, exc) from exc
+    raise ImportError(
+        f"the train command needs PaddleFormers 1.2.0 with its CLI; install it with: {PADDLEFORMERS_REQUIREMENT} "
+        f"(or `pip install -r requirements-paddleformers.txt` from the paddle_llrd repository). "
+        f"The import failed with: {exc}"
+    ) from exc
 
 from paddleformers.trainer.trainer_callback import TrainerState
 from paddleformers.trainer.trainer_utils import get_last_checkpoint
 from paddleformers.utils.env import TRAINER_STATE_NAME
 
-from paddle_llrd.command_line import integer_at_least
+from paddle_llrd.cli.arguments import integer_at_least
 from paddle_llrd.integrations._arguments import LLRDArgumentsMixin
-from paddle_llrd.integrations._cli_checks import LLRD_STAGES, check_config, field_defaults
+from paddle_llrd.cli.train_checks import LLRD_STAGES, check_config, field_defaults
 from paddle_llrd.integrations.paddleformers import LLRDTrainer, LLRDTrainingArguments
 
 __all__ = [
@@ -385,15 +387,19 @@ def run_workflow(config: Dict[str, Any], chosen: Optional[Dict[str, Tuple[Any, A
     changed defaults.
 
     Raises:
-        ValueError, TypeError: what :func:`~paddle_llrd.integrations._cli_checks.check_config`
+        ValueError, TypeError: what :func:`~paddle_llrd.cli.train_checks.check_config`
             refuses before anything loads (a key no arguments class knows, a
             ``stage`` whose workflow trains with a trainer of its own, such
             as ``ernie_pretrain``, a bad value of paddle_llrd's fields, a
             missing model folder or dataset), then what PaddleFormers refuses
             while it builds the arguments.
     """
-    config = check_config(config, _train_arguments_classes())
-    _announce_changed_defaults(config, chosen or {})
+    _run_checked(check_config(config, _train_arguments_classes()), chosen or {})
+
+
+def _run_checked(config: Dict[str, Any], chosen: Dict[str, Tuple[Any, Any, str]]) -> None:
+    """:func:`run_workflow` for a config that :func:`check_config` has returned."""
+    _announce_changed_defaults(config, chosen)
     with _llrd_classes():
         cli_tuner.run_tuner(dict(config))
 
@@ -523,7 +529,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"[paddle_llrd] launching {nproc} ranks: {shlex.join(command)}", file=sys.stderr, flush=True)
         return subprocess.call(command, env=env)
     try:
-        run_workflow(config, chosen)
+        _run_checked(config, chosen)
     except (ValueError, TypeError) as exc:
         if not _raised_while_building_arguments(exc):
             raise
