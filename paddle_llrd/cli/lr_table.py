@@ -1,54 +1,16 @@
 """``python -m paddle_llrd lr-table``: what each parameter will learn with.
 
-Builds :class:`~paddle_llrd.AdamWDL` for a model and prints its
-:meth:`~paddle_llrd.AdamWDL.param_lr_table`: every parameter's structured
-name (under a line for its layer group, which gives the group's name and
-the prefix its parameters' names share), its layer group under the name the
-Trainer's logs give it
-(``learning_rate/<group>``: ``embeddings``, ``layer_N`` for block ``N``,
-``head`` for heads and final norms; see
-:mod:`paddle_llrd.layer_decay.group_names`), its ratio
-``decay ** (n_layers + 1 - layer id)`` (layer id 0 for the embeddings,
-``N + 1`` for block ``N``, ``n_layers + 1`` for the head), its effective
-learning rate ``lr * ratio``, whether it is weight-decayed (bias and norm
-parameters are not, as in PaddleNLP's ``Trainer``; ``--decay-all`` decays
-everything) and its weight decay — the check to make before a long run. For
-BERT names the ratios are exactly those of
-:func:`paddle_llrd.layerwise_lr_decay`.
-
-The model is a tiny built-in stack named like a family (``--arch bert``,
-PaddleNLP-style BERT, the default; ``hf_bert``, Hugging Face-style BERT;
-``gpt``, ``gpt2``, ``llama``, ``vit``) with ``--layers N`` blocks, or a user's
-factory (``--model package.module:factory``, called without arguments).
-``--arch llama`` is a tiny PaddleFormers ``LlamaForCausalLM`` where
-PaddleFormers imports, else a stand-in with its parameter names (the last
-line says which); its head is tied to the embeddings as PaddleFormers'
-``LlamaConfig`` has it by default (``--no-tie-word-embeddings`` unties it):
-a tied head is listed once, as ``model.embed_tokens.weight``, in the group
-``embeddings_tied_head``, and a line under the table says so. Both
-styles read the blocks with
-:func:`~paddle_llrd.layer_decay.layer_maps.resolve_layer_map` (``--pattern``,
-else ``--family``), as :func:`~paddle_llrd.layer_decay_param_groups` and the
-Trainer integrations do, so a model with no block these find is refused by
-both.
-
-A bad flag is a one-line usage error (exit status 2) naming it:
-``--decay`` must be a finite number > 0 in both styles. A decay of 0 is no
-layer-wise decay but a freeze (every ratio below the heads is
-:math:`0^k = 0`), which :class:`~paddle_llrd.layer_decay.layer_maps.LayerMap`'s
-:math:`d^{\,n_\text{layers}+1-k}` does not mean; under AdamWDL those
-parameters would still be weight-decayed (its decay uses the lr before the
-ratio) and so shrink without learning, and ``layer_decay_param_groups`` and
-the Trainer's ``layerwise_decay`` refuse it. To freeze layers, set their
-parameters' ``stop_gradient=True``. ``--learning-rate`` and
-``--weight-decay`` must be finite and >= 0, ``--pattern`` a regular
-expression with one group, ``--model`` an importable factory.
-
-``--style groups`` prints instead the parameter groups
-:func:`~paddle_llrd.layer_decay_param_groups` builds for any Paddle optimizer:
-one line per group with its layer, lr factor, effective lr, weight decay and
-size (biases, norms, 1-D parameters and ViT tokens do not decay; see
-:mod:`paddle_llrd.layer_decay.param_groups`).
+Builds :class:`~paddle_llrd.AdamWDL` for a model (a tiny built-in stack
+named like a family, ``--arch``, or a user's factory, ``--model
+package.module:factory``) and prints its
+:meth:`~paddle_llrd.AdamWDL.param_lr_table` by layer group (the groups named
+as the Trainer's logs name them, :mod:`paddle_llrd.layer_decay.group_names`);
+``--style groups`` prints instead the groups of
+:func:`~paddle_llrd.layer_decay_param_groups`. Both styles read the blocks
+with :func:`~paddle_llrd.layer_decay.layer_maps.resolve_layer_map`
+(``--pattern``, else ``--family``). A bad flag is a one-line usage error
+(exit status 2) naming it. The flags and the table are described in
+:doc:`/layer_maps` ("The table for each family").
 
 Example:
     >>> from paddle_llrd.cli.lr_table import main

@@ -492,14 +492,16 @@ class PipelineLayerMap(LayerMap):
 
     Examples:
         >>> layer_map = PipelineLayerMap(
-        ...     prefixes=["model", "model.layers.0", "model.layers.1", "model.norm", "lm_head"],
-        ...     shared_positions={"model_shared_weight": 0})
+        ...     prefixes=["model", "model.layers.0", "model.layers.1",
+        ...               "model.norm", "lm_head"],
+        ...     shared_positions={"tied": 0})
         >>> layer_map.n_layers
         2
         >>> layer_map.global_name("2.mlp.up_proj.weight")
         'model.layers.1.mlp.up_proj.weight'
-        >>> [layer_map.layer_id(name) for name in ("1.mlp.up_proj.weight", "3.weight", "4.weight",
-        ...                                        "shared_layers.model_shared_weight.weight")]
+        >>> names = ("1.mlp.up_proj.weight", "3.weight", "4.weight",
+        ...          "shared_layers.tied.weight")
+        >>> [layer_map.layer_id(name) for name in names]
         [1, 3, 3, 0]
     """
 
