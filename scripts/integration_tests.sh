@@ -38,6 +38,9 @@ if [ "$stale" = 1 ]; then
     touch "$STAMP"
 fi
 
-# The integration module's docstring example runs here as a doctest; every
-# other environment skips a module whose Trainer package is missing (conftest.py).
-exec "$PY" -m pytest -q "tests_$NAME" paddle_llrd/integrations "$@"
+# The integration modules' docstring examples (and those of the train command,
+# which needs PaddleFormers) run here as doctests; every other environment
+# skips a module whose Trainer package is missing (conftest.py).
+DOCTESTS=(paddle_llrd/integrations)
+if [ "$NAME" = paddleformers ]; then DOCTESTS+=(paddle_llrd/cli/train.py paddle_llrd/cli/train_checks.py); fi
+exec "$PY" -m pytest -q "tests_$NAME" "${DOCTESTS[@]}" "$@"
