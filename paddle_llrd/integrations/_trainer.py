@@ -50,7 +50,19 @@ __all__ = ["LLRDTrainerMixin", "framework_import_error", "with_framework_events"
 def with_framework_events(callback_class: type, framework_class: type) -> type:
     """``callback_class`` mixed in before a framework's callback class
     (its ``TrainerCallback``, which handles every event ``callback_class``
-    does not, or a callback to extend such as its ``VisualDLCallback``)."""
+    does not, or a callback to extend such as its ``VisualDLCallback``).
+
+    Examples:
+        >>> class FrameworkCallback:
+        ...     def on_log(self, *args, **kwargs):
+        ...         return "framework"
+        >>> class Mine:
+        ...     def on_train_begin(self, *args, **kwargs):
+        ...         return "mine"
+        >>> callback = with_framework_events(Mine, FrameworkCallback)()
+        >>> callback.on_train_begin(), callback.on_log(), type(callback).__name__
+        ('mine', 'framework', 'Mine')
+    """
     return type(callback_class.__name__, (callback_class, framework_class), {"__module__": callback_class.__module__})
 
 

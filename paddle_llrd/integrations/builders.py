@@ -163,6 +163,13 @@ def layer_settings(
             optimizer the Trainer would build when ``optimizer_given``; a
             ``layerwise_decay != 1`` for a model whose names ``layer_map``
             finds no block in.
+
+    Examples:
+        >>> from types import SimpleNamespace
+        >>> from paddle_llrd.models.skeletons import build_skeleton
+        >>> settings = layer_settings(SimpleNamespace(layerwise_decay=0.5), build_skeleton("llama", 2))
+        >>> settings.n_layers, settings.layer_map.ratio("model.layers.0.mlp.up_proj.weight", 0.5)
+        (2, 0.25)
     """
     layerwise_decay = _keyword_or_argument(args, "layerwise_decay", layerwise_decay, 1.0)
     if optimizer_given:
@@ -335,6 +342,17 @@ def build_scheduler(args: Any, num_training_steps: int) -> LRScheduler:
     ``ReduceOnPlateau`` is checked against the evaluation settings
     (:func:`~paddle_llrd.integrations.plateau.check_plateau`) and comes back
     as a :class:`~paddle_llrd.integrations.plateau.MetricSteppedSchedule`.
+
+    Examples:
+        >>> from types import SimpleNamespace
+        >>> args = SimpleNamespace(lr_scheduler_type="linear", learning_rate=1.0, warmup_steps=2,
+        ...                        warmup_ratio=0.0, num_cycles=0.5, lr_end=1e-7, power=1.0)
+        >>> schedule, lrs = build_scheduler(args, num_training_steps=4), []
+        >>> for _ in range(4):
+        ...     lrs.append(schedule())
+        ...     schedule.step()
+        >>> lrs
+        [0.0, 0.5, 1.0, 0.5]
     """
     name = plain_name(args.lr_scheduler_type)
     warmup = warmup_steps(args, num_training_steps)
