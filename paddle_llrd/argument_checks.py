@@ -261,3 +261,38 @@ def checked_block_regex(value: Any, argument: str, *, families: Iterable[str] = 
             f"`{argument}` must be {kinds} whose one group captures the block index; {value!r} {no_family}{problem}"
         )
     return value
+
+
+# --- integrations ---
+def checked_field_number(value: Any, field: str, expected: str) -> float:
+    """A ``TrainingArguments`` field that must be a real number, as a float; else ``TypeError``.
+
+    The range is the caller's to check; ``expected`` says it in the message.
+
+    Examples:
+        >>> checked_field_number(0.8, "layerwise_decay", "a real number such as 0.8")
+        0.8
+        >>> checked_field_number("0.8", "layerwise_decay", "a real number such as 0.8")
+        Traceback (most recent call last):
+        ...
+        TypeError: layerwise_decay must be a real number such as 0.8, got str '0.8'
+    """
+    if not is_real_number(value):
+        raise TypeError(f"{field} must be {expected}, got {type(value).__name__} {value!r}")
+    return float(value)
+
+
+def checked_field_bool(value: Any, field: str) -> bool:
+    """A ``TrainingArguments`` field that must be a bool; else ``TypeError``.
+
+    Examples:
+        >>> checked_field_bool(True, "ema_eval")
+        True
+        >>> checked_field_bool("yes", "ema_eval")
+        Traceback (most recent call last):
+        ...
+        TypeError: ema_eval must be a bool (true/false), got str 'yes'
+    """
+    if not isinstance(value, bool):
+        raise TypeError(f"{field} must be a bool (true/false), got {type(value).__name__} {value!r}")
+    return value

@@ -16,7 +16,7 @@ import paddle
 
 import mode_runner as runner
 from paddle_llrd import AdamWDL, ExponentialMovingAverage, WeightDecaySchedule, layer_decay_param_groups
-from paddle_llrd.integrations._trainer import _step_changed_weights
+from paddle_llrd.integrations.averaging import step_changed_weights
 from reference_adamw import ReferenceAdamW, layer_ratio
 
 NUM_STEPS = 5
@@ -244,7 +244,7 @@ def check_plans_kept_across_a_weight_decay_schedule(dtype: str, expect_fp32_fall
 
 def check_overflow_leaves_ema_schedule_and_weights(*, amp: bool, grouped: bool, overflow_step: int = 2) -> None:
     """An AdamWDL with a weight-decay schedule and an EMA updated when
-    ``_step_changed_weights`` says the step changed the weights (what the
+    ``step_changed_weights`` says the step changed the weights (what the
     Trainer integration does). With ``amp`` (GPU only) step ``overflow_step``
     overflows under a ``GradScaler``: the weights, the accumulators, the EMA
     and the schedule stay as they were, and the run afterwards is the float64
@@ -285,7 +285,7 @@ def check_overflow_leaves_ema_schedule_and_weights(*, amp: bool, grouped: bool, 
             scaler.step(opt)
             scaler.update()
         opt.clear_grad()
-        if _step_changed_weights(None, scaler):
+        if step_changed_weights(None, scaler):
             ema.update()
         if overflow:
             after = optimizer_state(model, opt)

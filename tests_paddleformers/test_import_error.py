@@ -30,7 +30,9 @@ def test_import_with_paddleformers_works_in_this_environment():
     assert "IMPORTED" in import_output(MODULE, "no-such-package")
 
 
-@pytest.mark.parametrize("module", ["paddle_llrd.integrations._arguments", "paddle_llrd.integrations._trainer"])
+@pytest.mark.parametrize("module", [f"paddle_llrd.integrations.{name}" for name in (
+    "_arguments", "_trainer", "averaging", "builders", "layer_logging", "plateau", "requirements", "run_state",
+    "visualdl")])
 @pytest.mark.parametrize("framework", ["paddleformers", "paddlenlp"])
 def test_the_shared_implementation_imports_no_framework(module, framework):
     assert "IMPORTED" in import_output(module, framework)

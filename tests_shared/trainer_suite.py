@@ -40,7 +40,7 @@ from trainer_checks import (
 
 import paddle_llrd
 from paddle_llrd import layerwise_lr_decay
-from paddle_llrd.integrations._trainer import STATE_FILE
+from paddle_llrd.integrations.run_state import STATE_FILE
 
 # --- layer decay from the arguments ---------------------------------------------------------------
 def test_layerwise_decay_field_gives_each_parameter_its_ratio(kit, tmp_path):

@@ -12,7 +12,21 @@ that module is imported, so ``import paddle_llrd`` never needs them:
 Both train with :class:`paddle_llrd.AdamWDL` and schedules from
 :func:`paddle_llrd.get_scheduler`, and take layer decay, the layer map, a
 weight-decay schedule and an EMA of the weights from their
-``TrainingArguments`` fields. They are two thin modules over one
-implementation: ``_arguments`` (the fields and their checks, framework-free)
-and ``_trainer`` (the ``Trainer`` mixin).
+``TrainingArguments`` fields. They are two thin modules, each binding its
+framework's classes, over one framework-free implementation:
+
+- ``_arguments``: the ``TrainingArguments`` fields and their checks;
+- ``_trainer``: the ``Trainer`` mixin, which overrides the Trainer's hooks
+  and delegates to the modules below;
+- :mod:`~paddle_llrd.integrations.builders`: the layer ratios, the optimizer
+  and the lr schedule built from the arguments;
+- callbacks, one concern each: :mod:`~paddle_llrd.integrations.averaging`
+  (the EMA), :mod:`~paddle_llrd.integrations.plateau`
+  (``reduce_lr_on_plateau`` on the evaluation metric),
+  :mod:`~paddle_llrd.integrations.layer_logging` (per-group lrs, weight
+  decay and gradient norms in the logs), :mod:`~paddle_llrd.integrations.run_state`
+  (what a checkpoint keeps beyond the framework's files, and the resume);
+- :mod:`~paddle_llrd.integrations.visualdl` (VisualDL's record of bool
+  arguments) and :mod:`~paddle_llrd.integrations.requirements` (what to
+  install when a framework does not import).
 """

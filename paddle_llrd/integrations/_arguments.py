@@ -29,12 +29,17 @@ import dataclasses
 import inspect
 import json
 import math
-import numbers
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
-from paddle_llrd.argument_checks import checked_block_regex, checked_layerwise_decay, did_you_mean
+from paddle_llrd.argument_checks import (
+    checked_block_regex,
+    checked_field_bool,
+    checked_field_number,
+    checked_layerwise_decay,
+    did_you_mean,
+)
 from paddle_llrd.schedules import registry
 from paddle_llrd.layer_decay.layer_maps import FAMILY_PATTERNS
 from paddle_llrd.schedules.weight_decay import WEIGHT_DECAY_STYLES
@@ -50,6 +55,7 @@ __all__ = [
     "check_scheduler_kwargs",
     "number_from_text",
     "plain_name",
+    "schedule_takes_warmup",
 ]
 
 #: Where :meth:`LLRDTrainer.save_model` writes the averaged model, under its output directory.
@@ -74,12 +80,6 @@ _NUMERIC_ANNOTATIONS = {
 def plain_name(value: Any) -> str:
     """An argument such as ``lr_scheduler_type`` or ``optim`` as a plain string (the frameworks store enums)."""
     return str(getattr(value, "value", value))
-
-
-def _real(value: Any, field_name: str, expected: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{field_name} must be {expected}, got {type(value).__name__} {value!r}")
-    return float(value)
 
 
 def _numeric_type(annotation: Any, default: Any) -> Optional[type]:
@@ -134,7 +134,7 @@ def _numbers_from_text(arguments: Any) -> None:
 
 def check_layerwise_decay(value: Any) -> float:
     """``layerwise_decay`` as a float: finite and ``> 0`` (``1.0`` is no decay); warns above 1."""
-    return checked_layerwise_decay(_real(value, "layerwise_decay", "a real number such as 0.8"))
+    return checked_layerwise_decay(checked_field_number(value, "layerwise_decay", "a real number such as 0.8"))
 
 
 def check_layer_map(value: Any) -> str:
@@ -144,16 +144,10 @@ def check_layer_map(value: Any) -> str:
 
 def check_ema_decay(value: Any) -> float:
     """``ema_decay`` as a float in ``[0, 1)``; ``0`` turns the average off."""
-    decay = _real(value, "ema_decay", "a real number in [0, 1)")
+    decay = checked_field_number(value, "ema_decay", "a real number in [0, 1)")
     if not 0.0 <= decay < 1.0:  # NaN fails both
         raise ValueError(f"ema_decay must lie in [0, 1) (0 turns the average off), got {value!r}")
     return decay
-
-
-def _check_bool(value: Any, field_name: str) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(f"{field_name} must be a bool (true/false), got {type(value).__name__} {value!r}")
-    return value
 
 
 def _check_weight_decay_schedule(weight_decay: Any, end: Any, style: Any) -> Optional[float]:
@@ -167,10 +161,10 @@ def _check_weight_decay_schedule(weight_decay: Any, end: Any, style: Any) -> Opt
                 "weight_decay_end: set weight_decay_end too"
             )
         return None
-    end = _real(end, "weight_decay_end", "a real number >= 0 or None")
+    end = checked_field_number(end, "weight_decay_end", "a real number >= 0 or None")
     if not (math.isfinite(end) and end >= 0.0):
         raise ValueError(f"weight_decay_end must be a finite number >= 0, got {end!r}")
-    start = _real(weight_decay, "weight_decay", "a real number >= 0")
+    start = checked_field_number(weight_decay, "weight_decay", "a real number >= 0")
     if not (math.isfinite(start) and start >= 0.0):
         raise ValueError(f"weight_decay must be a finite number >= 0 for a weight-decay schedule, got {weight_decay!r}")
     if style == "constant" and end != start:
@@ -217,6 +211,36 @@ class SchedulerKwargs(dict):
         super().__init__(options)
 
 
+def _schedule_parameters(name: str) -> Tuple[Dict[str, inspect.Parameter], bool]:
+    """The keyword arguments :func:`~paddle_llrd.get_scheduler` passes on to
+    schedule ``name`` (all but the first, ``learning_rate``; with
+    ``lr_warmup_init`` for a warmup schedule), and whether it takes any
+    (``**kwargs``). The one reader of a schedule's signature here.
+
+    Raises:
+        ValueError: ``name`` is not registered (the registry's message).
+    """
+    function = registry.schedule_function(name)
+    parameters = list(inspect.signature(function).parameters.values())[1:]
+    named = {p.name: p for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    # get_scheduler adds Megatron's warmup start to these (no public list of them yet: schedule_options will be it)
+    if function in getattr(registry, "_WARMUP_SCHEDULE_FUNCTIONS", ()):
+        named.setdefault("lr_warmup_init", inspect.Parameter("lr_warmup_init", inspect.Parameter.KEYWORD_ONLY,
+                                                             default=0.0))
+    return named, any(p.kind is p.VAR_KEYWORD for p in parameters)
+
+
+def schedule_takes_warmup(name: str) -> bool:
+    """Whether schedule ``name`` takes ``num_warmup_steps`` (or any keyword).
+
+    Examples:
+        >>> schedule_takes_warmup("cosine"), schedule_takes_warmup("constant")
+        (True, False)
+    """
+    named, takes_any = _schedule_parameters(name)
+    return takes_any or "num_warmup_steps" in named
+
+
 def check_scheduler_kwargs(name: str, options: Mapping[str, Any]) -> SchedulerKwargs:
     """``lr_scheduler_kwargs`` checked against the signature of the registry
     function of schedule ``name``: each key must be one of its arguments (a
@@ -239,13 +263,7 @@ def check_scheduler_kwargs(name: str, options: Mapping[str, Any]) -> SchedulerKw
         ...
         ValueError: lr_scheduler_kwargs has the key 'decay_styl', which lr_scheduler_type='warmup_stable_decay' does not take; valid keys: decay_ratio, decay_style, lr_warmup_init, min_lr, min_lr_ratio, num_decay_steps. Did you mean 'decay_style'?
     """
-    function = registry.schedule_function(name)
-    parameters = list(inspect.signature(function).parameters.values())[1:]  # the first one takes learning_rate
-    named = {p.name: p for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
-    if function in getattr(registry, "_WARMUP_SCHEDULE_FUNCTIONS", ()):  # get_scheduler adds Megatron's warmup start
-        named.setdefault("lr_warmup_init", inspect.Parameter("lr_warmup_init", inspect.Parameter.KEYWORD_ONLY,
-                                                             default=0.0))
-    takes_any = any(p.kind is p.VAR_KEYWORD for p in parameters)
+    named, takes_any = _schedule_parameters(name)
     valid = sorted(key for key in named if key not in _SET_BY_THE_TRAINER)
     checked = SchedulerKwargs()
     for key, value in options.items():
@@ -328,8 +346,8 @@ def check_fields(values: Mapping[str, Any]) -> Dict[str, Any]:
         weight_decay, checked["weight_decay_end"], checked["weight_decay_incr_style"]
     )
     checked["ema_decay"] = check_ema_decay(checked["ema_decay"])
-    checked["ema_eval"] = _check_bool(checked["ema_eval"], "ema_eval")
-    checked["log_grad_norms"] = _check_bool(checked["log_grad_norms"], "log_grad_norms")
+    checked["ema_eval"] = checked_field_bool(checked["ema_eval"], "ema_eval")
+    checked["log_grad_norms"] = checked_field_bool(checked["log_grad_norms"], "log_grad_norms")
     min_lr = values.get("min_lr", 0.0)
     clashing = [key for key in _FLOOR_OPTIONS if key in checked["lr_scheduler_kwargs"]]
     if min_lr and clashing:

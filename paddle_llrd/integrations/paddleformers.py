@@ -104,21 +104,23 @@ Examples:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Optional
 
 PADDLEFORMERS_REQUIREMENT = "pip install paddleformers==1.2.0 'numpy<=1.26.4' 'pyarrow<26'"
 
 try:
     from paddleformers.trainer import Trainer, TrainerCallback, TrainingArguments
+    from paddleformers.trainer.integrations import VisualDLCallback
     from paddleformers.trainer.trainer_utils import get_last_checkpoint
     from paddleformers.utils.log import logger
 except ImportError as exc:  # absent, or present without the pins it needs
-    from paddle_llrd.integrations._trainer import framework_import_error
+    from paddle_llrd.integrations.requirements import framework_import_error
 
     raise framework_import_error(__name__, "PaddleFormers 1.2.0", PADDLEFORMERS_REQUIREMENT, exc) from exc
 
 from paddle_llrd.integrations._arguments import LLRDArgumentsMixin, SchedulerKwargs
-from paddle_llrd.integrations._trainer import STATE_FILE, LLRDTrainerMixin, TrainerHooks
+from paddle_llrd.integrations._trainer import LLRDTrainerMixin
+from paddle_llrd.integrations.run_state import STATE_FILE
 from paddle_llrd.layer_decay.layer_maps import no_decay_parameter_names
 
 __all__ = ["STATE_FILE", "LLRDTrainer", "LLRDTrainingArguments", "SchedulerKwargs", "no_decay_parameter_names"]
@@ -178,52 +180,20 @@ class LLRDTrainingArguments(LLRDArgumentsMixin, TrainingArguments):
         super().__post_init__()
 
 
-class _LLRDHooks(TrainerHooks, TrainerCallback):
-    """The LLRDTrainer's own callback events."""
-
-
 class LLRDTrainer(LLRDTrainerMixin, Trainer):
     """A PaddleFormers ``Trainer`` that trains with :class:`paddle_llrd.AdamWDL`
     (see the module documentation).
 
     Takes every argument of :class:`paddleformers.trainer.Trainer`; with
     :class:`LLRDTrainingArguments` its fields drive layer decay, the schedule,
-    the weight-decay schedule and the EMA. The constructor keywords of the
-    PaddleNLP integration work here too (and win over the fields):
-
-    Args:
-        layerwise_decay: the per-layer decay ``d`` (default: the field, else
-            ``1.0``, no decay).
-        n_layers: the number of blocks ``L``; by default the model config's
-            ``num_hidden_layers``, else counted from the parameter names.
-        set_param_lr_fun: a ratio function called as
-            ``set_param_lr_fun(layerwise_decay, name_dict, n_layers, param)``,
-            instead of the ``layer_map`` field.
-
-    Attributes:
-        ema: the :class:`paddle_llrd.ExponentialMovingAverage` when
-            ``ema_decay > 0``, else ``None``.
-        layer_map: the :class:`paddle_llrd.LayerMap` giving the ratios.
-
-    Raises:
-        TypeError: ``layerwise_decay`` is not a real number, ``n_layers``
-            not an int, or ``set_param_lr_fun`` not callable.
-        ValueError: ``layerwise_decay <= 0``, ``n_layers < 1``, a keyword
-            that contradicts its field, layer-decay or weight-decay-ramp
-            settings with an optimizer passed in through ``optimizers=``
-            (which is used as it is), ``layerwise_decay != 1`` for a model
-            whose names ``layer_map`` finds no block in, or
-            ``TrainingArguments.optim`` other than ``"adamw"``.
+    the weight-decay schedule and the EMA. The constructor keywords, the
+    attributes and the errors are those of the PaddleNLP integration (one
+    ``LLRDTrainerMixin`` serves both): ``layerwise_decay``, ``n_layers`` and
+    ``set_param_lr_fun`` win over the fields.
     """
 
-    hooks_class = _LLRDHooks
+    callback_class = TrainerCallback
+    visualdl_callback_class = VisualDLCallback
     find_last_checkpoint = staticmethod(get_last_checkpoint)
     logger = logger
-
-    def _grouped_parameters_decay_fun(self, parameters: Any) -> Optional[Callable[[str], bool]]:
-        """PaddleFormers' rule: a plain list of parameters (what its CLI
-        workflows pass) keeps the bias/norm exclusion; dict groups decay by
-        their own ``weight_decay``."""
-        if isinstance(parameters, (list, tuple)) and parameters and isinstance(parameters[0], dict):
-            return None
-        return self._apply_decay_param_fun()
+    parameter_lists_keep_no_decay = True  # a plain list (what its CLI workflows pass) keeps no-decay for biases

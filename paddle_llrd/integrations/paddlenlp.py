@@ -105,12 +105,13 @@ try:
     from paddlenlp.trainer.trainer_utils import get_last_checkpoint
     from paddlenlp.utils.log import logger
 except ImportError as exc:  # absent, or present without the pins it needs
-    from paddle_llrd.integrations._trainer import framework_import_error
+    from paddle_llrd.integrations.requirements import framework_import_error
 
     raise framework_import_error(__name__, "PaddleNLP 2.8.1", PADDLENLP_REQUIREMENT, exc) from exc
 
 from paddle_llrd.integrations._arguments import LLRDArgumentsMixin, SchedulerKwargs
-from paddle_llrd.integrations._trainer import STATE_FILE, LLRDTrainerMixin, TrainerHooks
+from paddle_llrd.integrations._trainer import LLRDTrainerMixin
+from paddle_llrd.integrations.run_state import STATE_FILE
 from paddle_llrd.layer_decay.layer_maps import no_decay_parameter_names
 
 __all__ = ["STATE_FILE", "LLRDTrainer", "LLRDTrainingArguments", "SchedulerKwargs", "no_decay_parameter_names"]
@@ -137,79 +138,20 @@ class LLRDTrainingArguments(LLRDArgumentsMixin, TrainingArguments):
     """
 
 
-class _LLRDHooks(TrainerHooks, TrainerCallback):
-    """The LLRDTrainer's own callback events."""
-
-
-class _IntHyperparameters:
-    """``TrainingArguments`` as VisualDL's callback reads them, bools as ints
-    in ``to_sanitized_dict`` (everything else is the arguments' own)."""
-
-    def __init__(self, args: TrainingArguments) -> None:
-        self._args = args
-
-    def __getattr__(self, name: str):
-        return getattr(self._args, name)
-
-    def to_sanitized_dict(self) -> dict:
-        return {key: int(value) if isinstance(value, bool) else value
-                for key, value in self._args.to_sanitized_dict().items()}
-
-
-class _VisualDLCallback(VisualDLCallback):
-    """PaddleNLP 2.8.1's VisualDL callback, whose hyperparameter record
-    (``add_hparams``) fails on any bool field (``Expected an int, got a
-    boolean``) with PaddleNLP's own ``TrainingArguments`` too: it gets ints."""
-
-    def on_train_begin(self, args, state, control, **kwargs):
-        return super().on_train_begin(_IntHyperparameters(args), state, control, **kwargs)
-
-
 class LLRDTrainer(LLRDTrainerMixin, Trainer):
     """A PaddleNLP ``Trainer`` that trains with :class:`paddle_llrd.AdamWDL`
     (see the module documentation for the formulas).
 
     Takes every argument of :class:`paddlenlp.trainer.Trainer`; with
     :class:`LLRDTrainingArguments` its fields drive layer decay, the schedule,
-    the weight-decay schedule and the EMA. Three constructor keywords remain
-    (and win over the fields):
-
-    Args:
-        layerwise_decay: the per-layer decay ``d`` (default: the field, else
-            ``1.0``, no decay).
-        n_layers: the number of blocks ``L``; by default the model config's
-            ``num_hidden_layers``, else counted from the parameter names.
-        set_param_lr_fun: a ratio function called as
-            ``set_param_lr_fun(layerwise_decay, name_dict, n_layers, param)``
-            with ``name_dict = {p.name: structured_name}``, instead of the
-            ``layer_map`` field (e.g. :func:`paddle_llrd.layerwise_lr_decay`).
-
-    Attributes:
-        ema: the :class:`paddle_llrd.ExponentialMovingAverage` when
-            ``ema_decay > 0``, else ``None``.
-        layer_map: the :class:`paddle_llrd.LayerMap` giving the ratios.
-
-    An optimizer passed through ``optimizers=(optimizer, scheduler)`` is used
-    as it is (the settings of the optimizer ``LLRDTrainer`` would build then
-    raise ``ValueError``).
-
-    Raises:
-        TypeError: ``layerwise_decay`` is not a real number, ``n_layers``
-            not an int, or ``set_param_lr_fun`` not callable.
-        ValueError: ``layerwise_decay <= 0``, ``n_layers < 1``, a keyword
-            that contradicts its field, layer-decay or weight-decay-ramp
-            settings with an optimizer passed in, ``layerwise_decay != 1`` for a model
-            whose names ``layer_map`` finds no block in, or
-            ``TrainingArguments.optim`` other than ``"adamw"``.
+    the weight-decay schedule and the EMA. The keywords ``layerwise_decay``,
+    ``n_layers`` and ``set_param_lr_fun`` of PaddleNLP's ``AdamWDL`` remain
+    (and win over the fields); they, the attributes (``ema``, ``layer_map``,
+    ``n_layers``, ...) and the errors are those of the shared
+    ``LLRDTrainerMixin``.
     """
 
-    hooks_class = _LLRDHooks
+    callback_class = TrainerCallback
+    visualdl_callback_class = VisualDLCallback
     find_last_checkpoint = staticmethod(get_last_checkpoint)
     logger = logger
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        # report_to's VisualDL (PaddleNLP's default), whatever TrainingArguments the trainer was given
-        for index, callback in enumerate(self.callback_handler.callbacks):
-            if type(callback) is VisualDLCallback:
-                self.callback_handler.callbacks[index] = _VisualDLCallback(callback.vdl_writer)

@@ -1,0 +1,126 @@
+"""What a Trainer run keeps beyond the framework's checkpoint files, and its resume.
+
+Each checkpoint directory gets one more file, :data:`STATE_FILE`, with the
+EMA's state and the weight-decay schedule's position (the frameworks'
+unified-checkpoint format keeps only the optimizer's tensors):
+:func:`save_run_state` writes it after the framework's checkpoint, and
+:class:`RunStateCallback` reads it back when a resumed run begins.
+"""
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Any, Callable, Dict, Optional
+
+import paddle
+
+from paddle_llrd.optim.ema import ExponentialMovingAverage
+
+__all__ = ["STATE_FILE", "RunStateCallback", "checkpoint_directory", "resolved_checkpoint", "run_state",
+           "save_run_state"]
+
+#: The file each checkpoint directory gets for the EMA and the weight-decay schedule.
+STATE_FILE = "paddle_llrd_state.pdparams"
+# Both frameworks name checkpoint directories f"{PREFIX_CHECKPOINT_DIR}-{global_step}" in output_dir.
+_CHECKPOINT_PREFIX = "checkpoint"
+
+
+def checkpoint_directory(output_dir: str, global_step: int) -> str:
+    """The directory the frameworks' ``_save_checkpoint`` writes at ``global_step``.
+
+    Examples:
+        >>> checkpoint_directory("out", 3)
+        'out/checkpoint-3'
+    """
+    return os.path.join(output_dir, f"{_CHECKPOINT_PREFIX}-{global_step}")
+
+
+def resolved_checkpoint(
+    resume_from_checkpoint: Any, output_dir: str, find_last_checkpoint: Callable[[str], Optional[str]]
+) -> Any:
+    """``train``'s ``resume_from_checkpoint``: ``True`` is the last checkpoint
+    in ``output_dir`` (``find_last_checkpoint``, the framework's
+    ``get_last_checkpoint``), ``False`` none, anything else as given.
+
+    Raises:
+        ValueError: ``True`` but ``output_dir`` has no checkpoint.
+    """
+    if not isinstance(resume_from_checkpoint, bool):
+        return resume_from_checkpoint
+    if not resume_from_checkpoint:
+        return None
+    checkpoint = find_last_checkpoint(output_dir)
+    if checkpoint is None:
+        raise ValueError(f"resume_from_checkpoint=True but {output_dir} has no checkpoint")
+    return checkpoint
+
+
+def run_state(ema: Optional[ExponentialMovingAverage], optimizer: Any) -> Dict[str, Any]:
+    """The entries of :data:`STATE_FILE`: ``"ema"`` (a registered EMA's state)
+    and ``"weight_decay_schedule"`` (the optimizer's schedule's), where there are any."""
+    state: Dict[str, Any] = {}
+    if ema is not None and ema.registered:
+        state["ema"] = ema.state_dict()
+    schedule = getattr(optimizer, "weight_decay_schedule", None)
+    if schedule is not None:
+        state["weight_decay_schedule"] = schedule.state_dict()
+    return state
+
+
+def save_run_state(args: Any, global_step: int, ema: Optional[ExponentialMovingAverage], optimizer: Any) -> None:
+    """Write :func:`run_state` into the checkpoint directory of ``global_step``,
+    when there is any, this process saves and the framework wrote that directory."""
+    state = run_state(ema, optimizer)
+    directory = checkpoint_directory(args.output_dir, global_step)
+    if state and args.should_save and os.path.isdir(directory):
+        paddle.save(state, os.path.join(directory, STATE_FILE))
+
+
+class RunStateCallback:
+    """Trainer callback: when a run resumed from :attr:`resume_from` begins,
+    the EMA and the optimizer's weight-decay schedule continue from its
+    :data:`STATE_FILE` (the EMA keeps this run's ``decay``, as the lr
+    schedule keeps this run's settings). Without that file they restart
+    (the schedule at the global step), with a ``UserWarning`` each.
+
+    Comes after :class:`~paddle_llrd.integrations.averaging.EMACallback`,
+    which registers the EMA.
+    """
+
+    def __init__(self, ema: Optional[ExponentialMovingAverage]) -> None:
+        self.ema = ema
+        #: The checkpoint directory the coming ``train`` resumes from (set by it), or ``None``.
+        self.resume_from: Optional[str] = None
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, optimizer: Any = None, **kwargs: Any) -> None:
+        saved: Dict[str, Any] = {}
+        if self.resume_from is not None:
+            path = os.path.join(self.resume_from, STATE_FILE)
+            if os.path.isfile(path):
+                saved = paddle.load(path)
+        resumed = self.resume_from is not None and state.global_step > 0
+        if self.ema is not None:
+            if saved.get("ema") is not None:
+                decay = self.ema.decay
+                self.ema.set_state_dict(saved["ema"])
+                self.ema.decay = decay
+            elif resumed:
+                warnings.warn(
+                    f"{self.resume_from} has no EMA in {STATE_FILE}: the average starts again at the "
+                    f"resumed weights (step {state.global_step})",
+                    UserWarning,
+                    stacklevel=2,
+                )
+        schedule = getattr(optimizer, "weight_decay_schedule", None)
+        if schedule is None:
+            return
+        if saved.get("weight_decay_schedule") is not None:
+            schedule.set_state_dict(saved["weight_decay_schedule"])
+        elif resumed and schedule.current_step == 0:  # not restored by an optimizer of the caller's either
+            warnings.warn(
+                f"{self.resume_from} has no weight-decay schedule position in {STATE_FILE}: the schedule "
+                f"resumes at the trainer's global step {state.global_step}",
+                UserWarning,
+                stacklevel=2,
+            )
+            schedule.current_step = state.global_step
