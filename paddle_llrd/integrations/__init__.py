@@ -15,8 +15,8 @@ weight-decay schedule and an EMA of the weights from their
 ``TrainingArguments`` fields. They are two thin modules, each binding its
 framework's classes, over one framework-free implementation:
 
-- ``_arguments``: the ``TrainingArguments`` fields and their checks;
-- ``_trainer``: the ``Trainer`` mixin, which overrides the Trainer's hooks
+- :mod:`~paddle_llrd.integrations.arguments`: the ``TrainingArguments`` fields and their checks;
+- :mod:`~paddle_llrd.integrations.trainer`: the ``Trainer`` mixin, which overrides the Trainer's hooks
   and delegates to the modules below;
 - :mod:`~paddle_llrd.integrations.builders`: the layer ratios, the optimizer
   and the lr schedule built from the arguments;

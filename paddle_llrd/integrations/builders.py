@@ -16,7 +16,7 @@ import paddle
 from paddle.optimizer.lr import LRScheduler, ReduceOnPlateau
 
 from paddle_llrd.argument_checks import LAYERWISE_DECAY_ABOVE_ONE, checked_count, stacklevel_outside_package
-from paddle_llrd.integrations._arguments import check_layerwise_decay, plain_name, schedule_takes_warmup
+from paddle_llrd.integrations.arguments import check_layerwise_decay, plain_name, schedule_takes_warmup
 from paddle_llrd.integrations.plateau import MetricSteppedSchedule, check_plateau
 from paddle_llrd.layer_decay.layer_maps import LayerMap, build_name_dict, no_decay_parameter_names, resolve_layer_map
 from paddle_llrd.optim.adamwdl import EXTRA_STATE_KEYS, WEIGHT_DECAY_SCHEDULE_KEY, AdamWDL

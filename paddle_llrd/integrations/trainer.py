@@ -20,7 +20,7 @@ from typing import Any, Callable, Dict, Optional
 
 from paddle.optimizer.lr import LRScheduler
 
-from paddle_llrd.integrations._arguments import EMA_DIRECTORY, check_ema_decay
+from paddle_llrd.integrations.arguments import EMA_DIRECTORY, check_ema_decay
 from paddle_llrd.integrations.averaging import EMA_EVALUATION, EMACallback, evaluates_the_average
 from paddle_llrd.integrations.builders import (
     build_optimizer,
@@ -32,7 +32,6 @@ from paddle_llrd.integrations.builders import (
 )
 from paddle_llrd.integrations.layer_logging import LayerLoggingCallback
 from paddle_llrd.integrations.plateau import PlateauCallback
-from paddle_llrd.integrations.requirements import framework_import_error
 from paddle_llrd.integrations.run_state import (
     RunStateCallback,
     checkpoint_directory,
@@ -42,8 +41,7 @@ from paddle_llrd.integrations.run_state import (
 from paddle_llrd.integrations.visualdl import IntHyperparametersCallback
 from paddle_llrd.optim.ema import ExponentialMovingAverage
 
-# framework_import_error is imported from here by integrations/paddleformers_cli.py (moving to cli/train.py).
-__all__ = ["LLRDTrainerMixin", "framework_import_error", "with_framework_events"]
+__all__ = ["LLRDTrainerMixin", "with_framework_events"]
 
 
 @functools.lru_cache(maxsize=None)
