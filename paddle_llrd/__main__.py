@@ -14,7 +14,7 @@ from paddle_llrd.argument_checks import did_you_mean
 
 COMMANDS = {
     "demo": ("paddle_llrd.demo", "pretrain a small ViT on digits, fine-tune it with AdamW and with AdamWDL, compare"),
-    "schedules": ("paddle_llrd.schedules.table", "print every registered schedule at characteristic steps"),
+    "schedules": ("paddle_llrd.cli.schedules", "print every registered schedule at characteristic steps"),
     "lr-table": ("paddle_llrd.layer_decay.lr_table", "print each parameter's layer, ratio and effective lr"),
     "train": ("paddle_llrd.integrations.paddleformers_cli",
               "run a paddleformers-cli train config (SFT, LoRA, PT, DPO) with LLRDTrainer (needs PaddleFormers)"),

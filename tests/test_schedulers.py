@@ -43,9 +43,19 @@ SPEC_SIGNATURES = [
 ]
 
 
+# Issue 26: Megatron-LM's warmup start is a keyword-only argument of every warmup class (after SPEC.md's
+# arguments, so positional calls are unchanged); the classes that warn about a warmup longer than training
+# can be told not to (the registry functions warn under their own argument names instead).
+KEYWORD_ONLY = {cls: ("warmup_start",) for cls, _ in SPEC_SIGNATURES}
+KEYWORD_ONLY.update({cls: ("warmup_start", "warn_long_warmup")
+                     for cls in (LinearDecayWithWarmup, CosineDecayWithWarmup, PolyDecayWithWarmup)})
+
+
 @pytest.mark.parametrize("cls,text", SPEC_SIGNATURES, ids=[cls.__name__ for cls, _ in SPEC_SIGNATURES])
 def test_signatures_are_specs(cls, text):
-    assert formula.signature_text(cls) == text
+    extra = ", *, " + ", ".join(f"{name}={'True' if name == 'warn_long_warmup' else '0.0'}"
+                               for name in KEYWORD_ONLY[cls])
+    assert formula.signature_text(cls) == text[:-1] + extra + ")"
 
 
 # (total, warmup): int warmup, float warmup, zero warmup, warmup == total, warmup > total.
