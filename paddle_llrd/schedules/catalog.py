@@ -334,8 +334,9 @@ def register_scheduler(
         >>> _ = register_scheduler("halving", get_halving_schedule)
         >>> scheduler = get_scheduler(
         ...     "halving", 0.8, num_warmup_steps=2, num_training_steps=10)
-        >>> [scheduler() for _ in range(5) if scheduler.step() is None]
-        [0.8, 0.4, 0.4, 0.2, 0.2]
+        >>> from paddle_llrd.schedules.table import lr_curve
+        >>> lr_curve(scheduler, 4)
+        [0.8, 0.8, 0.4, 0.4, 0.2]
         >>> del TYPE_TO_SCHEDULER_FUNCTION["halving"]
     """
     if not isinstance(overwrite, bool):

@@ -81,11 +81,8 @@ def get_linear_schedule_with_warmup(
         >>> from paddle_llrd import get_linear_schedule_with_warmup
         >>> scheduler = get_linear_schedule_with_warmup(
         ...     0.1, num_warmup_steps=2, num_training_steps=10)
-        >>> lrs = []
-        >>> for _ in range(5):
-        ...     lrs.append(round(scheduler(), 6))
-        ...     scheduler.step()
-        >>> lrs
+        >>> from paddle_llrd.schedules.table import lr_curve
+        >>> [round(lr, 6) for lr in lr_curve(scheduler, 4)]
         [0.0, 0.05, 0.1, 0.0875, 0.075]
     """
     return _linear(learning_rate, num_warmup_steps, num_training_steps, last_epoch, caller="get_linear_schedule_with_warmup")
@@ -132,11 +129,8 @@ def get_cosine_schedule_with_warmup(
     Examples:
         >>> from paddle_llrd import get_cosine_schedule_with_warmup
         >>> scheduler = get_cosine_schedule_with_warmup(1.0, 2, 6, min_lr=0.2)
-        >>> lrs = []
-        >>> for _ in range(8):
-        ...     lrs.append(round(scheduler(), 6))
-        ...     scheduler.step()
-        >>> lrs
+        >>> from paddle_llrd.schedules.table import lr_curve
+        >>> [round(lr, 6) for lr in lr_curve(scheduler, 7)]
         [0.0, 0.5, 1.0, 0.882843, 0.6, 0.317157, 0.2, 0.2]
     """
     return _cosine_with_min_lr(learning_rate, num_warmup_steps, num_training_steps, num_cycles, last_epoch,
@@ -171,11 +165,8 @@ def get_constant_schedule_with_warmup(
     Examples:
         >>> from paddle_llrd import get_constant_schedule_with_warmup
         >>> scheduler = get_constant_schedule_with_warmup(0.2, num_warmup_steps=4)
-        >>> lrs = []
-        >>> for _ in range(6):
-        ...     lrs.append(round(scheduler(), 6))
-        ...     scheduler.step()
-        >>> lrs
+        >>> from paddle_llrd.schedules.table import lr_curve
+        >>> [round(lr, 6) for lr in lr_curve(scheduler, 5)]
         [0.0, 0.05, 0.1, 0.15, 0.2, 0.2]
     """
     return _constant_with_warmup(learning_rate, num_warmup_steps, last_epoch)
@@ -211,11 +202,8 @@ def get_polynomial_decay_schedule_with_warmup(
     Examples:
         >>> from paddle_llrd import get_polynomial_decay_schedule_with_warmup
         >>> scheduler = get_polynomial_decay_schedule_with_warmup(1.0, 0, 4, lr_end=0.2)
-        >>> lrs = []
-        >>> for _ in range(6):
-        ...     lrs.append(round(scheduler(), 6))
-        ...     scheduler.step()
-        >>> lrs
+        >>> from paddle_llrd.schedules.table import lr_curve
+        >>> [round(lr, 6) for lr in lr_curve(scheduler, 5)]
         [1.0, 0.8, 0.6, 0.4, 0.2, 0.2]
     """
     return _polynomial(learning_rate, num_warmup_steps, num_training_steps, lr_end, power, last_epoch, caller="get_polynomial_decay_schedule_with_warmup")
@@ -272,11 +260,8 @@ def get_cosine_with_hard_restarts_schedule_with_warmup(
         >>> from paddle_llrd.schedules import registry
         >>> scheduler = registry.get_cosine_with_hard_restarts_schedule_with_warmup(
         ...     1.0, 2, 10, num_cycles=2)
-        >>> lrs = []
-        >>> for _ in range(12):
-        ...     lrs.append(round(scheduler(), 6))
-        ...     scheduler.step()
-        >>> lrs
+        >>> from paddle_llrd.schedules.table import lr_curve
+        >>> [round(lr, 6) for lr in lr_curve(scheduler, 11)]
         [0.0, 0.5, 1.0, 0.853553, 0.5, 0.146447, 1.0, 0.853553, 0.5, 0.146447, 0.0, 0.0]
     """
     return _cosine_with_hard_restarts(learning_rate, num_warmup_steps, num_training_steps, num_cycles, last_epoch, 
@@ -336,10 +321,8 @@ def get_inverse_sqrt_schedule(
     Examples:
         >>> from paddle_llrd.schedules.registry import get_inverse_sqrt_schedule
         >>> scheduler = get_inverse_sqrt_schedule(0.5, num_warmup_steps=4)
-        >>> lrs = []
-        >>> for _ in range(17):
-        ...     lrs.append(round(scheduler(), 6))
-        ...     scheduler.step()
+        >>> from paddle_llrd.schedules.table import lr_curve
+        >>> lrs = [round(lr, 6) for lr in lr_curve(scheduler, 16)]
         >>> lrs[:5], lrs[16]
         ([0.0, 0.125, 0.25, 0.375, 0.5], 0.25)
         >>> late = get_inverse_sqrt_schedule(
@@ -442,11 +425,8 @@ def get_cosine_with_min_lr_schedule_with_warmup(
         >>> from paddle_llrd.schedules import registry
         >>> scheduler = registry.get_cosine_with_min_lr_schedule_with_warmup(
         ...     1.0, 2, 6, min_lr_rate=0.2)
-        >>> lrs = []
-        >>> for _ in range(8):
-        ...     lrs.append(round(scheduler(), 6))
-        ...     scheduler.step()
-        >>> lrs
+        >>> from paddle_llrd.schedules.table import lr_curve
+        >>> [round(lr, 6) for lr in lr_curve(scheduler, 7)]
         [0.0, 0.5, 1.0, 0.882843, 0.6, 0.317157, 0.2, 0.2]
     """
     return _cosine_with_min_lr(learning_rate, num_warmup_steps, num_training_steps, num_cycles, last_epoch, min_lr,
@@ -574,11 +554,8 @@ def get_wsd_schedule(
         >>> scheduler = get_wsd_schedule(
         ...     1.0, num_warmup_steps=2, num_training_steps=10, num_decay_steps=4,
         ...     decay_style="linear", min_lr_ratio=0.2)
-        >>> lrs = []
-        >>> for _ in range(12):
-        ...     lrs.append(round(scheduler(), 6))
-        ...     scheduler.step()
-        >>> lrs
+        >>> from paddle_llrd.schedules.table import lr_curve
+        >>> [round(lr, 6) for lr in lr_curve(scheduler, 11)]
         [0.0, 0.5, 1.0, 1.0, 1.0, 1.0, 1.0, 0.8, 0.6, 0.4, 0.2, 0.2]
         >>> def lr_half_way(style):
         ...     return round(get_wsd_schedule(1.0, 0, 4, num_decay_steps=4,
@@ -686,7 +663,8 @@ def get_linear_annealing_schedule_with_warmup(
     Examples:
         >>> from paddle_llrd import get_linear_annealing_schedule_with_warmup
         >>> scheduler = get_linear_annealing_schedule_with_warmup(1.0, 2, 6, min_lr=0.2)
-        >>> [round(scheduler.get_lr(), 6) for scheduler.last_epoch in range(8)]
+        >>> from paddle_llrd.schedules.table import lr_curve
+        >>> [round(lr, 6) for lr in lr_curve(scheduler, 7)]
         [0.0, 0.5, 1.0, 0.8, 0.6, 0.4, 0.2, 0.2]
     """
     return _linear_annealing(learning_rate, num_warmup_steps, num_training_steps, min_lr, last_epoch)

@@ -107,11 +107,8 @@ class SequentialSchedule(LRScheduler):
         >>> warmup = get_scheduler("inverse_sqrt", 1.0, num_warmup_steps=2)
         >>> decay = LambdaDecay(0.5, lambda step: 0.5 ** step)
         >>> scheduler = SequentialSchedule([warmup, decay], milestones=[4])
-        >>> lrs = []
-        >>> for _ in range(7):
-        ...     lrs.append(round(scheduler(), 6))
-        ...     scheduler.step()
-        >>> lrs
+        >>> from paddle_llrd.schedules.table import lr_curve
+        >>> [round(lr, 6) for lr in lr_curve(scheduler, 6)]
         [0.0, 0.5, 1.0, 0.816497, 0.5, 0.25, 0.125]
     """
 
@@ -369,11 +366,8 @@ def get_sequential_schedule(
         ...     "sequential", 1.0, num_warmup_steps=2, num_training_steps=8,
         ...     stages=[{"name": "inverse_sqrt", "num_steps": 4},
         ...             {"name": "cosine", "learning_rate": 0.5}])
-        >>> lrs = []
-        >>> for _ in range(9):
-        ...     lrs.append(round(scheduler(), 6))
-        ...     scheduler.step()
-        >>> lrs
+        >>> from paddle_llrd.schedules.table import lr_curve
+        >>> [round(lr, 6) for lr in lr_curve(scheduler, 8)]
         [0.0, 0.5, 1.0, 0.816497, 0.5, 0.426777, 0.25, 0.073223, 0.0]
     """
     stages = _stage_spec(stages)

@@ -178,11 +178,8 @@ class LinearDecayWithWarmup(_LambdaSchedule):
     Examples:
         >>> from paddle_llrd import LinearDecayWithWarmup
         >>> scheduler = LinearDecayWithWarmup(learning_rate=0.1, total_steps=10, warmup=2)
-        >>> lrs = []
-        >>> for _ in range(12):
-        ...     lrs.append(round(scheduler(), 6))
-        ...     scheduler.step()
-        >>> lrs
+        >>> from paddle_llrd.schedules.table import lr_curve
+        >>> [round(lr, 6) for lr in lr_curve(scheduler, 11)]
         [0.0, 0.05, 0.1, 0.0875, 0.075, 0.0625, 0.05, 0.0375, 0.025, 0.0125, 0.0, 0.0]
     """
 
@@ -226,11 +223,8 @@ class ConstScheduleWithWarmup(_LambdaSchedule):
     Examples:
         >>> from paddle_llrd import ConstScheduleWithWarmup
         >>> scheduler = ConstScheduleWithWarmup(learning_rate=0.2, warmup=4)
-        >>> lrs = []
-        >>> for _ in range(7):
-        ...     lrs.append(round(scheduler(), 6))
-        ...     scheduler.step()
-        >>> lrs
+        >>> from paddle_llrd.schedules.table import lr_curve
+        >>> [round(lr, 6) for lr in lr_curve(scheduler, 6)]
         [0.0, 0.05, 0.1, 0.15, 0.2, 0.2, 0.2]
         >>> ConstScheduleWithWarmup(0.2, warmup=0.25, total_steps=16).warmup_steps
         4
@@ -304,11 +298,8 @@ class CosineDecayWithWarmup(_LambdaSchedule):
     Examples:
         >>> from paddle_llrd import CosineDecayWithWarmup
         >>> scheduler = CosineDecayWithWarmup(learning_rate=1.0, total_steps=6, warmup=2)
-        >>> lrs = []
-        >>> for _ in range(8):
-        ...     lrs.append(round(scheduler(), 6))
-        ...     scheduler.step()
-        >>> lrs
+        >>> from paddle_llrd.schedules.table import lr_curve
+        >>> [round(lr, 6) for lr in lr_curve(scheduler, 7)]
         [0.0, 0.5, 1.0, 0.853553, 0.5, 0.146447, 0.0, 0.0]
     """
 
@@ -399,11 +390,8 @@ class PolyDecayWithWarmup(_LambdaSchedule):
         >>> from paddle_llrd import PolyDecayWithWarmup
         >>> scheduler = PolyDecayWithWarmup(
         ...     1.0, total_steps=6, warmup=2, lr_end=0.1, power=2.0)
-        >>> lrs = []
-        >>> for _ in range(8):
-        ...     lrs.append(round(scheduler(), 6))
-        ...     scheduler.step()
-        >>> lrs
+        >>> from paddle_llrd.schedules.table import lr_curve
+        >>> [round(lr, 6) for lr in lr_curve(scheduler, 7)]
         [0.0, 0.5, 1.0, 0.60625, 0.325, 0.15625, 0.1, 0.1]
     """
 
@@ -517,11 +505,8 @@ class CosineAnnealingWithWarmupDecay(_AnnealingWithWarmupDecay):
         >>> from paddle_llrd import CosineAnnealingWithWarmupDecay
         >>> scheduler = CosineAnnealingWithWarmupDecay(
         ...     max_lr=1.0, min_lr=0.2, warmup_step=2, decay_step=6)
-        >>> lrs = []
-        >>> for _ in range(8):
-        ...     lrs.append(round(scheduler(), 6))
-        ...     scheduler.step()
-        >>> lrs
+        >>> from paddle_llrd.schedules.table import lr_curve
+        >>> [round(lr, 6) for lr in lr_curve(scheduler, 7)]
         [0.0, 0.5, 1.0, 0.882843, 0.6, 0.317157, 0.2, 0.2]
     """
 
@@ -549,11 +534,8 @@ class LinearAnnealingWithWarmupDecay(_AnnealingWithWarmupDecay):
         >>> from paddle_llrd import LinearAnnealingWithWarmupDecay
         >>> scheduler = LinearAnnealingWithWarmupDecay(
         ...     max_lr=1.0, min_lr=0.2, warmup_step=2, decay_step=6)
-        >>> lrs = []
-        >>> for _ in range(8):
-        ...     lrs.append(round(scheduler(), 6))
-        ...     scheduler.step()
-        >>> lrs
+        >>> from paddle_llrd.schedules.table import lr_curve
+        >>> [round(lr, 6) for lr in lr_curve(scheduler, 7)]
         [0.0, 0.5, 1.0, 0.8, 0.6, 0.4, 0.2, 0.2]
     """
 
@@ -587,10 +569,8 @@ class InverseSquareRootSchedule(_CheckedResume, LRScheduler):
     Examples:
         >>> from paddle_llrd import InverseSquareRootSchedule
         >>> scheduler = InverseSquareRootSchedule(warmup_steps=4, learning_rate=0.5)
-        >>> lrs = []
-        >>> for _ in range(17):
-        ...     lrs.append(round(scheduler(), 6))
-        ...     scheduler.step()
+        >>> from paddle_llrd.schedules.table import lr_curve
+        >>> lrs = [round(lr, 6) for lr in lr_curve(scheduler, 16)]
         >>> lrs[:5], lrs[16]
         ([0.0, 0.125, 0.25, 0.375, 0.5], 0.25)
     """
