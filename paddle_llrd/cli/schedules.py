@@ -103,13 +103,7 @@ def plot_schedules(
     total_steps: int = DEFAULT_TOTAL_STEPS,
     *,
     include_classes: bool = True,
-    num_cycles: Optional[float] = None,
-    lr_end: Optional[float] = None,
-    power: Optional[float] = None,
-    min_lr: Optional[float] = None,
-    min_lr_rate: Optional[float] = None,
-    decay_style: Optional[str] = None,
-    lr_warmup_init: Optional[float] = None,
+    **options: Any,
 ) -> str:
     """Write a PNG of every registered schedule's curve (and the scheduler classes') to ``path``.
 
@@ -128,10 +122,7 @@ def plot_schedules(
         (
             "get_scheduler(name, ...)",
             schedule_curves(
-                registry_schedules(
-                    learning_rate, warmup_steps, total_steps, num_cycles, lr_end, power, min_lr,
-                    min_lr_rate=min_lr_rate, decay_style=decay_style, lr_warmup_init=lr_warmup_init,
-                ),
+                registry_schedules(learning_rate, warmup_steps, total_steps, **options),
                 last_step,
                 total_steps,
             ),

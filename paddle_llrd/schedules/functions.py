@@ -96,12 +96,8 @@ def _linear(learning_rate, num_warmup_steps, num_training_steps, last_epoch=-1, 
 
 
 def get_cosine_schedule_with_warmup(
-    learning_rate: float,
-    num_warmup_steps: int,
-    num_training_steps: int,
-    num_cycles: float = 0.5,
-    last_epoch: int = -1,
-    min_lr: float = 0.0,
+    learning_rate: float, num_warmup_steps: int, num_training_steps: int, num_cycles: float = 0.5,
+    last_epoch: int = -1, min_lr: float = 0.0,
 ) -> LambdaDecay:
     r"""Linear warmup, then a cosine from ``learning_rate`` down to ``min_lr`` (``"cosine"``).
 
@@ -179,12 +175,8 @@ def _constant_with_warmup(learning_rate, num_warmup_steps, last_epoch=-1, *, lr_
 
 
 def get_polynomial_decay_schedule_with_warmup(
-    learning_rate: float,
-    num_warmup_steps: int,
-    num_training_steps: int,
-    lr_end: float = 1e-7,
-    power: float = 1.0,
-    last_epoch: int = -1,
+    learning_rate: float, num_warmup_steps: int, num_training_steps: int, lr_end: float = 1e-7,
+    power: float = 1.0, last_epoch: int = -1,
 ) -> LambdaDecay:
     r"""Linear warmup, then polynomial decay to ``lr_end`` (``"polynomial"``).
 
@@ -217,10 +209,7 @@ def _polynomial(learning_rate, num_warmup_steps, num_training_steps, lr_end=1e-7
 
 
 def get_cosine_with_hard_restarts_schedule_with_warmup(
-    learning_rate: float,
-    num_warmup_steps: int,
-    num_training_steps: int,
-    num_cycles: float = 1.0,
+    learning_rate: float, num_warmup_steps: int, num_training_steps: int, num_cycles: float = 1.0,
     last_epoch: int = -1,
 ) -> LambdaDecay:
     r"""Linear warmup, then ``num_cycles`` cosine decays to 0, each restarting at the peak (``"cosine_with_restarts"``).
@@ -285,10 +274,7 @@ DEFAULT_INVERSE_SQRT_TIMESCALE = 10_000
 
 
 def get_inverse_sqrt_schedule(
-    learning_rate: float,
-    num_warmup_steps: int,
-    timescale: Optional[int] = None,
-    last_epoch: int = -1,
+    learning_rate: float, num_warmup_steps: int, timescale: Optional[int] = None, last_epoch: int = -1
 ) -> LambdaDecay:
     r"""Linear warmup, then decay with the inverse square root of the step (``"inverse_sqrt"``).
 
@@ -384,13 +370,8 @@ def _floor_ratio(
 
 
 def get_cosine_with_min_lr_schedule_with_warmup(
-    learning_rate: float,
-    num_warmup_steps: int,
-    num_training_steps: int,
-    num_cycles: float = 0.5,
-    last_epoch: int = -1,
-    min_lr: Optional[float] = None,
-    min_lr_rate: Optional[float] = None,
+    learning_rate: float, num_warmup_steps: int, num_training_steps: int, num_cycles: float = 0.5,
+    last_epoch: int = -1, min_lr: Optional[float] = None, min_lr_rate: Optional[float] = None,
 ) -> LambdaDecay:
     r"""Linear warmup, then a cosine down to a floor given as ``min_lr`` or ``min_lr_rate`` (``"cosine_with_min_lr"``).
 
@@ -489,15 +470,9 @@ def _wsd_decay_steps(num_decay_steps: Any, decay_ratio: Any, total: int) -> int:
 
 
 def get_wsd_schedule(
-    learning_rate: float,
-    num_warmup_steps: int,
-    num_training_steps: int,
-    num_decay_steps: Optional[int] = None,
-    decay_ratio: Optional[float] = None,
-    decay_style: str = "cosine",
-    min_lr_ratio: Optional[float] = None,
-    min_lr: Optional[float] = None,
-    last_epoch: int = -1,
+    learning_rate: float, num_warmup_steps: int, num_training_steps: int, num_decay_steps: Optional[int] = None,
+    decay_ratio: Optional[float] = None, decay_style: str = "cosine", min_lr_ratio: Optional[float] = None,
+    min_lr: Optional[float] = None, last_epoch: int = -1,
 ) -> LambdaDecay:
     r"""Warmup, a stable stage at the peak, then a decay to a floor by the end (``"warmup_stable_decay"``).
 
@@ -616,10 +591,7 @@ _linear_annealing = functools.partial(_annealing, LinearAnnealingWithWarmupDecay
 
 
 def get_cosine_annealing_schedule_with_warmup(
-    learning_rate: float,
-    num_warmup_steps: int,
-    num_training_steps: int,
-    min_lr: float = 0.0,
+    learning_rate: float, num_warmup_steps: int, num_training_steps: int, min_lr: float = 0.0,
     last_epoch: int = -1,
 ) -> CosineAnnealingWithWarmupDecay:
     r"""Megatron-style warmup to ``learning_rate``, cosine annealing to ``min_lr`` (``"cosine_annealing_with_warmup"``).
@@ -648,10 +620,7 @@ def get_cosine_annealing_schedule_with_warmup(
 
 
 def get_linear_annealing_schedule_with_warmup(
-    learning_rate: float,
-    num_warmup_steps: int,
-    num_training_steps: int,
-    min_lr: float = 0.0,
+    learning_rate: float, num_warmup_steps: int, num_training_steps: int, min_lr: float = 0.0,
     last_epoch: int = -1,
 ) -> LinearAnnealingWithWarmupDecay:
     r"""As :func:`get_cosine_annealing_schedule_with_warmup`, annealing linearly (``"linear_annealing_with_warmup"``).

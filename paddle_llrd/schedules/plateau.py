@@ -159,15 +159,8 @@ class ReduceOnPlateauSchedule(ReduceOnPlateau):
 
 
 def get_reduce_on_plateau_schedule(
-    learning_rate: float,
-    mode: str = "min",
-    factor: float = 0.1,
-    patience: int = 10,
-    threshold: float = 1e-4,
-    threshold_mode: str = "rel",
-    cooldown: int = 0,
-    min_lr: float = 0.0,
-    epsilon: float = 1e-8,
+    learning_rate: float, mode: str = "min", factor: float = 0.1, patience: int = 10, threshold: float = 1e-4,
+    threshold_mode: str = "rel", cooldown: int = 0, min_lr: float = 0.0, epsilon: float = 1e-8,
     num_warmup_steps: Optional[int] = None,
 ) -> ReduceOnPlateauSchedule:
     r"""Lower the lr when a metric stops improving (``"reduce_lr_on_plateau"``).
@@ -196,14 +189,5 @@ def get_reduce_on_plateau_schedule(
             f"`num_warmup_steps` is {num_warmup_steps}, but 'reduce_lr_on_plateau' has no warmup (its lr moves "
             "only with the metric): set the warmup to 0."
         )
-    return ReduceOnPlateauSchedule(
-        learning_rate,
-        mode=mode,
-        factor=factor,
-        patience=patience,
-        threshold=threshold,
-        threshold_mode=threshold_mode,
-        cooldown=cooldown,
-        min_lr=min_lr,
-        epsilon=epsilon,
-    )
+    return ReduceOnPlateauSchedule(learning_rate, mode, factor, patience, threshold, threshold_mode, cooldown,
+                                   min_lr, epsilon)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Dict
 
-from . import functions
+from . import catalog, functions
 from .catalog import (
     REQUIRED,
     TYPE_TO_SCHEDULER_FUNCTION,
@@ -50,32 +50,10 @@ from .sequential import get_sequential_schedule
 
 __all__ = [
     "BUILTIN_SCHEDULES",
-    "REQUIRED",
-    "ScheduleInfo",
-    "ScheduleOption",
-    "SchedulerType",
-    "TYPE_TO_SCHEDULER_FUNCTION",
-    "canonical_name",
-    "get_constant_schedule",
-    "get_constant_schedule_with_warmup",
-    "get_cosine_annealing_schedule_with_warmup",
-    "get_cosine_schedule_with_warmup",
-    "get_cosine_with_hard_restarts_schedule_with_warmup",
-    "get_cosine_with_min_lr_schedule_with_warmup",
-    "get_inverse_sqrt_schedule",
-    "get_linear_annealing_schedule_with_warmup",
-    "get_linear_schedule_with_warmup",
-    "get_polynomial_decay_schedule_with_warmup",
+    *catalog.__all__,
+    *functions.__all__,
     "get_reduce_on_plateau_schedule",
-    "get_scheduler",
     "get_sequential_schedule",
-    "get_wsd_schedule",
-    "register_scheduler",
-    "schedule_function",
-    "schedule_info",
-    "schedule_options",
-    "DEFAULT_INVERSE_SQRT_TIMESCALE",
-    "DEFAULT_WSD_DECAY_RATIO",
 ]
 
 #: Each built-in schedule, declared once: its function (whose signature gives

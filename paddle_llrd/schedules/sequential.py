@@ -26,12 +26,17 @@ __all__ = ["SequentialSchedule", "get_sequential_schedule"]
 _STAGE_PREFIX = "stage_"
 
 
+def _non_empty_list(value: Any, argument: str, expected: str, item: str) -> list:
+    """``value`` as a list: ``TypeError`` naming ``expected`` unless a sequence (not a str or dict), ``ValueError`` if empty."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence):
+        raise TypeError(f"`{argument}` must be {expected}, got {type(value).__name__}.")
+    if not value:
+        raise ValueError(f"`{argument}` must hold at least one {item}.")
+    return list(value)
+
+
 def _check_schedules(schedules: Any) -> List[LRScheduler]:
-    if isinstance(schedules, (str, bytes, Mapping)) or not isinstance(schedules, Sequence):
-        raise TypeError(f"`schedules` must be a list of LRScheduler objects, got {type(schedules).__name__}.")
-    schedules = list(schedules)
-    if not schedules:
-        raise ValueError("`schedules` must hold at least one LRScheduler.")
+    schedules = _non_empty_list(schedules, "schedules", "a list of LRScheduler objects", "LRScheduler")
     for index, schedule in enumerate(schedules):
         if not isinstance(schedule, LRScheduler):
             raise TypeError(
@@ -246,13 +251,9 @@ _STAGE_KEYS = ("name", "num_steps")
 
 
 def _stage_spec(stages: Any) -> List[Mapping]:
-    if isinstance(stages, (str, bytes, Mapping)) or not isinstance(stages, Sequence):
-        raise TypeError(
-            '`stages` must be a list of dicts such as {"name": "cosine", "num_steps": 1000, ...}, '
-            f"got {type(stages).__name__}."
-        )
-    if not stages:
-        raise ValueError("`stages` must hold at least one stage.")
+    stages = _non_empty_list(
+        stages, "stages", 'a list of dicts such as {"name": "cosine", "num_steps": 1000, ...}', "stage"
+    )
     for index, stage in enumerate(stages):
         if not isinstance(stage, Mapping):
             raise TypeError(
@@ -271,7 +272,7 @@ def _stage_spec(stages: Any) -> List[Mapping]:
                 f"`stages[{index}]` sets 'last_epoch'; every stage starts at its own step 0, "
                 "pass last_epoch to the sequential schedule to resume."
             )
-    return list(stages)
+    return stages
 
 
 def _stage_lengths(stages: List[Mapping], num_training_steps: Optional[int]) -> List[Optional[int]]:
@@ -317,15 +318,9 @@ def _first_stage_option(stage: Mapping, key: str, value: Any, given: bool) -> Di
 
 
 def get_sequential_schedule(
-    learning_rate: float,
-    stages: List[Mapping],
-    num_warmup_steps: Optional[int] = None,
-    num_training_steps: Optional[int] = None,
-    num_cycles: Optional[float] = None,
-    lr_end: Optional[float] = None,
-    power: Optional[float] = None,
-    min_lr: Optional[float] = None,
-    lr_warmup_init: Optional[float] = None,
+    learning_rate: float, stages: List[Mapping], num_warmup_steps: Optional[int] = None,
+    num_training_steps: Optional[int] = None, num_cycles: Optional[float] = None, lr_end: Optional[float] = None,
+    power: Optional[float] = None, min_lr: Optional[float] = None, lr_warmup_init: Optional[float] = None,
     last_epoch: int = -1,
 ) -> SequentialSchedule:
     r"""Registry schedules one after another (``"sequential"``): a :class:`~paddle_llrd.SequentialSchedule`.

@@ -24,15 +24,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 from paddle.optimizer.lr import LRScheduler, ReduceOnPlateau
 
 from . import registry
-from .warmup import (
-    ConstScheduleWithWarmup,
-    CosineAnnealingWithWarmupDecay,
-    CosineDecayWithWarmup,
-    InverseSquareRootSchedule,
-    LinearAnnealingWithWarmupDecay,
-    LinearDecayWithWarmup,
-    PolyDecayWithWarmup,
-)
+from . import warmup as classes
 
 __all__ = [
     "characteristic_steps",
@@ -237,38 +229,38 @@ def class_schedules(
     lr, warmup, total = learning_rate, warmup_steps, total_steps
     floor = lr / 10
     return [
-        ("LinearDecayWithWarmup", "LinearDecayWithWarmup", lambda: LinearDecayWithWarmup(lr, total, warmup)),
-        ("ConstScheduleWithWarmup", "ConstScheduleWithWarmup", lambda: ConstScheduleWithWarmup(lr, warmup)),
-        ("CosineDecayWithWarmup", "CosineDecayWithWarmup", lambda: CosineDecayWithWarmup(lr, total, warmup)),
+        ("LinearDecayWithWarmup", "LinearDecayWithWarmup", lambda: classes.LinearDecayWithWarmup(lr, total, warmup)),
+        ("ConstScheduleWithWarmup", "ConstScheduleWithWarmup", lambda: classes.ConstScheduleWithWarmup(lr, warmup)),
+        ("CosineDecayWithWarmup", "CosineDecayWithWarmup", lambda: classes.CosineDecayWithWarmup(lr, total, warmup)),
         (
             "CosineDecayWithWarmup, num_cycles=2",
             "CosineDecayWithWarmup_num_cycles",
-            lambda: CosineDecayWithWarmup(lr, total, warmup, num_cycles=2),
+            lambda: classes.CosineDecayWithWarmup(lr, total, warmup, num_cycles=2),
         ),
         (
             "CosineDecayWithWarmup, hard restarts, num_cycles=2.0",
             "CosineDecayWithWarmup_hard_restarts",
-            lambda: CosineDecayWithWarmup(lr, total, warmup, with_hard_restarts=True, num_cycles=2.0),
+            lambda: classes.CosineDecayWithWarmup(lr, total, warmup, with_hard_restarts=True, num_cycles=2.0),
         ),
         (
             "PolyDecayWithWarmup, lr_end=lr/10, power=2",
             "PolyDecayWithWarmup",
-            lambda: PolyDecayWithWarmup(lr, total, warmup, lr_end=floor, power=2.0),
+            lambda: classes.PolyDecayWithWarmup(lr, total, warmup, lr_end=floor, power=2.0),
         ),
         (
             "CosineAnnealingWithWarmupDecay, min_lr=lr/10",
             "CosineAnnealingWithWarmupDecay",
-            lambda: CosineAnnealingWithWarmupDecay(lr, floor, warmup, total),
+            lambda: classes.CosineAnnealingWithWarmupDecay(lr, floor, warmup, total),
         ),
         (
             "LinearAnnealingWithWarmupDecay, min_lr=lr/10",
             "LinearAnnealingWithWarmupDecay",
-            lambda: LinearAnnealingWithWarmupDecay(lr, floor, warmup, total),
+            lambda: classes.LinearAnnealingWithWarmupDecay(lr, floor, warmup, total),
         ),
         (
             "InverseSquareRootSchedule",
             "InverseSquareRootSchedule",
-            lambda: InverseSquareRootSchedule(max(1, warmup), lr),
+            lambda: classes.InverseSquareRootSchedule(max(1, warmup), lr),
         ),
     ]
 

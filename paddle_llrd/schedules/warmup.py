@@ -8,10 +8,18 @@ subclasses whose factor :math:`f(s)` comes from :mod:`.factors`. Each takes
 ``warmup_start`` (Megatron-LM's ``lr_warmup_init`` as a fraction of the peak):
 the warmup rises from it instead of 0.
 
-Resuming: ``last_epoch=k`` is the index of the last step already taken, so the
-new scheduler starts at step ``k + 1`` (Paddle's convention). ``step(epoch)``
-and ``set_state_dict`` check their values by the rule of ``last_epoch``
-before they change anything.
+The arguments every class here shares:
+
+* ``last_epoch`` (int, default ``-1``): the index of the last step already
+  taken; the scheduler starts at step ``last_epoch + 1`` (Paddle's
+  convention). ``step(epoch)`` and ``set_state_dict`` check their values by
+  the same rule before they change anything.
+* ``verbose`` (bool, default ``False``): print the lr at every step.
+* ``warmup_start`` (float in ``[0, 1]``, keyword only, default ``0.0``): where
+  the warmup starts, as a fraction of the peak (``get_scheduler``'s
+  ``lr_warmup_init`` divided by the peak).
+* ``warn_long_warmup`` (bool, keyword only, default ``True``; the classes with
+  ``total_steps``): warn when the warmup is longer than ``total_steps``.
 """
 from __future__ import annotations
 
@@ -167,13 +175,7 @@ class LinearDecayWithWarmup(_LambdaSchedule):
             ``float`` in ``[0, 1]`` is the fraction of ``total_steps``
             (:math:`W = \lfloor \text{warmup} \cdot T \rfloor`). More steps
             than ``total_steps`` are accepted with a ``UserWarning``.
-        last_epoch (int, optional): The last step already taken; the scheduler
-            starts at step ``last_epoch + 1``. Default: ``-1`` (start at 0).
-        verbose (bool, optional): Print the lr at every step. Default: ``False``.
-        warmup_start (float, optional): Keyword only. Where the warmup starts, as a fraction of
-            the peak in ``[0, 1]`` (``get_scheduler``'s ``lr_warmup_init`` / peak). Default: ``0.0``.
-        warn_long_warmup (bool, optional): Keyword only. Warn when the warmup is longer than
-            ``total_steps``. Default: ``True``.
+        last_epoch, verbose, warmup_start, warn_long_warmup: see :mod:`paddle_llrd.schedules.warmup`.
 
     Examples:
         >>> from paddle_llrd import LinearDecayWithWarmup
@@ -215,10 +217,7 @@ class ConstScheduleWithWarmup(_LambdaSchedule):
             then required (``ValueError`` otherwise).
         total_steps (int, optional): The number of training steps, used only
             to turn a ``float`` warmup into steps. Default: ``None``.
-        last_epoch (int, optional): The last step already taken. Default: ``-1``.
-        verbose (bool, optional): Print the lr at every step. Default: ``False``.
-        warmup_start (float, optional): Keyword only. Where the warmup starts, as a fraction of
-            the peak in ``[0, 1]`` (``get_scheduler``'s ``lr_warmup_init`` / peak). Default: ``0.0``.
+        last_epoch, verbose, warmup_start: see :mod:`paddle_llrd.schedules.warmup`.
 
     Examples:
         >>> from paddle_llrd import ConstScheduleWithWarmup
@@ -288,12 +287,7 @@ class CosineDecayWithWarmup(_LambdaSchedule):
         num_cycles (int|float|None, optional): ``int >= 0`` waves without
             restarts, ``float >= 0`` restarts with them, ``None`` for the
             defaults above. Another type raises ``TypeError``.
-        last_epoch (int, optional): The last step already taken. Default: ``-1``.
-        verbose (bool, optional): Print the lr at every step. Default: ``False``.
-        warmup_start (float, optional): Keyword only. Where the warmup starts, as a fraction of
-            the peak in ``[0, 1]`` (``get_scheduler``'s ``lr_warmup_init`` / peak). Default: ``0.0``.
-        warn_long_warmup (bool, optional): Keyword only. Warn when the warmup is longer than
-            ``total_steps``. Default: ``True``.
+        last_epoch, verbose, warmup_start, warn_long_warmup: see :mod:`paddle_llrd.schedules.warmup`.
 
     Examples:
         >>> from paddle_llrd import CosineDecayWithWarmup
@@ -379,12 +373,7 @@ class PolyDecayWithWarmup(_LambdaSchedule):
         lr_end (float, optional): The final learning rate, ``0 <= lr_end <
             learning_rate``. Default: ``1e-7``.
         power (float, optional): The polynomial's power, ``>= 0``. Default: ``1.0``.
-        last_epoch (int, optional): The last step already taken. Default: ``-1``.
-        verbose (bool, optional): Print the lr at every step. Default: ``False``.
-        warmup_start (float, optional): Keyword only. Where the warmup starts, as a fraction of
-            the peak in ``[0, 1]`` (``get_scheduler``'s ``lr_warmup_init`` / peak). Default: ``0.0``.
-        warn_long_warmup (bool, optional): Keyword only. Warn when the warmup is longer than
-            ``total_steps``. Default: ``True``.
+        last_epoch, verbose, warmup_start, warn_long_warmup: see :mod:`paddle_llrd.schedules.warmup`.
 
     Examples:
         >>> from paddle_llrd import PolyDecayWithWarmup
@@ -496,10 +485,7 @@ class CosineAnnealingWithWarmupDecay(_AnnealingWithWarmupDecay):
         min_lr (float): The final learning rate, ``>= 0``.
         warmup_step (int): Warmup steps :math:`W`, ``>= 0``.
         decay_step (int): The step :math:`D > W` at which ``min_lr`` is reached.
-        last_epoch (int, optional): The last step already taken. Default: ``-1``.
-        verbose (bool, optional): Print the lr at every step. Default: ``False``.
-        warmup_start (float, optional): Keyword only. Where the warmup starts, as a fraction of
-            the peak in ``[0, 1]`` (``get_scheduler``'s ``lr_warmup_init`` / peak). Default: ``0.0``.
+        last_epoch, verbose, warmup_start: see :mod:`paddle_llrd.schedules.warmup`.
 
     Examples:
         >>> from paddle_llrd import CosineAnnealingWithWarmupDecay
@@ -561,10 +547,7 @@ class InverseSquareRootSchedule(_CheckedResume, LRScheduler):
             scaled by :math:`\sqrt{W}`, so there is no zero-warmup form).
         learning_rate (float, optional): The peak learning rate, reached at
             step :math:`W`. Default: ``1.0``.
-        last_epoch (int, optional): The last step already taken. Default: ``-1``.
-        verbose (bool, optional): Print the lr at every step. Default: ``False``.
-        warmup_start (float, optional): Keyword only. Where the warmup starts, as a fraction of
-            the peak in ``[0, 1]`` (``get_scheduler``'s ``lr_warmup_init`` / peak). Default: ``0.0``.
+        last_epoch, verbose, warmup_start: see :mod:`paddle_llrd.schedules.warmup`.
 
     Examples:
         >>> from paddle_llrd import InverseSquareRootSchedule
