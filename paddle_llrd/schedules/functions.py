@@ -38,19 +38,19 @@ from .warmup import (
 )
 
 __all__ = [
-    "DEFAULT_INVERSE_SQRT_TIMESCALE",
-    "DEFAULT_WSD_DECAY_RATIO",
+    "get_linear_schedule_with_warmup",
+    "get_cosine_schedule_with_warmup",
     "get_constant_schedule",
     "get_constant_schedule_with_warmup",
-    "get_cosine_annealing_schedule_with_warmup",
-    "get_cosine_schedule_with_warmup",
-    "get_cosine_with_hard_restarts_schedule_with_warmup",
-    "get_cosine_with_min_lr_schedule_with_warmup",
-    "get_inverse_sqrt_schedule",
-    "get_linear_annealing_schedule_with_warmup",
-    "get_linear_schedule_with_warmup",
     "get_polynomial_decay_schedule_with_warmup",
+    "get_cosine_with_hard_restarts_schedule_with_warmup",
+    "get_inverse_sqrt_schedule",
+    "get_cosine_with_min_lr_schedule_with_warmup",
     "get_wsd_schedule",
+    "get_cosine_annealing_schedule_with_warmup",
+    "get_linear_annealing_schedule_with_warmup",
+    "DEFAULT_INVERSE_SQRT_TIMESCALE",
+    "DEFAULT_WSD_DECAY_RATIO",
 ]
 
 
@@ -79,9 +79,9 @@ def get_linear_schedule_with_warmup(
 
     Examples:
         >>> from paddle_llrd import get_linear_schedule_with_warmup
+        >>> from paddle_llrd.schedules.table import lr_curve
         >>> scheduler = get_linear_schedule_with_warmup(
         ...     0.1, num_warmup_steps=2, num_training_steps=10)
-        >>> from paddle_llrd.schedules.table import lr_curve
         >>> [round(lr, 6) for lr in lr_curve(scheduler, 4)]
         [0.0, 0.05, 0.1, 0.0875, 0.075]
     """
@@ -124,9 +124,8 @@ def get_cosine_schedule_with_warmup(
 
     Examples:
         >>> from paddle_llrd import get_cosine_schedule_with_warmup
-        >>> scheduler = get_cosine_schedule_with_warmup(1.0, 2, 6, min_lr=0.2)
         >>> from paddle_llrd.schedules.table import lr_curve
-        >>> [round(lr, 6) for lr in lr_curve(scheduler, 7)]
+        >>> [round(lr, 6) for lr in lr_curve(get_cosine_schedule_with_warmup(1.0, 2, 6, min_lr=0.2), 7)]
         [0.0, 0.5, 1.0, 0.882843, 0.6, 0.317157, 0.2, 0.2]
     """
     return _cosine_with_min_lr(learning_rate, num_warmup_steps, num_training_steps, num_cycles, last_epoch,
@@ -160,9 +159,8 @@ def get_constant_schedule_with_warmup(
 
     Examples:
         >>> from paddle_llrd import get_constant_schedule_with_warmup
-        >>> scheduler = get_constant_schedule_with_warmup(0.2, num_warmup_steps=4)
         >>> from paddle_llrd.schedules.table import lr_curve
-        >>> [round(lr, 6) for lr in lr_curve(scheduler, 5)]
+        >>> [round(lr, 6) for lr in lr_curve(get_constant_schedule_with_warmup(0.2, num_warmup_steps=4), 5)]
         [0.0, 0.05, 0.1, 0.15, 0.2, 0.2]
     """
     return _constant_with_warmup(learning_rate, num_warmup_steps, last_epoch)
@@ -193,9 +191,8 @@ def get_polynomial_decay_schedule_with_warmup(
 
     Examples:
         >>> from paddle_llrd import get_polynomial_decay_schedule_with_warmup
-        >>> scheduler = get_polynomial_decay_schedule_with_warmup(1.0, 0, 4, lr_end=0.2)
         >>> from paddle_llrd.schedules.table import lr_curve
-        >>> [round(lr, 6) for lr in lr_curve(scheduler, 5)]
+        >>> [round(lr, 6) for lr in lr_curve(get_polynomial_decay_schedule_with_warmup(1.0, 0, 4, lr_end=0.2), 5)]
         [1.0, 0.8, 0.6, 0.4, 0.2, 0.2]
     """
     return _polynomial(learning_rate, num_warmup_steps, num_training_steps, lr_end, power, last_epoch, caller="get_polynomial_decay_schedule_with_warmup")
@@ -247,9 +244,9 @@ def get_cosine_with_hard_restarts_schedule_with_warmup(
 
     Examples:
         >>> from paddle_llrd.schedules import registry
+        >>> from paddle_llrd.schedules.table import lr_curve
         >>> scheduler = registry.get_cosine_with_hard_restarts_schedule_with_warmup(
         ...     1.0, 2, 10, num_cycles=2)
-        >>> from paddle_llrd.schedules.table import lr_curve
         >>> [round(lr, 6) for lr in lr_curve(scheduler, 11)]
         [0.0, 0.5, 1.0, 0.853553, 0.5, 0.146447, 1.0, 0.853553, 0.5, 0.146447, 0.0, 0.0]
     """
@@ -306,9 +303,8 @@ def get_inverse_sqrt_schedule(
 
     Examples:
         >>> from paddle_llrd.schedules.registry import get_inverse_sqrt_schedule
-        >>> scheduler = get_inverse_sqrt_schedule(0.5, num_warmup_steps=4)
         >>> from paddle_llrd.schedules.table import lr_curve
-        >>> lrs = [round(lr, 6) for lr in lr_curve(scheduler, 16)]
+        >>> lrs = [round(lr, 6) for lr in lr_curve(get_inverse_sqrt_schedule(0.5, num_warmup_steps=4), 16)]
         >>> lrs[:5], lrs[16]
         ([0.0, 0.125, 0.25, 0.375, 0.5], 0.25)
         >>> late = get_inverse_sqrt_schedule(
@@ -403,11 +399,10 @@ def get_cosine_with_min_lr_schedule_with_warmup(
         ValueError: neither or both of ``min_lr`` and ``min_lr_rate``, or one out of range.
 
     Examples:
-        >>> from paddle_llrd.schedules import registry
-        >>> scheduler = registry.get_cosine_with_min_lr_schedule_with_warmup(
-        ...     1.0, 2, 6, min_lr_rate=0.2)
+        >>> from paddle_llrd import get_cosine_with_min_lr_schedule_with_warmup
         >>> from paddle_llrd.schedules.table import lr_curve
-        >>> [round(lr, 6) for lr in lr_curve(scheduler, 7)]
+        >>> lrs = lr_curve(get_cosine_with_min_lr_schedule_with_warmup(1.0, 2, 6, min_lr_rate=0.2), 7)
+        >>> [round(lr, 6) for lr in lrs]
         [0.0, 0.5, 1.0, 0.882843, 0.6, 0.317157, 0.2, 0.2]
     """
     return _cosine_with_min_lr(learning_rate, num_warmup_steps, num_training_steps, num_cycles, last_epoch, min_lr,
@@ -526,10 +521,10 @@ def get_wsd_schedule(
 
     Examples:
         >>> from paddle_llrd.schedules.registry import get_wsd_schedule
+        >>> from paddle_llrd.schedules.table import lr_curve
         >>> scheduler = get_wsd_schedule(
         ...     1.0, num_warmup_steps=2, num_training_steps=10, num_decay_steps=4,
         ...     decay_style="linear", min_lr_ratio=0.2)
-        >>> from paddle_llrd.schedules.table import lr_curve
         >>> [round(lr, 6) for lr in lr_curve(scheduler, 11)]
         [0.0, 0.5, 1.0, 1.0, 1.0, 1.0, 1.0, 0.8, 0.6, 0.4, 0.2, 0.2]
         >>> def lr_half_way(style):
@@ -631,9 +626,8 @@ def get_linear_annealing_schedule_with_warmup(
 
     Examples:
         >>> from paddle_llrd import get_linear_annealing_schedule_with_warmup
-        >>> scheduler = get_linear_annealing_schedule_with_warmup(1.0, 2, 6, min_lr=0.2)
         >>> from paddle_llrd.schedules.table import lr_curve
-        >>> [round(lr, 6) for lr in lr_curve(scheduler, 7)]
+        >>> [round(lr, 6) for lr in lr_curve(get_linear_annealing_schedule_with_warmup(1.0, 2, 6, min_lr=0.2), 7)]
         [0.0, 0.5, 1.0, 0.8, 0.6, 0.4, 0.2, 0.2]
     """
     return _linear_annealing(learning_rate, num_warmup_steps, num_training_steps, min_lr, last_epoch)

@@ -30,20 +30,20 @@ from .catalog import (
     schedule_info,
     schedule_options,
 )
-from .functions import (
-    DEFAULT_INVERSE_SQRT_TIMESCALE,
-    DEFAULT_WSD_DECAY_RATIO,
+from .functions import (  # in the order of BUILTIN_SCHEDULES
+    get_linear_schedule_with_warmup,
+    get_cosine_schedule_with_warmup,
     get_constant_schedule,
     get_constant_schedule_with_warmup,
-    get_cosine_annealing_schedule_with_warmup,
-    get_cosine_schedule_with_warmup,
-    get_cosine_with_hard_restarts_schedule_with_warmup,
-    get_cosine_with_min_lr_schedule_with_warmup,
-    get_inverse_sqrt_schedule,
-    get_linear_annealing_schedule_with_warmup,
-    get_linear_schedule_with_warmup,
     get_polynomial_decay_schedule_with_warmup,
+    get_cosine_with_hard_restarts_schedule_with_warmup,
+    get_inverse_sqrt_schedule,
+    get_cosine_with_min_lr_schedule_with_warmup,
     get_wsd_schedule,
+    get_cosine_annealing_schedule_with_warmup,
+    get_linear_annealing_schedule_with_warmup,
+    DEFAULT_INVERSE_SQRT_TIMESCALE,
+    DEFAULT_WSD_DECAY_RATIO,
 )
 from .plateau import get_reduce_on_plateau_schedule
 from .sequential import get_sequential_schedule

@@ -111,9 +111,8 @@ class SequentialSchedule(LRScheduler):
         >>> from paddle_llrd import SequentialSchedule, get_scheduler
         >>> warmup = get_scheduler("inverse_sqrt", 1.0, num_warmup_steps=2)
         >>> decay = LambdaDecay(0.5, lambda step: 0.5 ** step)
-        >>> scheduler = SequentialSchedule([warmup, decay], milestones=[4])
         >>> from paddle_llrd.schedules.table import lr_curve
-        >>> [round(lr, 6) for lr in lr_curve(scheduler, 6)]
+        >>> [round(lr, 6) for lr in lr_curve(SequentialSchedule([warmup, decay], milestones=[4]), 6)]
         [0.0, 0.5, 1.0, 0.816497, 0.5, 0.25, 0.125]
     """
 
@@ -357,11 +356,11 @@ def get_sequential_schedule(
 
     Examples:
         >>> from paddle_llrd import get_scheduler
+        >>> from paddle_llrd.schedules.table import lr_curve
         >>> scheduler = get_scheduler(
         ...     "sequential", 1.0, num_warmup_steps=2, num_training_steps=8,
         ...     stages=[{"name": "inverse_sqrt", "num_steps": 4},
         ...             {"name": "cosine", "learning_rate": 0.5}])
-        >>> from paddle_llrd.schedules.table import lr_curve
         >>> [round(lr, 6) for lr in lr_curve(scheduler, 8)]
         [0.0, 0.5, 1.0, 0.816497, 0.5, 0.426777, 0.25, 0.073223, 0.0]
     """

@@ -179,22 +179,14 @@ class LinearDecayWithWarmup(_LambdaSchedule):
 
     Examples:
         >>> from paddle_llrd import LinearDecayWithWarmup
-        >>> scheduler = LinearDecayWithWarmup(learning_rate=0.1, total_steps=10, warmup=2)
         >>> from paddle_llrd.schedules.table import lr_curve
-        >>> [round(lr, 6) for lr in lr_curve(scheduler, 11)]
+        >>> [round(lr, 6) for lr in lr_curve(LinearDecayWithWarmup(learning_rate=0.1, total_steps=10, warmup=2), 11)]
         [0.0, 0.05, 0.1, 0.0875, 0.075, 0.0625, 0.05, 0.0375, 0.025, 0.0125, 0.0, 0.0]
     """
 
     def __init__(
-        self,
-        learning_rate: float,
-        total_steps: int,
-        warmup: Warmup,
-        last_epoch: int = -1,
-        verbose: bool = False,
-        *,
-        warmup_start: float = 0.0,
-        warn_long_warmup: bool = True,
+        self, learning_rate: float, total_steps: int, warmup: Warmup, last_epoch: int = -1, verbose: bool = False,
+        *, warmup_start: float = 0.0, warn_long_warmup: bool = True
     ) -> None:
         learning_rate = checked_non_negative_real(learning_rate)
         self.total_steps, self.warmup_steps = _total_and_warmup(total_steps, warmup, type(self).__name__, warn_long_warmup)
@@ -221,23 +213,16 @@ class ConstScheduleWithWarmup(_LambdaSchedule):
 
     Examples:
         >>> from paddle_llrd import ConstScheduleWithWarmup
-        >>> scheduler = ConstScheduleWithWarmup(learning_rate=0.2, warmup=4)
         >>> from paddle_llrd.schedules.table import lr_curve
-        >>> [round(lr, 6) for lr in lr_curve(scheduler, 6)]
+        >>> [round(lr, 6) for lr in lr_curve(ConstScheduleWithWarmup(learning_rate=0.2, warmup=4), 6)]
         [0.0, 0.05, 0.1, 0.15, 0.2, 0.2, 0.2]
         >>> ConstScheduleWithWarmup(0.2, warmup=0.25, total_steps=16).warmup_steps
         4
     """
 
     def __init__(
-        self,
-        learning_rate: float,
-        warmup: Warmup,
-        total_steps: Optional[int] = None,
-        last_epoch: int = -1,
-        verbose: bool = False,
-        *,
-        warmup_start: float = 0.0,
+        self, learning_rate: float, warmup: Warmup, total_steps: Optional[int] = None, last_epoch: int = -1,
+        verbose: bool = False, *, warmup_start: float = 0.0
     ) -> None:
         learning_rate = checked_non_negative_real(learning_rate)
         self.total_steps = None if total_steps is None else checked_step_count(total_steps, "total_steps", minimum=1)
@@ -291,24 +276,15 @@ class CosineDecayWithWarmup(_LambdaSchedule):
 
     Examples:
         >>> from paddle_llrd import CosineDecayWithWarmup
-        >>> scheduler = CosineDecayWithWarmup(learning_rate=1.0, total_steps=6, warmup=2)
         >>> from paddle_llrd.schedules.table import lr_curve
-        >>> [round(lr, 6) for lr in lr_curve(scheduler, 7)]
+        >>> [round(lr, 6) for lr in lr_curve(CosineDecayWithWarmup(learning_rate=1.0, total_steps=6, warmup=2), 7)]
         [0.0, 0.5, 1.0, 0.853553, 0.5, 0.146447, 0.0, 0.0]
     """
 
     def __init__(
-        self,
-        learning_rate: float,
-        total_steps: int,
-        warmup: Warmup,
-        with_hard_restarts: bool = False,
-        num_cycles: Optional[Union[int, float]] = None,
-        last_epoch: int = -1,
-        verbose: bool = False,
-        *,
-        warmup_start: float = 0.0,
-        warn_long_warmup: bool = True,
+        self, learning_rate: float, total_steps: int, warmup: Warmup, with_hard_restarts: bool = False,
+        num_cycles: Optional[Union[int, float]] = None, last_epoch: int = -1, verbose: bool = False, *,
+        warmup_start: float = 0.0, warn_long_warmup: bool = True
     ) -> None:
         learning_rate = checked_non_negative_real(learning_rate)
         self.total_steps, self.warmup_steps = _total_and_warmup(total_steps, warmup, type(self).__name__, warn_long_warmup)
@@ -377,25 +353,14 @@ class PolyDecayWithWarmup(_LambdaSchedule):
 
     Examples:
         >>> from paddle_llrd import PolyDecayWithWarmup
-        >>> scheduler = PolyDecayWithWarmup(
-        ...     1.0, total_steps=6, warmup=2, lr_end=0.1, power=2.0)
         >>> from paddle_llrd.schedules.table import lr_curve
-        >>> [round(lr, 6) for lr in lr_curve(scheduler, 7)]
+        >>> [round(lr, 6) for lr in lr_curve(PolyDecayWithWarmup(1.0, 6, 2, lr_end=0.1, power=2.0), 7)]
         [0.0, 0.5, 1.0, 0.60625, 0.325, 0.15625, 0.1, 0.1]
     """
 
     def __init__(
-        self,
-        learning_rate: float,
-        total_steps: int,
-        warmup: Warmup,
-        lr_end: float = 1e-7,
-        power: float = 1.0,
-        last_epoch: int = -1,
-        verbose: bool = False,
-        *,
-        warmup_start: float = 0.0,
-        warn_long_warmup: bool = True,
+        self, learning_rate: float, total_steps: int, warmup: Warmup, lr_end: float = 1e-7, power: float = 1.0,
+        last_epoch: int = -1, verbose: bool = False, *, warmup_start: float = 0.0, warn_long_warmup: bool = True
     ) -> None:
         learning_rate = checked_non_negative_real(learning_rate)
         self.total_steps, self.warmup_steps = _total_and_warmup(total_steps, warmup, type(self).__name__, warn_long_warmup)
@@ -428,15 +393,8 @@ class _AnnealingWithWarmupDecay(_CheckedResume, LRScheduler):
     ``decay_step`` with :meth:`_anneal`, then stay at ``min_lr``."""
 
     def __init__(
-        self,
-        max_lr: float,
-        min_lr: float,
-        warmup_step: int,
-        decay_step: int,
-        last_epoch: int = -1,
-        verbose: bool = False,
-        *,
-        warmup_start: float = 0.0,
+        self, max_lr: float, min_lr: float, warmup_step: int, decay_step: int, last_epoch: int = -1,
+        verbose: bool = False, *, warmup_start: float = 0.0
     ) -> None:
         self.max_lr = checked_non_negative_real(max_lr, "max_lr")
         self.min_lr = checked_floor_lr(min_lr, self.max_lr, "max_lr")
@@ -489,10 +447,8 @@ class CosineAnnealingWithWarmupDecay(_AnnealingWithWarmupDecay):
 
     Examples:
         >>> from paddle_llrd import CosineAnnealingWithWarmupDecay
-        >>> scheduler = CosineAnnealingWithWarmupDecay(
-        ...     max_lr=1.0, min_lr=0.2, warmup_step=2, decay_step=6)
         >>> from paddle_llrd.schedules.table import lr_curve
-        >>> [round(lr, 6) for lr in lr_curve(scheduler, 7)]
+        >>> [round(lr, 6) for lr in lr_curve(CosineAnnealingWithWarmupDecay(1.0, 0.2, 2, 6), 7)]
         [0.0, 0.5, 1.0, 0.882843, 0.6, 0.317157, 0.2, 0.2]
     """
 
@@ -518,11 +474,9 @@ class LinearAnnealingWithWarmupDecay(_AnnealingWithWarmupDecay):
 
     Examples:
         >>> from paddle_llrd import LinearAnnealingWithWarmupDecay
-        >>> scheduler = LinearAnnealingWithWarmupDecay(
-        ...     max_lr=1.0, min_lr=0.2, warmup_step=2, decay_step=6)
         >>> from paddle_llrd.schedules.table import lr_curve
-        >>> [round(lr, 6) for lr in lr_curve(scheduler, 7)]
-        [0.0, 0.5, 1.0, 0.8, 0.6, 0.4, 0.2, 0.2]
+        >>> lr_curve(LinearAnnealingWithWarmupDecay(max_lr=1.0, min_lr=0.5, warmup_step=0, decay_step=2), 3)
+        [1.0, 0.75, 0.5, 0.5]
     """
 
     _anneal = staticmethod(factors.anneal_linear)
@@ -551,21 +505,15 @@ class InverseSquareRootSchedule(_CheckedResume, LRScheduler):
 
     Examples:
         >>> from paddle_llrd import InverseSquareRootSchedule
-        >>> scheduler = InverseSquareRootSchedule(warmup_steps=4, learning_rate=0.5)
         >>> from paddle_llrd.schedules.table import lr_curve
-        >>> lrs = [round(lr, 6) for lr in lr_curve(scheduler, 16)]
+        >>> lrs = [round(lr, 6) for lr in lr_curve(InverseSquareRootSchedule(warmup_steps=4, learning_rate=0.5), 16)]
         >>> lrs[:5], lrs[16]
         ([0.0, 0.125, 0.25, 0.375, 0.5], 0.25)
     """
 
     def __init__(
-        self,
-        warmup_steps: int,
-        learning_rate: float = 1.0,
-        last_epoch: int = -1,
-        verbose: bool = False,
-        *,
-        warmup_start: float = 0.0,
+        self, warmup_steps: int, learning_rate: float = 1.0, last_epoch: int = -1, verbose: bool = False, *,
+        warmup_start: float = 0.0
     ) -> None:
         self.warmup_steps = checked_step_count(warmup_steps, "warmup_steps", minimum=1)
         learning_rate = checked_non_negative_real(learning_rate)
