@@ -559,3 +559,36 @@ def test_step_epoch_is_checked_by_name_on_every_registered_schedule(name):
         _step(uninterrupted, metric, None)
     assert scheduler.last_epoch == uninterrupted.last_epoch == 7
     assert scheduler() == uninterrupted()
+
+
+CLASS_BUILDERS = {
+    "LinearDecayWithWarmup": lambda: LinearDecayWithWarmup(1e-3, 20, 4),
+    "ConstScheduleWithWarmup": lambda: ConstScheduleWithWarmup(1e-3, 4),
+    "CosineDecayWithWarmup": lambda: CosineDecayWithWarmup(1e-3, 20, 4),
+    "PolyDecayWithWarmup": lambda: PolyDecayWithWarmup(1e-3, 20, 4, lr_end=1e-5),
+    "CosineAnnealingWithWarmupDecay": lambda: CosineAnnealingWithWarmupDecay(1e-3, 1e-4, 4, 20),
+    "LinearAnnealingWithWarmupDecay": lambda: LinearAnnealingWithWarmupDecay(1e-3, 1e-4, 4, 20),
+    "InverseSquareRootSchedule": lambda: InverseSquareRootSchedule(4, 1e-3),
+    "ReduceOnPlateauSchedule": lambda: __import__("paddle_llrd").ReduceOnPlateauSchedule(1e-3),
+    "SequentialSchedule": lambda: __import__("paddle_llrd").SequentialSchedule(
+        [LinearDecayWithWarmup(1e-3, 6, 2), CosineDecayWithWarmup(1e-3, 14, 0)], [6]),
+}
+
+
+@pytest.mark.parametrize("name", list(CLASS_BUILDERS))
+def test_step_epoch_is_checked_by_name_on_every_scheduler_class(name):
+    # Issue 26: the rule of the constructor and set_state_dict, on step(epoch) of every class too.
+    metric = 1.0 if name == "ReduceOnPlateauSchedule" else None
+    scheduler = CLASS_BUILDERS[name]()
+    for _ in range(3):
+        _step(scheduler, metric, None)
+    before, lr = scheduler.state_dict(), scheduler()
+    for bad, error in BAD_EPOCHS:
+        with pytest.raises(error, match=r"`epoch` must be an int >= 0 \(the step to move to\), got .*"):
+            _step(scheduler, metric, bad)
+        assert scheduler.state_dict() == before and scheduler() == lr, bad
+    _step(scheduler, metric, 7)
+    uninterrupted = CLASS_BUILDERS[name]()
+    for _ in range(7):
+        _step(uninterrupted, metric, None)
+    assert scheduler.last_epoch == uninterrupted.last_epoch == 7 and scheduler() == uninterrupted()
