@@ -13,7 +13,7 @@ import argparse
 import math
 import os
 import warnings
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, Optional, Sequence
 
 from paddle_llrd.command_line import finite_number, integer_at_least
 from paddle_llrd.schedules.table import (

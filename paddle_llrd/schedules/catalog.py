@@ -3,10 +3,10 @@ r"""Schedules by name: the table :func:`get_scheduler` reads, and what each entr
 :data:`TYPE_TO_SCHEDULER_FUNCTION` maps a name to its schedule function
 (PaddleNLP's dict; :mod:`.registry` fills in the built-in entries). What a
 function takes is read once from its signature into a :class:`ScheduleInfo`
-(timm's ``OptimInfo``): :func:`schedule_options` returns it by name, and
-:func:`get_scheduler`, the schedule table and the Trainer's
-``lr_scheduler_kwargs`` check all read it from there. This is the only module
-of the package that inspects a signature.
+(timm's ``OptimInfo``): :func:`schedule_info` and :func:`schedule_options`
+return it by name; :func:`get_scheduler` and the schedule table read what a
+schedule takes from there, and nowhere else. This is the module of the
+schedules that inspects a signature.
 """
 from __future__ import annotations
 

@@ -38,19 +38,14 @@ from .warmup import (
 )
 
 __all__ = [
-    "get_linear_schedule_with_warmup",
-    "get_cosine_schedule_with_warmup",
-    "get_constant_schedule",
-    "get_constant_schedule_with_warmup",
-    "get_polynomial_decay_schedule_with_warmup",
-    "get_cosine_with_hard_restarts_schedule_with_warmup",
-    "get_inverse_sqrt_schedule",
-    "get_cosine_with_min_lr_schedule_with_warmup",
-    "get_wsd_schedule",
-    "get_cosine_annealing_schedule_with_warmup",
+    # PaddleNLP's five
+    "get_linear_schedule_with_warmup", "get_cosine_schedule_with_warmup", "get_constant_schedule",
+    "get_constant_schedule_with_warmup", "get_polynomial_decay_schedule_with_warmup",
+    # the newer ones: Hugging Face's, Megatron-LM's
+    "get_cosine_with_hard_restarts_schedule_with_warmup", "get_inverse_sqrt_schedule",
+    "DEFAULT_INVERSE_SQRT_TIMESCALE", "get_cosine_with_min_lr_schedule_with_warmup",
+    "get_wsd_schedule", "DEFAULT_WSD_DECAY_RATIO", "get_cosine_annealing_schedule_with_warmup",
     "get_linear_annealing_schedule_with_warmup",
-    "DEFAULT_INVERSE_SQRT_TIMESCALE",
-    "DEFAULT_WSD_DECAY_RATIO",
 ]
 
 

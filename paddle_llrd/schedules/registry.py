@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Dict
 
-from . import catalog, functions
+from . import functions
 from .catalog import (
     REQUIRED,
     TYPE_TO_SCHEDULER_FUNCTION,
@@ -50,10 +50,32 @@ from .sequential import get_sequential_schedule
 
 __all__ = [
     "BUILTIN_SCHEDULES",
-    *catalog.__all__,
-    *functions.__all__,
-    "get_reduce_on_plateau_schedule",
+    "SchedulerType",
+    "TYPE_TO_SCHEDULER_FUNCTION",
+    "ScheduleInfo",
+    "ScheduleOption",
+    "REQUIRED",
+    "canonical_name",
+    "schedule_function",
+    "schedule_info",
+    "schedule_options",
+    "register_scheduler",
+    "get_scheduler",
+    "get_linear_schedule_with_warmup",
+    "get_cosine_schedule_with_warmup",
+    "get_constant_schedule",
+    "get_constant_schedule_with_warmup",
+    "get_polynomial_decay_schedule_with_warmup",
+    "get_cosine_with_hard_restarts_schedule_with_warmup",
+    "get_inverse_sqrt_schedule",
+    "get_cosine_with_min_lr_schedule_with_warmup",
+    "get_wsd_schedule",
+    "get_cosine_annealing_schedule_with_warmup",
+    "get_linear_annealing_schedule_with_warmup",
     "get_sequential_schedule",
+    "get_reduce_on_plateau_schedule",
+    "DEFAULT_INVERSE_SQRT_TIMESCALE",
+    "DEFAULT_WSD_DECAY_RATIO",
 ]
 
 #: Each built-in schedule, declared once: its function (whose signature gives
