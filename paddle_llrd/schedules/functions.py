@@ -5,8 +5,14 @@ return a :class:`paddle.optimizer.lr.LambdaDecay` whose lr at step :math:`s`
 is ``learning_rate * f(s)``, with :math:`W` = ``num_warmup_steps``,
 :math:`T` = ``num_training_steps`` and the linear warmup
 :math:`f(s) = s / \max(1, W)` for :math:`s < W`. Every function with a
-warmup takes Megatron-LM's ``lr_warmup_init``: the warmup then rises from it
-instead of 0, and every later step keeps its value.
+warmup takes Megatron-LM's ``lr_warmup_init`` through ``get_scheduler``: the
+warmup then rises from it instead of 0, and every later step keeps its value.
+
+Each public ``get_*`` function keeps PaddleNLP's / Hugging Face's signature
+and calls its private builder (``_linear`` for ``get_linear_...``), which also
+takes ``lr_warmup_init`` and ``caller``, the name a warning about a warmup
+longer than training gives; :data:`~paddle_llrd.schedules.registry.BUILTIN_SCHEDULES`
+hands the builders to ``get_scheduler``.
 """
 from __future__ import annotations
 
