@@ -575,20 +575,16 @@ CLASS_BUILDERS = {
 }
 
 
+@pytest.mark.parametrize("bad, error", BAD_EPOCHS)
 @pytest.mark.parametrize("name", list(CLASS_BUILDERS))
-def test_step_epoch_is_checked_by_name_on_every_scheduler_class(name):
+def test_step_epoch_is_checked_by_name_on_every_scheduler_class(name, bad, error):
     # Issue 26: the rule of the constructor and set_state_dict, on step(epoch) of every class too.
     metric = 1.0 if name == "ReduceOnPlateauSchedule" else None
-    scheduler = CLASS_BUILDERS[name]()
-    for _ in range(3):
-        _step(scheduler, metric, None)
-    before, lr = scheduler.state_dict(), scheduler()
-    for bad, error in BAD_EPOCHS:
-        with pytest.raises(error, match=r"`epoch` must be an int >= 0 \(the step to move to\), got .*"):
-            _step(scheduler, metric, bad)
-        assert scheduler.state_dict() == before and scheduler() == lr, bad
+    scheduler, fresh = CLASS_BUILDERS[name](), CLASS_BUILDERS[name]()
+    with pytest.raises(error, match=r"`epoch` must be an int >= 0 \(the step to move to\), got .*"):
+        _step(scheduler, metric, bad)
+    assert scheduler.state_dict() == fresh.state_dict() and scheduler() == fresh()  # nothing changed
     _step(scheduler, metric, 7)
-    uninterrupted = CLASS_BUILDERS[name]()
     for _ in range(7):
-        _step(uninterrupted, metric, None)
-    assert scheduler.last_epoch == uninterrupted.last_epoch == 7 and scheduler() == uninterrupted()
+        _step(fresh, metric, None)
+    assert scheduler.last_epoch == fresh.last_epoch == 7 and scheduler() == fresh()
