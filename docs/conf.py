@@ -35,19 +35,16 @@ nitpicky = False
 
 
 def _generate_figures(app):
-    """Schedule plots are drawn by the package's own plot code at build time,
-    never by hand."""
-    from paddle_llrd.schedules import table as schedule_table
+    """Schedule plots and tables are drawn by the package's own code at build
+    time (docs/_figures.py), never by hand."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import _figures
 
     out_dir = os.path.join(app.srcdir, "_generated")
     os.makedirs(out_dir, exist_ok=True)
-    writer = getattr(schedule_table, "write_doc_figures", None)
-    if writer is not None:
-        writer(out_dir)
-    else:
-        schedule_table.plot_schedules(os.path.join(out_dir, "schedules.png"))
+    _figures.write_doc_figures(out_dir)
     # The tables python -m paddle_llrd schedules prints, included by schedules.rst.
-    schedule_table.write_doc_tables(out_dir)
+    _figures.write_doc_tables(out_dir)
 
 
 # Where a long identifier in a table cell may wrap: after "_", ".", "(" or ","

@@ -71,6 +71,7 @@ from .schedules.registry import (  # noqa: E402
     get_sequential_schedule,
     get_wsd_schedule,
     register_scheduler,
+    schedule_options,
 )
 from .schedules.plateau import ReduceOnPlateauSchedule  # noqa: E402
 from .schedules.sequential import SequentialSchedule  # noqa: E402
@@ -126,4 +127,5 @@ __all__ = [
     "param_groups_table",
     "register_scheduler",
     "resolve_layer_map",
+    "schedule_options",
 ]

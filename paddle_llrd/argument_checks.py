@@ -296,3 +296,159 @@ def checked_field_bool(value: Any, field: str) -> bool:
     if not isinstance(value, bool):
         raise TypeError(f"{field} must be a bool (true/false), got {type(value).__name__} {value!r}")
     return value
+
+
+# --- schedules ---
+# The rules of the learning-rate schedules' arguments: the scheduler classes,
+# the registry functions and ReduceOnPlateauSchedule check with these.
+def checked_finite_real(value: Any, argument: str) -> float:
+    """``value`` as a finite float of either sign, else an error naming ``argument``.
+
+    Raises:
+        TypeError: ``value`` is not a real number (a bool is refused).
+        ValueError: ``value`` is NaN or infinite.
+
+    Examples:
+        >>> checked_finite_real(-2, "power")
+        -2.0
+        >>> checked_finite_real(float("nan"), "power")
+        Traceback (most recent call last):
+        ...
+        ValueError: `power` must be finite, got nan.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"`{argument}` must be a real number, got {value!r} of type {type(value).__name__}.")
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValueError(f"`{argument}` must be finite, got {number!r}.")
+    return number
+
+
+def checked_non_negative_real(value: Any, argument: str = "learning_rate") -> float:
+    """``value`` as a finite float ``>= 0`` (a learning rate, a threshold), else an error naming ``argument``.
+
+    Raises:
+        TypeError: ``value`` is not a real number.
+        ValueError: ``value`` is NaN, infinite or negative.
+
+    Examples:
+        >>> checked_non_negative_real(-0.1)
+        Traceback (most recent call last):
+        ...
+        ValueError: `learning_rate` must be >= 0, got -0.1.
+    """
+    number = checked_finite_real(value, argument)
+    if number < 0:
+        raise ValueError(f"`{argument}` must be >= 0, got {number!r}.")
+    return number
+
+
+def checked_step_count(value: Any, argument: str, minimum: int = 0) -> int:
+    """A whole number of steps ``>= minimum``; an integral float such as ``1000.0`` is taken.
+
+    Raises:
+        TypeError: ``value`` is not a real number.
+        ValueError: ``value`` is not whole, or below ``minimum``.
+
+    Examples:
+        >>> checked_step_count(1000.0, "num_training_steps", minimum=1)
+        1000
+        >>> checked_step_count(2.5, "num_warmup_steps")
+        Traceback (most recent call last):
+        ...
+        ValueError: `num_warmup_steps` must be a whole number of steps, got 2.5.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(
+            f"`{argument}` must be an int (a number of steps), got {value!r} of type {type(value).__name__}."
+        )
+    if not isinstance(value, numbers.Integral):
+        value = float(value)
+        if not math.isfinite(value) or not value.is_integer():
+            raise ValueError(f"`{argument}` must be a whole number of steps, got {value!r}.")
+    value = int(value)
+    if value < minimum:
+        raise ValueError(f"`{argument}` must be >= {minimum}, got {value}.")
+    return value
+
+
+def checked_warmup(warmup: Any, total_steps: int | None, argument: str = "warmup") -> int:
+    """Warmup steps: an int as is, a float in ``[0, 1]`` as ``floor(warmup * total_steps)``.
+
+    Raises:
+        TypeError: ``warmup`` is not a real number.
+        ValueError: a negative int, a float outside ``[0, 1]``, or a float with ``total_steps`` None.
+
+    Examples:
+        >>> checked_warmup(0.25, 16), checked_warmup(3, None)
+        (4, 3)
+    """
+    if isinstance(warmup, bool) or not isinstance(warmup, numbers.Real):
+        raise TypeError(
+            f"`{argument}` must be an int (number of steps) or a float (fraction of total_steps), "
+            f"got {warmup!r} of type {type(warmup).__name__}."
+        )
+    if isinstance(warmup, numbers.Integral):
+        return checked_step_count(warmup, argument)
+    fraction = checked_finite_real(warmup, argument)
+    if not 0.0 <= fraction <= 1.0:
+        raise ValueError(
+            f"`{argument}` given as a float is a fraction of total_steps and must lie in [0, 1], got {fraction!r}; "
+            "pass an int for a number of steps."
+        )
+    if total_steps is None:
+        raise ValueError(
+            f"`{argument}` is a float ({fraction!r}, a fraction of total_steps) but `total_steps` is None: "
+            "pass `total_steps`, or an int number of warmup steps."
+        )
+    return int(math.floor(fraction * total_steps))
+
+
+def checked_floor_lr(min_lr: Any, peak: float, peak_name: str) -> float:
+    """``min_lr`` as a learning rate in ``[0, peak]``; errors name ``min_lr`` and ``peak_name``.
+
+    Examples:
+        >>> checked_floor_lr(0.2, 0.1, "max_lr")
+        Traceback (most recent call last):
+        ...
+        ValueError: `min_lr` (0.2) must be <= `max_lr` (0.1).
+    """
+    floor = checked_non_negative_real(min_lr, "min_lr")
+    if floor > peak:
+        raise ValueError(f"`min_lr` ({floor!r}) must be <= `{peak_name}` ({peak!r}).")
+    return floor
+
+
+def checked_warmup_start(lr_warmup_init: Any, peak: float) -> float:
+    """Megatron-LM's ``lr_warmup_init`` (an lr in ``[0, peak]``) as the fraction of ``peak`` the warmup starts at.
+
+    Raises:
+        TypeError: ``lr_warmup_init`` is not a real number.
+        ValueError: it is NaN, infinite, negative or above ``peak``.
+
+    Examples:
+        >>> checked_warmup_start(0.01, 0.1)
+        0.1
+        >>> checked_warmup_start(0.2, 0.1)
+        Traceback (most recent call last):
+        ...
+        ValueError: `lr_warmup_init` (0.2) must be <= the peak learning rate (0.1): the warmup rises from it.
+    """
+    value = checked_non_negative_real(lr_warmup_init, "lr_warmup_init")
+    if value > peak:
+        raise ValueError(
+            f"`lr_warmup_init` ({value!r}) must be <= the peak learning rate ({peak!r}): the warmup rises from it."
+        )
+    return value / peak if peak > 0 else 0.0
+
+
+def checked_choice(value: Any, argument: str, choices: tuple[str, ...]) -> str:
+    """``value`` lower-cased if it is one of ``choices`` (compared without case), else ``ValueError``.
+
+    Examples:
+        >>> checked_choice("MIN", "mode", ("min", "max"))
+        'min'
+    """
+    if not isinstance(value, str) or value.lower() not in choices:
+        raise ValueError(f"`{argument}` must be one of {', '.join(map(repr, choices))}, got {value!r}.")
+    return value.lower()

@@ -15,10 +15,13 @@ import schedule_formulas as formula
 from schedule_formulas import restore_registry  # noqa: F401 (the fixture)
 
 from paddle_llrd import LinearDecayWithWarmup, register_scheduler
+from paddle_llrd.cli import schedules as schedule_cli
 from paddle_llrd.schedules import table as schedule_table
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 DOCS = os.path.join(os.path.dirname(__file__), os.pardir, "docs")
+sys.path.insert(0, DOCS)
+import _figures as doc_figures  # noqa: E402 (docs/_figures.py, what docs/conf.py draws with)
 
 
 pytestmark = pytest.mark.usefixtures("restore_registry")
@@ -134,7 +137,7 @@ ALL_NAMES = {
     ],
 )
 def test_table_rows_follow_the_formulas(capsys, flags, lr, warmup, total, options):
-    assert schedule_table.main(flags + ["--no-plot"]) == 0
+    assert schedule_cli.main(flags + ["--no-plot"]) == 0
     out = capsys.readouterr().out
     steps, rows = parse_rows(out)
     assert steps == [step for _, step in schedule_table.characteristic_steps(warmup, total)]
@@ -146,7 +149,7 @@ def test_table_rows_follow_the_formulas(capsys, flags, lr, warmup, total, option
 
 
 def test_classes_flag_adds_the_scheduler_classes(capsys):
-    assert schedule_table.main(["--classes", "--no-plot", "--learning-rate", "0.5", "--warmup-steps", "16",
+    assert schedule_cli.main(["--classes", "--no-plot", "--learning-rate", "0.5", "--warmup-steps", "16",
                                 "--total-steps", "64"]) == 0
     steps, rows = parse_rows(capsys.readouterr().out)
     for cls in ["LinearDecayWithWarmup", "ConstScheduleWithWarmup", "CosineDecayWithWarmup", "PolyDecayWithWarmup",
@@ -165,7 +168,7 @@ def test_registered_schedules_are_listed_and_failures_reported(capsys):
 
     register_scheduler("halving", get_halving_schedule)
     register_scheduler("needy", get_needy_schedule)
-    assert schedule_table.main(["--no-plot", "--learning-rate", "1.0", "--total-steps", "100",
+    assert schedule_cli.main(["--no-plot", "--learning-rate", "1.0", "--total-steps", "100",
                                 "--warmup-steps", "10"]) == 0
     steps, rows = parse_rows(capsys.readouterr().out)
     assert rows["halving"] == pytest.approx([0.5 ** (4 * s // 100) for s in steps])
@@ -174,7 +177,7 @@ def test_registered_schedules_are_listed_and_failures_reported(capsys):
 
 def test_main_writes_a_png(tmp_path, capsys):
     path = tmp_path / "plots" / "schedules.png"
-    assert schedule_table.main(["--output", str(path), "--total-steps", "200", "--warmup-steps", "20"]) == 0
+    assert schedule_cli.main(["--output", str(path), "--total-steps", "200", "--warmup-steps", "20"]) == 0
     out = capsys.readouterr().out
     assert path.read_bytes()[:8] == PNG_MAGIC
     assert f"Plot written to {path}" in out
@@ -182,10 +185,10 @@ def test_main_writes_a_png(tmp_path, capsys):
 
 
 def test_plot_schedules_and_doc_figures(tmp_path):
-    single = schedule_table.plot_schedules(str(tmp_path / "all.png"), 1e-3, 10, 100, include_classes=False)
+    single = schedule_cli.plot_schedules(str(tmp_path / "all.png"), 1e-3, 10, 100, include_classes=False)
     assert open(single, "rb").read(8) == PNG_MAGIC
 
-    written = schedule_table.write_doc_figures(str(tmp_path / "gen"), 1e-3, 10, 100)
+    written = doc_figures.write_doc_figures(str(tmp_path / "gen"), 1e-3, 10, 100)
     assert written[0] == str(tmp_path / "gen" / "schedules.png")
     stems = {os.path.basename(path)[: -len(".png")] for path in written}
     assert {f"registry_{name}" for name in ALL_NAMES} | {"registry_warmup_stable_decay_styles"} <= stems
@@ -233,9 +236,9 @@ def test_without_matplotlib_the_table_still_prints_and_says_how_to_plot(tmp_path
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
     with pytest.raises(ImportError, match=re.escape("pip install paddle_llrd[plot]")):
-        schedule_table.plot_schedules(str(tmp_path / "x.png"))
+        schedule_cli.plot_schedules(str(tmp_path / "x.png"))
     path = tmp_path / "y.png"
-    assert schedule_table.main(["--output", str(path)]) == 0
+    assert schedule_cli.main(["--output", str(path)]) == 0
     out = capsys.readouterr().out
     assert "pip install paddle_llrd[plot]" in out
     assert "constant_with_warmup" in out
@@ -249,7 +252,7 @@ def test_without_matplotlib_the_table_still_prints_and_says_how_to_plot(tmp_path
 )
 def test_bad_flags_exit_with_usage_error(flags, capsys):
     with pytest.raises(SystemExit) as info:
-        schedule_table.main(flags)
+        schedule_cli.main(flags)
     assert info.value.code == 2
     assert flags[0] in capsys.readouterr().err
 
@@ -280,7 +283,7 @@ def parse_rst_table(text):
 
 def test_doc_tables_follow_the_formulas(tmp_path):
     lr, warmup, total = 1e-3, 10, 100
-    written = schedule_table.write_doc_tables(str(tmp_path / "gen"), lr, warmup, total)
+    written = doc_figures.write_doc_tables(str(tmp_path / "gen"), lr, warmup, total)
     assert [os.path.basename(path) for path in written] == ["table_sequential_plateau.txt", "table_lr_warmup_init.txt"]
     with open(written[0], encoding="utf-8") as handle:
         steps, columns = parse_rst_table(handle.read())

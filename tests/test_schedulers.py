@@ -43,9 +43,19 @@ SPEC_SIGNATURES = [
 ]
 
 
+# Issue 26: Megatron-LM's warmup start is a keyword-only argument of every warmup class (after SPEC.md's
+# arguments, so positional calls are unchanged); the classes that warn about a warmup longer than training
+# can be told not to (the registry functions warn under their own argument names instead).
+KEYWORD_ONLY = {cls: ("warmup_start",) for cls, _ in SPEC_SIGNATURES}
+KEYWORD_ONLY.update({cls: ("warmup_start", "warn_long_warmup")
+                     for cls in (LinearDecayWithWarmup, CosineDecayWithWarmup, PolyDecayWithWarmup)})
+
+
 @pytest.mark.parametrize("cls,text", SPEC_SIGNATURES, ids=[cls.__name__ for cls, _ in SPEC_SIGNATURES])
 def test_signatures_are_specs(cls, text):
-    assert formula.signature_text(cls) == text
+    extra = ", *, " + ", ".join(f"{name}={'True' if name == 'warn_long_warmup' else '0.0'}"
+                               for name in KEYWORD_ONLY[cls])
+    assert formula.signature_text(cls) == text[:-1] + extra + ")"
 
 
 # (total, warmup): int warmup, float warmup, zero warmup, warmup == total, warmup > total.
@@ -549,3 +559,32 @@ def test_step_epoch_is_checked_by_name_on_every_registered_schedule(name):
         _step(uninterrupted, metric, None)
     assert scheduler.last_epoch == uninterrupted.last_epoch == 7
     assert scheduler() == uninterrupted()
+
+
+CLASS_BUILDERS = {
+    "LinearDecayWithWarmup": lambda: LinearDecayWithWarmup(1e-3, 20, 4),
+    "ConstScheduleWithWarmup": lambda: ConstScheduleWithWarmup(1e-3, 4),
+    "CosineDecayWithWarmup": lambda: CosineDecayWithWarmup(1e-3, 20, 4),
+    "PolyDecayWithWarmup": lambda: PolyDecayWithWarmup(1e-3, 20, 4, lr_end=1e-5),
+    "CosineAnnealingWithWarmupDecay": lambda: CosineAnnealingWithWarmupDecay(1e-3, 1e-4, 4, 20),
+    "LinearAnnealingWithWarmupDecay": lambda: LinearAnnealingWithWarmupDecay(1e-3, 1e-4, 4, 20),
+    "InverseSquareRootSchedule": lambda: InverseSquareRootSchedule(4, 1e-3),
+    "ReduceOnPlateauSchedule": lambda: __import__("paddle_llrd").ReduceOnPlateauSchedule(1e-3),
+    "SequentialSchedule": lambda: __import__("paddle_llrd").SequentialSchedule(
+        [LinearDecayWithWarmup(1e-3, 6, 2), CosineDecayWithWarmup(1e-3, 14, 0)], [6]),
+}
+
+
+@pytest.mark.parametrize("bad, error", BAD_EPOCHS)
+@pytest.mark.parametrize("name", list(CLASS_BUILDERS))
+def test_step_epoch_is_checked_by_name_on_every_scheduler_class(name, bad, error):
+    # Issue 26: the rule of the constructor and set_state_dict, on step(epoch) of every class too.
+    metric = 1.0 if name == "ReduceOnPlateauSchedule" else None
+    scheduler, fresh = CLASS_BUILDERS[name](), CLASS_BUILDERS[name]()
+    with pytest.raises(error, match=r"`epoch` must be an int >= 0 \(the step to move to\), got .*"):
+        _step(scheduler, metric, bad)
+    assert scheduler.state_dict() == fresh.state_dict() and scheduler() == fresh()  # nothing changed
+    _step(scheduler, metric, 7)
+    for _ in range(7):
+        _step(fresh, metric, None)
+    assert scheduler.last_epoch == fresh.last_epoch == 7 and scheduler() == fresh()

@@ -21,23 +21,15 @@ from typing import Any, Optional
 
 from paddle.optimizer.lr import ReduceOnPlateau
 
-from ..argument_checks import checked_step_index
-from .warmup import _finite_real, _last_epoch, _learning_rate, _step_count
+from ..argument_checks import (
+    checked_choice,
+    checked_finite_real,
+    checked_non_negative_real,
+    checked_step_count,
+    checked_step_index,
+)
 
-__all__ = ["ReduceOnPlateauSchedule"]
-
-
-def _choice(value: Any, name: str, choices: "tuple[str, ...]") -> str:
-    if not isinstance(value, str) or value.lower() not in choices:
-        raise ValueError(f"`{name}` must be one of {', '.join(map(repr, choices))}, got {value!r}.")
-    return value.lower()
-
-
-def _non_negative(value: Any, name: str) -> float:
-    value = _finite_real(value, name)
-    if value < 0:
-        raise ValueError(f"`{name}` must be >= 0, got {value!r}.")
-    return value
+__all__ = ["ReduceOnPlateauSchedule", "get_reduce_on_plateau_schedule"]
 
 
 class ReduceOnPlateauSchedule(ReduceOnPlateau):
@@ -98,19 +90,19 @@ class ReduceOnPlateauSchedule(ReduceOnPlateau):
         epsilon: float = 1e-8,
         verbose: bool = False,
     ) -> None:
-        learning_rate = _learning_rate(learning_rate)
-        mode = _choice(mode, "mode", ("min", "max"))
-        factor = _finite_real(factor, "factor")
+        learning_rate = checked_non_negative_real(learning_rate)
+        mode = checked_choice(mode, "mode", ("min", "max"))
+        factor = checked_finite_real(factor, "factor")
         if not 0.0 <= factor < 1.0:
             raise ValueError(f"`factor` must lie in [0, 1) (the lr's multiplier at a reduction), got {factor!r}.")
-        patience = _step_count(patience, "patience")
-        threshold = _non_negative(threshold, "threshold")
-        threshold_mode = _choice(threshold_mode, "threshold_mode", ("rel", "abs"))
-        cooldown = _step_count(cooldown, "cooldown")
-        min_lr = _learning_rate(min_lr, "min_lr")
+        patience = checked_step_count(patience, "patience")
+        threshold = checked_non_negative_real(threshold, "threshold")
+        threshold_mode = checked_choice(threshold_mode, "threshold_mode", ("rel", "abs"))
+        cooldown = checked_step_count(cooldown, "cooldown")
+        min_lr = checked_non_negative_real(min_lr, "min_lr")
         if min_lr > learning_rate:
             raise ValueError(f"`min_lr` ({min_lr!r}) must be <= `learning_rate` ({learning_rate!r}).")
-        epsilon = _non_negative(epsilon, "epsilon")
+        epsilon = checked_non_negative_real(epsilon, "epsilon")
         if not isinstance(verbose, bool):
             raise TypeError(f"`verbose` must be a bool, got {verbose!r}.")
         super().__init__(
@@ -155,12 +147,47 @@ class ReduceOnPlateauSchedule(ReduceOnPlateau):
         if best is not None and (isinstance(best, bool) or not isinstance(best, numbers.Real)):
             raise TypeError(f"`best` must be None (no metric yet) or a real number, got {best!r}.")
         checked = {
-            "cooldown_counter": _step_count(state_dict["cooldown_counter"], "cooldown_counter"),
+            "cooldown_counter": checked_step_count(state_dict["cooldown_counter"], "cooldown_counter"),
             "best": best,
-            "num_bad_epochs": _step_count(state_dict["num_bad_epochs"], "num_bad_epochs"),
-            "last_epoch": _last_epoch(state_dict["last_epoch"]),
-            "last_lr": _learning_rate(state_dict["last_lr"], "last_lr"),
+            "num_bad_epochs": checked_step_count(state_dict["num_bad_epochs"], "num_bad_epochs"),
+            "last_epoch": checked_step_index(state_dict["last_epoch"]),
+            "last_lr": checked_non_negative_real(state_dict["last_lr"], "last_lr"),
         }
         super().set_state_dict(checked)
 
     set_dict = set_state_dict  # Paddle's alias would call the unchecked method
+
+
+def get_reduce_on_plateau_schedule(
+    learning_rate: float, mode: str = "min", factor: float = 0.1, patience: int = 10, threshold: float = 1e-4,
+    threshold_mode: str = "rel", cooldown: int = 0, min_lr: float = 0.0, epsilon: float = 1e-8,
+    num_warmup_steps: Optional[int] = None,
+) -> ReduceOnPlateauSchedule:
+    r"""Lower the lr when a metric stops improving (``"reduce_lr_on_plateau"``).
+
+    A :class:`~paddle_llrd.schedules.plateau.ReduceOnPlateauSchedule`, i.e.
+    Paddle's :class:`paddle.optimizer.lr.ReduceOnPlateau` with these
+    arguments (its numbers, checked arguments): step it with the metric,
+    ``scheduler.step(eval_loss)``; after more than ``patience`` calls without
+    an improvement the lr becomes ``max(lr * factor, min_lr)``. The Trainer
+    integrations step it on the evaluation metric (``metric_for_best_model``).
+    It has no warmup: a ``num_warmup_steps`` above 0 raises ``ValueError``
+    (rather than being dropped); ``num_training_steps`` plays no part.
+
+    Examples:
+        >>> from paddle_llrd import get_scheduler
+        >>> scheduler = get_scheduler(
+        ...     "reduce_lr_on_plateau", 0.1, num_warmup_steps=0, num_training_steps=100,
+        ...     factor=0.5, patience=0)
+        >>> for loss in [1.0, 0.5, 0.6, 0.7]:
+        ...     scheduler.step(loss)
+        >>> scheduler()
+        0.025
+    """
+    if num_warmup_steps is not None and checked_step_count(num_warmup_steps, "num_warmup_steps") > 0:
+        raise ValueError(
+            f"`num_warmup_steps` is {num_warmup_steps}, but 'reduce_lr_on_plateau' has no warmup (its lr moves "
+            "only with the metric): set the warmup to 0."
+        )
+    return ReduceOnPlateauSchedule(learning_rate, mode, factor, patience, threshold, threshold_mode, cooldown,
+                                   min_lr, epsilon)

@@ -18,20 +18,25 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from paddle.optimizer.lr import LRScheduler, ReduceOnPlateau
 
-from ..argument_checks import checked_step_index
-from .warmup import _last_epoch, _learning_rate
+from ..argument_checks import checked_non_negative_real, checked_step_count, checked_step_index
+from .catalog import get_scheduler
 
-__all__ = ["SequentialSchedule"]
+__all__ = ["SequentialSchedule", "get_sequential_schedule"]
 
 _STAGE_PREFIX = "stage_"
 
 
+def _non_empty_list(value: Any, argument: str, expected: str, item: str) -> list:
+    """``value`` as a list: ``TypeError`` naming ``expected`` unless a sequence (not a str or dict), ``ValueError`` if empty."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence):
+        raise TypeError(f"`{argument}` must be {expected}, got {type(value).__name__}.")
+    if not value:
+        raise ValueError(f"`{argument}` must hold at least one {item}.")
+    return list(value)
+
+
 def _check_schedules(schedules: Any) -> List[LRScheduler]:
-    if isinstance(schedules, (str, bytes, Mapping)) or not isinstance(schedules, Sequence):
-        raise TypeError(f"`schedules` must be a list of LRScheduler objects, got {type(schedules).__name__}.")
-    schedules = list(schedules)
-    if not schedules:
-        raise ValueError("`schedules` must hold at least one LRScheduler.")
+    schedules = _non_empty_list(schedules, "schedules", "a list of LRScheduler objects", "LRScheduler")
     for index, schedule in enumerate(schedules):
         if not isinstance(schedule, LRScheduler):
             raise TypeError(
@@ -106,12 +111,8 @@ class SequentialSchedule(LRScheduler):
         >>> from paddle_llrd import SequentialSchedule, get_scheduler
         >>> warmup = get_scheduler("inverse_sqrt", 1.0, num_warmup_steps=2)
         >>> decay = LambdaDecay(0.5, lambda step: 0.5 ** step)
-        >>> scheduler = SequentialSchedule([warmup, decay], milestones=[4])
-        >>> lrs = []
-        >>> for _ in range(7):
-        ...     lrs.append(round(scheduler(), 6))
-        ...     scheduler.step()
-        >>> lrs
+        >>> from paddle_llrd.schedules.table import lr_curve
+        >>> [round(lr, 6) for lr in lr_curve(SequentialSchedule([warmup, decay], milestones=[4]), 6)]
         [0.0, 0.5, 1.0, 0.816497, 0.5, 0.25, 0.125]
     """
 
@@ -124,7 +125,7 @@ class SequentialSchedule(LRScheduler):
     ) -> None:
         self.schedules = _check_schedules(schedules)
         self.milestones = _check_milestones(milestones, len(self.schedules))
-        last_epoch = _last_epoch(last_epoch)
+        last_epoch = checked_step_index(last_epoch)
         # The global step the stages stand at: 0 while every stage is fresh.
         self._stage_position = 0
         super().__init__(self.schedules[0].base_lr, last_epoch, verbose)
@@ -201,8 +202,8 @@ class SequentialSchedule(LRScheduler):
         missing = [key for key in ("last_epoch", "last_lr") if key not in state_dict]
         if missing:
             raise KeyError(f"`state_dict` lacks {' and '.join(f'`{key}`' for key in missing)}.")
-        last_epoch = _last_epoch(state_dict["last_epoch"])
-        last_lr = _learning_rate(state_dict["last_lr"], "last_lr")
+        last_epoch = checked_step_index(state_dict["last_epoch"])
+        last_lr = checked_non_negative_real(state_dict["last_lr"], "last_lr")
         states = self._stage_states(state_dict)
         empty = [index for index, state in enumerate(states) if not state]
         if empty:
@@ -219,8 +220,8 @@ class SequentialSchedule(LRScheduler):
                 raise KeyError(f"`state_dict` lacks {' and '.join(f'`{key}`' for key in missing)}.")
             # Paddle's own schedulers take any value; check the two entries every LRScheduler has here.
             try:
-                stage_epoch = _last_epoch(state["last_epoch"])
-                _learning_rate(state["last_lr"], "last_lr")
+                stage_epoch = checked_step_index(state["last_epoch"])
+                checked_non_negative_real(state["last_lr"], "last_lr")
             except (TypeError, ValueError) as exc:
                 raise type(exc)(f"stage {index} of `state_dict` ({prefix}*): {exc}") from exc
             expected = self.stage_step(position) if index == active else (0 if index > active else None)
@@ -242,3 +243,155 @@ class SequentialSchedule(LRScheduler):
         self._stage_position = position
 
     set_dict = set_state_dict  # Paddle's alias would call the base class's method
+
+
+#: Keys of a ``"sequential"`` stage that are not arguments of the stage's schedule.
+_STAGE_KEYS = ("name", "num_steps")
+
+
+def _stage_spec(stages: Any) -> List[Mapping]:
+    stages = _non_empty_list(
+        stages, "stages", 'a list of dicts such as {"name": "cosine", "num_steps": 1000, ...}', "stage"
+    )
+    for index, stage in enumerate(stages):
+        if not isinstance(stage, Mapping):
+            raise TypeError(
+                f'`stages[{index}]` must be a dict such as {{"name": "cosine", "num_steps": 1000}}, '
+                f"got {type(stage).__name__} {stage!r}."
+            )
+        if "name" not in stage:
+            raise ValueError(f"`stages[{index}]` lacks 'name', the registry name of its schedule: {dict(stage)!r}.")
+        if "num_training_steps" in stage:
+            raise ValueError(
+                f"`stages[{index}]` sets 'num_training_steps'; a stage's length is its 'num_steps' "
+                "(the stage's schedule spans it)."
+            )
+        if "last_epoch" in stage:
+            raise ValueError(
+                f"`stages[{index}]` sets 'last_epoch'; every stage starts at its own step 0, "
+                "pass last_epoch to the sequential schedule to resume."
+            )
+    return stages
+
+
+def _stage_lengths(stages: List[Mapping], num_training_steps: Optional[int]) -> List[Optional[int]]:
+    """Each stage's ``num_steps``; the last one's may be left out, it then fills up ``num_training_steps``."""
+    lengths: List[Optional[int]] = []
+    for index, stage in enumerate(stages):
+        if "num_steps" in stage:
+            lengths.append(checked_step_count(stage["num_steps"], f"stages[{index}]['num_steps']", minimum=1))
+        elif index < len(stages) - 1:
+            raise ValueError(
+                f"`stages[{index}]` lacks 'num_steps' (the stage's length); only the last stage may leave it out."
+            )
+        else:
+            lengths.append(None)
+    earlier = sum(lengths[:-1])
+    if num_training_steps is None:
+        return lengths
+    if lengths[-1] is None:
+        if num_training_steps - earlier < 1:
+            raise ValueError(
+                f"The stages before the last take {earlier} steps, which leaves no step of `num_training_steps` "
+                f"({num_training_steps}) for `stages[{len(stages) - 1}]`."
+            )
+        lengths[-1] = num_training_steps - earlier
+    elif earlier + lengths[-1] != num_training_steps:
+        raise ValueError(
+            f"The stages' 'num_steps' add up to {earlier + lengths[-1]}, but `num_training_steps` is "
+            f"{num_training_steps}; leave out the last stage's 'num_steps' to let it fill the rest."
+        )
+    return lengths
+
+
+def _first_stage_option(stage: Mapping, key: str, value: Any, given: bool) -> Dict[str, Any]:
+    """The run's ``num_warmup_steps`` / ``lr_warmup_init`` for the first stage, unless it sets its own."""
+    if key in stage:
+        if given and stage[key] != value:
+            raise ValueError(
+                f"`stages[0]['{key}']` ({stage[key]!r}) contradicts `{key}` ({value!r}) given to the sequential "
+                "schedule, which applies to the first stage: keep one."
+            )
+        return {}
+    return {key: value} if given else {}
+
+
+def get_sequential_schedule(
+    learning_rate: float, stages: List[Mapping], num_warmup_steps: Optional[int] = None,
+    num_training_steps: Optional[int] = None, num_cycles: Optional[float] = None, lr_end: Optional[float] = None,
+    power: Optional[float] = None, min_lr: Optional[float] = None, lr_warmup_init: Optional[float] = None,
+    last_epoch: int = -1,
+) -> SequentialSchedule:
+    r"""Registry schedules one after another (``"sequential"``): a :class:`~paddle_llrd.SequentialSchedule`.
+
+    Each entry of ``stages`` is a dict ``{"name": ..., "num_steps": ...,
+    **options}``: the stage is ``get_scheduler(name, learning_rate,
+    num_training_steps=num_steps, **options)`` and starts, at its own step 0,
+    where the stages before it end. ``options`` may hold the stage's own
+    ``learning_rate`` (its peak; the run's by default), ``num_warmup_steps``
+    and any argument of its schedule. The last stage may leave ``num_steps``
+    out: it then takes what is left of ``num_training_steps``; otherwise the
+    lengths must add up to ``num_training_steps`` (when it is given).
+
+    The run's ``num_warmup_steps`` and ``lr_warmup_init`` (a Trainer's
+    ``warmup_steps`` / ``warmup_ratio``) are the first stage's, unless it sets
+    its own (a different non-zero value for both raises ``ValueError``); later
+    stages have no warmup unless they set ``num_warmup_steps``.
+    ``num_cycles``, ``lr_end``, ``power`` and ``min_lr``, when given, go to
+    every stage that takes them and does not set its own.
+
+    Args:
+        learning_rate (float): The peak lr of every stage that does not set its own.
+        stages (list[dict]): The stages, as above.
+        num_warmup_steps (int, optional): The first stage's warmup.
+        num_training_steps (int, optional): The whole run's steps.
+        num_cycles, lr_end, power, min_lr (float, optional): Shared stage options.
+        lr_warmup_init (float, optional): The first stage's warmup start.
+        last_epoch (int, optional): The last step already taken. Default: ``-1``.
+
+    Raises:
+        ValueError / TypeError: a stage that is not a dict, lacks ``name`` or
+            (but for the last) ``num_steps``, sets ``last_epoch``, or that its
+            schedule refuses; the message names the stage (``stages[i]``).
+
+    Examples:
+        >>> from paddle_llrd import get_scheduler
+        >>> from paddle_llrd.schedules.table import lr_curve
+        >>> scheduler = get_scheduler(
+        ...     "sequential", 1.0, num_warmup_steps=2, num_training_steps=8,
+        ...     stages=[{"name": "inverse_sqrt", "num_steps": 4},
+        ...             {"name": "cosine", "learning_rate": 0.5}])
+        >>> [round(lr, 6) for lr in lr_curve(scheduler, 8)]
+        [0.0, 0.5, 1.0, 0.816497, 0.5, 0.426777, 0.25, 0.073223, 0.0]
+    """
+    stages = _stage_spec(stages)
+    if num_training_steps is not None:
+        num_training_steps = checked_step_count(num_training_steps, "num_training_steps", minimum=1)
+    lengths = _stage_lengths(stages, num_training_steps)
+    given_warmup = num_warmup_steps is not None and num_warmup_steps != 0
+    shared = {
+        key: value
+        for key, value in (("num_cycles", num_cycles), ("lr_end", lr_end), ("power", power), ("min_lr", min_lr))
+        if value is not None
+    }
+    schedules = []
+    for index, (stage, length) in enumerate(zip(stages, lengths)):
+        options = {key: value for key, value in stage.items() if key not in _STAGE_KEYS}
+        stage_lr = options.pop("learning_rate", learning_rate)
+        if index == 0:
+            options.update(_first_stage_option(stage, "num_warmup_steps", num_warmup_steps, given_warmup))
+            options.update(_first_stage_option(stage, "lr_warmup_init", lr_warmup_init, lr_warmup_init is not None))
+        options.setdefault("num_warmup_steps", 0)
+        options = {**shared, **options}
+        try:
+            schedule = get_scheduler(stage["name"], stage_lr, num_training_steps=length, **options)
+        except (TypeError, ValueError, KeyError) as exc:
+            raise type(exc)(f"`stages[{index}]` ({stage['name']!r}): {exc}") from exc
+        schedules.append(schedule)
+    milestones = []
+    for length in lengths[:-1]:
+        milestones.append((milestones[-1] if milestones else 0) + length)
+    try:
+        return SequentialSchedule(schedules, milestones, last_epoch=last_epoch)
+    except TypeError as exc:  # a stage the sequence cannot hold (reduce_lr_on_plateau)
+        raise TypeError(str(exc).replace("`schedules[", "`stages[")) from exc

@@ -2,39 +2,49 @@ r"""Warmup learning-rate schedulers, compatible with ``paddlenlp.transformers``.
 
 Every scheduler here is a :class:`paddle.optimizer.lr.LRScheduler`: pass it as
 ``learning_rate`` to any ``paddle.optimizer`` optimizer and call
-``scheduler.step()`` once after every ``optimizer.step()``.
+``scheduler.step()`` once after every ``optimizer.step()``. The four
+``*WithWarmup`` classes are :class:`paddle.optimizer.lr.LambdaDecay`
+subclasses whose factor :math:`f(s)` comes from :mod:`.factors`. Each takes
+``warmup_start`` (Megatron-LM's ``lr_warmup_init`` as a fraction of the peak):
+the warmup rises from it instead of 0.
 
-The four ``*WithWarmup`` classes are :class:`paddle.optimizer.lr.LambdaDecay`
-subclasses: the lr at step :math:`s` is ``learning_rate * f(s)``. Each ``f`` is
-built, as in HuggingFace's ``transformers.optimization``, from one shared linear
-warmup (:func:`_factor_with_warmup`) followed by one small decay function per
-schedule. The factor functions are module-level and bound with
-:func:`functools.partial`, so the schedulers can be pickled and deep-copied
-(a ``lambda`` could not).
+The arguments every class here shares:
 
-Resuming: ``last_epoch=k`` is the index of the last step already taken, so the
-new scheduler starts at step ``k + 1`` (Paddle's convention), and
-``state_dict()`` / ``set_state_dict()`` carry ``last_epoch`` and ``last_lr``; both
-give the same future values as never stopping. ``set_state_dict`` checks both
-entries before it changes anything (Paddle's own would set ``last_epoch`` and
-then fail on a missing ``last_lr``).
+* ``last_epoch`` (int, default ``-1``): the index of the last step already
+  taken; the scheduler starts at step ``last_epoch + 1`` (Paddle's
+  convention). ``step(epoch)`` and ``set_state_dict`` check their values by
+  the same rule before they change anything.
+* ``verbose`` (bool, default ``False``): print the lr at every step.
+* ``warmup_start`` (float in ``[0, 1]``, keyword only, default ``0.0``): where
+  the warmup starts, as a fraction of the peak (``get_scheduler``'s
+  ``lr_warmup_init`` divided by the peak).
+* ``warn_long_warmup`` (bool, keyword only, default ``True``; the classes with
+  ``total_steps``): warn when the warmup is longer than ``total_steps``.
 """
 from __future__ import annotations
 
-import contextlib
-import contextvars
-import functools
 import math
 import numbers
 import warnings
-from collections.abc import Iterator, Mapping
-from typing import Any, Callable, Optional, Tuple, Union
+from collections.abc import Mapping
+from typing import Any, Optional, Union
 
 from paddle.optimizer.lr import LambdaDecay, LRScheduler
 
-from ..argument_checks import checked_step_index, stacklevel_outside_package
+from ..argument_checks import (
+    checked_finite_real,
+    checked_floor_lr,
+    checked_non_negative_real,
+    checked_step_count,
+    checked_step_index,
+    checked_warmup,
+    stacklevel_outside_package,
+)
+from . import factors
+from .factors import lr_lambda, warmup_fraction
 
 __all__ = [
+    "LONG_WARMUP_TEXT",
     "LinearDecayWithWarmup",
     "ConstScheduleWithWarmup",
     "CosineDecayWithWarmup",
@@ -42,111 +52,26 @@ __all__ = [
     "CosineAnnealingWithWarmupDecay",
     "LinearAnnealingWithWarmupDecay",
     "InverseSquareRootSchedule",
+    "warn_if_warmup_outlasts_training",
 ]
 
 Warmup = Union[int, float]
 
-
-# ----------------------------------------------------------------------------
-# Argument checks shared by the schedulers and the registry.
-# ----------------------------------------------------------------------------
-def _finite_real(value: Any, name: str) -> float:
-    """``value`` as a finite Python float; ``TypeError``/``ValueError`` naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"`{name}` must be a real number, got {value!r} of type {type(value).__name__}.")
-    value = float(value)
-    if not math.isfinite(value):
-        raise ValueError(f"`{name}` must be finite, got {value!r}.")
-    return value
-
-
-def _learning_rate(value: Any, name: str = "learning_rate") -> float:
-    value = _finite_real(value, name)
-    if value < 0:
-        raise ValueError(f"`{name}` must be >= 0, got {value!r}.")
-    return value
-
-
-def _step_count(value: Any, name: str, minimum: int = 0) -> int:
-    """A whole number of steps ``>= minimum`` (an integral float such as ``1000.0`` is accepted)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"`{name}` must be an int (a number of steps), got {value!r} of type {type(value).__name__}.")
-    if not isinstance(value, numbers.Integral):
-        value = float(value)
-        if not math.isfinite(value) or not value.is_integer():
-            raise ValueError(f"`{name}` must be a whole number of steps, got {value!r}.")
-    value = int(value)
-    if value < minimum:
-        raise ValueError(f"`{name}` must be >= {minimum}, got {value}.")
-    return value
-
-
-def _last_epoch(value: Any) -> int:
-    return checked_step_index(value, "last_epoch")
-
-
-def _warmup_steps(warmup: Any, total_steps: Optional[int], name: str = "warmup") -> int:
-    """Number of warmup steps: an ``int`` as is, a ``float`` as ``floor(warmup * total_steps)``."""
-    if isinstance(warmup, bool) or not isinstance(warmup, numbers.Real):
-        raise TypeError(
-            f"`{name}` must be an int (number of steps) or a float (fraction of total_steps), "
-            f"got {warmup!r} of type {type(warmup).__name__}."
-        )
-    if isinstance(warmup, numbers.Integral):
-        return _step_count(warmup, name)
-    fraction = _finite_real(warmup, name)
-    if not 0.0 <= fraction <= 1.0:
-        raise ValueError(
-            f"`{name}` given as a float is a fraction of total_steps and must lie in [0, 1], got {fraction!r}; "
-            "pass an int for a number of steps."
-        )
-    if total_steps is None:
-        raise ValueError(
-            f"`{name}` is a float ({fraction!r}, a fraction of total_steps) but `total_steps` is None: "
-            "pass `total_steps`, or an int number of warmup steps."
-        )
-    return int(math.floor(fraction * total_steps))
-
-
-def _total_and_warmup(total_steps: Any, warmup: Any, owner: str) -> "tuple[int, int]":
-    """``total_steps`` (``>= 1``) and the warmup in steps, for the ``*WithWarmup`` class ``owner``."""
-    total = _step_count(total_steps, "total_steps", minimum=1)
-    warmup_steps = _warmup_steps(warmup, total)
-    _warn_if_warmup_outlasts_training(warmup_steps, total, owner)
-    return total, warmup_steps
-
-
 #: In every warning about a warmup longer than training (the schedule table filters on it).
 LONG_WARMUP_TEXT = "is longer than training"
 
-# (owner, warmup argument, total argument) while a registry function builds a
-# schedule, so that a warning names the arguments its caller wrote.
-_warmup_argument_names: contextvars.ContextVar[Optional[Tuple[str, str, str]]] = contextvars.ContextVar(
-    "paddle_llrd_warmup_argument_names", default=None
-)
 
-
-@contextlib.contextmanager
-def _warmup_named(owner: str, warmup_name: str = "num_warmup_steps", total_name: str = "num_training_steps") -> Iterator[None]:
-    """Warnings raised inside name ``owner``'s arguments; the outermost caller's names win."""
-    if _warmup_argument_names.get() is not None:
-        yield
-        return
-    token = _warmup_argument_names.set((owner, warmup_name, total_name))
-    try:
-        yield
-    finally:
-        _warmup_argument_names.reset(token)
-
-
-def _warn_if_warmup_outlasts_training(
+def warn_if_warmup_outlasts_training(
     warmup_steps: int, total_steps: int, owner: str, warmup_name: str = "warmup", total_name: str = "total_steps"
 ) -> None:
-    """A ``UserWarning`` when ``warmup_steps > total_steps``: accepted (PaddleNLP accepts it), but
-    the lr is still climbing when training ends and drops after the warmup."""
+    """A ``UserWarning`` naming ``owner``'s arguments when ``warmup_steps > total_steps``.
+
+    Accepted, as PaddleNLP accepts it, but the lr is still climbing when
+    training ends and drops when the warmup ends; the warning points at the
+    first caller outside the package.
+    """
     if warmup_steps <= total_steps:
         return
-    owner, warmup_name, total_name = _warmup_argument_names.get() or (owner, warmup_name, total_name)
     last = total_steps - 1
     warnings.warn(
         f"{owner}: the warmup (`{warmup_name}` = {warmup_steps} steps) {LONG_WARMUP_TEXT} "
@@ -159,138 +84,21 @@ def _warn_if_warmup_outlasts_training(
     )
 
 
-def _floor_lr(min_lr: Any, peak: float, peak_name: str) -> float:
-    """``min_lr`` as a learning rate ``<= peak``; errors name ``min_lr`` (and ``peak_name``)."""
-    min_lr = _learning_rate(min_lr, "min_lr")
-    if min_lr > peak:
-        raise ValueError(f"`min_lr` ({min_lr!r}) must be <= `{peak_name}` ({peak!r}).")
-    return min_lr
+def checked_warmup_start(warmup_start: Any) -> float:
+    """``warmup_start`` (where the warmup starts, as a fraction of the peak) as a float in ``[0, 1]``."""
+    start = checked_finite_real(warmup_start, "warmup_start")
+    if not 0.0 <= start <= 1.0:
+        raise ValueError(f"`warmup_start` must lie in [0, 1] (a fraction of the peak lr), got {start!r}.")
+    return start
 
 
-# ----------------------------------------------------------------------------
-# lr factors f(step): the scheduler's lr is learning_rate * f(step).
-# ----------------------------------------------------------------------------
-def _warmup_fraction(step: int, warmup_steps: int, start: float = 0.0) -> float:
-    """Linear warmup from ``start`` (a fraction of the peak) to 1: ``start + (1 - start) * step / max(1, W)``.
-
-    With ``start=0`` this is exactly ``step / max(1, W)``, bit for bit.
-    """
-    return start + (1.0 - start) * (step / max(1, warmup_steps))
-
-
-def _factor_with_warmup(
-    step: int, *, warmup_steps: int, decay: Callable[..., float], warmup_start: float = 0.0, **decay_args: Any
-) -> float:
-    """Linear warmup from ``warmup_start`` for ``warmup_steps`` steps, then ``decay(step, warmup_steps=..., **decay_args)``."""
-    if step < warmup_steps:
-        return _warmup_fraction(step, warmup_steps, warmup_start)
-    return decay(step, warmup_steps=warmup_steps, **decay_args)
-
-
-def _decay_progress(step: int, warmup_steps: int, total_steps: int) -> float:
-    """Fraction of the decay phase done: ``(step - W) / max(1, T - W)``."""
-    return (step - warmup_steps) / max(1, total_steps - warmup_steps)
-
-
-def _constant(step: int, *, warmup_steps: int) -> float:
-    return 1.0
-
-
-def _linear_decay(step: int, *, warmup_steps: int, total_steps: int) -> float:
-    return max(0.0, (total_steps - step) / max(1, total_steps - warmup_steps))
-
-
-def _cosine_waves(
-    step: int,
-    *,
-    warmup_steps: int,
-    total_steps: int,
-    num_cycles: float,
-    floor: float = 0.0,
-    hold_after_end: bool = False,
-) -> float:
-    """``floor + (1 - floor) * max(0, (1 + cos(2 pi num_cycles progress)) / 2)``.
-
-    ``hold_after_end`` caps ``progress`` at 1, so a decay stays at its final
-    value after ``total_steps`` instead of climbing back up the wave.
-    """
-    progress = _decay_progress(step, warmup_steps, total_steps)
-    if hold_after_end:
-        progress = min(progress, 1.0)
-    wave = max(0.0, 0.5 * (1.0 + math.cos(math.pi * num_cycles * 2.0 * progress)))
-    return floor + (1.0 - floor) * wave
-
-
-def _cosine_hard_restarts(step: int, *, warmup_steps: int, total_steps: int, num_cycles: float) -> float:
-    progress = _decay_progress(step, warmup_steps, total_steps)
-    if progress >= 1.0:
-        return 0.0
-    return max(0.0, 0.5 * (1.0 + math.cos(math.pi * ((num_cycles * progress) % 1.0))))
-
-
-def _polynomial_decay(
-    step: int, *, warmup_steps: int, total_steps: int, lr_init: float, lr_end: float, power: float
-) -> float:
-    if step > total_steps:
-        return lr_end / lr_init
-    remaining = 1.0 - _decay_progress(step, warmup_steps, total_steps)
-    return ((lr_init - lr_end) * remaining**power + lr_end) / lr_init
-
-
-def _inverse_sqrt_decay(step: int, *, warmup_steps: int, timescale: int) -> float:
-    """``sqrt(timescale / (step + timescale - W))``: 1 at the end of warmup, then ``~ 1/sqrt(step)``."""
-    return math.sqrt(timescale / (step + timescale - warmup_steps))
-
-
-# The decay stage's shapes: the share a(r) of the way from the floor to the peak
-# that is left at progress r in [0, 1]; each is 1 at r = 0 and 0 at r = 1.
-def _anneal_linear(ratio: float) -> float:
-    return 1.0 - ratio
-
-
-def _anneal_cosine(ratio: float) -> float:
-    return 0.5 * (math.cos(math.pi * ratio) + 1.0)
-
-
-def _anneal_exponential(ratio: float) -> float:
-    return 2.0 * 0.5**ratio - 1.0
-
-
-def _anneal_one_minus_sqrt(ratio: float) -> float:
-    return 1.0 - math.sqrt(ratio)
-
-
-#: ``decay_style`` of the warmup-stable-decay schedule -> its shape a(r).
-_WSD_DECAY_STYLES = {
-    "linear": _anneal_linear,
-    "cosine": _anneal_cosine,
-    "exponential": _anneal_exponential,
-    "1-sqrt": _anneal_one_minus_sqrt,
-}
-
-
-def _stable_then_decay(
-    step: int,
-    *,
-    warmup_steps: int,
-    total_steps: int,
-    decay_steps: int,
-    anneal: Callable[[float], float],
-    floor: float,
-) -> float:
-    """1 until ``total_steps - decay_steps``, then ``floor + (1 - floor) * anneal(r)``, ``floor`` from ``total_steps``."""
-    decay_start = total_steps - decay_steps
-    if step < decay_start:
-        return 1.0
-    if step >= total_steps:
-        return floor
-    return floor + (1.0 - floor) * anneal((step - decay_start) / decay_steps)
-
-
-def _lr_lambda(decay: Callable[..., float], warmup_steps: int, **decay_args: Any) -> Callable[[int], float]:
-    """A picklable ``f(step)``: the shared warmup followed by ``decay``."""
-    return functools.partial(_factor_with_warmup, warmup_steps=warmup_steps, decay=decay, **decay_args)
-
+def _total_and_warmup(total_steps: Any, warmup: Any, owner: str, warn: bool) -> "tuple[int, int]":
+    """``total_steps`` (``>= 1``) and the warmup in steps, for the ``*WithWarmup`` class ``owner``."""
+    total = checked_step_count(total_steps, "total_steps", minimum=1)
+    warmup_steps = checked_warmup(warmup, total)
+    if warn:
+        warn_if_warmup_outlasts_training(warmup_steps, total, owner)
+    return total, warmup_steps
 
 # ----------------------------------------------------------------------------
 # Resuming: a set_state_dict that checks before it changes anything.
@@ -332,8 +140,8 @@ class _CheckedResume:
                 f"`state_dict` lacks {' and '.join(f'`{key}`' for key in missing)}; "
                 "a scheduler's state_dict has `last_epoch` and `last_lr`."
             )
-        checked = {"last_epoch": _last_epoch(state_dict["last_epoch"]),
-                   "last_lr": _learning_rate(state_dict["last_lr"], "last_lr")}
+        checked = {"last_epoch": checked_step_index(state_dict["last_epoch"]),
+                   "last_lr": checked_non_negative_real(state_dict["last_lr"], "last_lr")}
         super().set_state_dict({**state_dict, **checked})
 
     set_dict = set_state_dict  # Paddle's alias would call the unchecked method
@@ -367,33 +175,24 @@ class LinearDecayWithWarmup(_LambdaSchedule):
             ``float`` in ``[0, 1]`` is the fraction of ``total_steps``
             (:math:`W = \lfloor \text{warmup} \cdot T \rfloor`). More steps
             than ``total_steps`` are accepted with a ``UserWarning``.
-        last_epoch (int, optional): The last step already taken; the scheduler
-            starts at step ``last_epoch + 1``. Default: ``-1`` (start at 0).
-        verbose (bool, optional): Print the lr at every step. Default: ``False``.
+        last_epoch, verbose, warmup_start, warn_long_warmup: see :mod:`paddle_llrd.schedules.warmup`.
 
     Examples:
         >>> from paddle_llrd import LinearDecayWithWarmup
-        >>> scheduler = LinearDecayWithWarmup(learning_rate=0.1, total_steps=10, warmup=2)
-        >>> lrs = []
-        >>> for _ in range(12):
-        ...     lrs.append(round(scheduler(), 6))
-        ...     scheduler.step()
-        >>> lrs
+        >>> from paddle_llrd.schedules.table import lr_curve
+        >>> [round(lr, 6) for lr in lr_curve(LinearDecayWithWarmup(learning_rate=0.1, total_steps=10, warmup=2), 11)]
         [0.0, 0.05, 0.1, 0.0875, 0.075, 0.0625, 0.05, 0.0375, 0.025, 0.0125, 0.0, 0.0]
     """
 
     def __init__(
-        self,
-        learning_rate: float,
-        total_steps: int,
-        warmup: Warmup,
-        last_epoch: int = -1,
-        verbose: bool = False,
+        self, learning_rate: float, total_steps: int, warmup: Warmup, last_epoch: int = -1, verbose: bool = False,
+        *, warmup_start: float = 0.0, warn_long_warmup: bool = True
     ) -> None:
-        learning_rate = _learning_rate(learning_rate)
-        self.total_steps, self.warmup_steps = _total_and_warmup(total_steps, warmup, type(self).__name__)
-        lr_lambda = _lr_lambda(_linear_decay, self.warmup_steps, total_steps=self.total_steps)
-        super().__init__(learning_rate, lr_lambda, _last_epoch(last_epoch), verbose)
+        learning_rate = checked_non_negative_real(learning_rate)
+        self.total_steps, self.warmup_steps = _total_and_warmup(total_steps, warmup, type(self).__name__, warn_long_warmup)
+        self.warmup_start = checked_warmup_start(warmup_start)
+        factor = lr_lambda(factors.linear_decay, self.warmup_steps, self.warmup_start, total_steps=self.total_steps)
+        super().__init__(learning_rate, factor, checked_step_index(last_epoch), verbose)
 
 
 class ConstScheduleWithWarmup(_LambdaSchedule):
@@ -410,35 +209,27 @@ class ConstScheduleWithWarmup(_LambdaSchedule):
             then required (``ValueError`` otherwise).
         total_steps (int, optional): The number of training steps, used only
             to turn a ``float`` warmup into steps. Default: ``None``.
-        last_epoch (int, optional): The last step already taken. Default: ``-1``.
-        verbose (bool, optional): Print the lr at every step. Default: ``False``.
+        last_epoch, verbose, warmup_start: see :mod:`paddle_llrd.schedules.warmup`.
 
     Examples:
         >>> from paddle_llrd import ConstScheduleWithWarmup
-        >>> scheduler = ConstScheduleWithWarmup(learning_rate=0.2, warmup=4)
-        >>> lrs = []
-        >>> for _ in range(7):
-        ...     lrs.append(round(scheduler(), 6))
-        ...     scheduler.step()
-        >>> lrs
+        >>> from paddle_llrd.schedules.table import lr_curve
+        >>> [round(lr, 6) for lr in lr_curve(ConstScheduleWithWarmup(learning_rate=0.2, warmup=4), 6)]
         [0.0, 0.05, 0.1, 0.15, 0.2, 0.2, 0.2]
         >>> ConstScheduleWithWarmup(0.2, warmup=0.25, total_steps=16).warmup_steps
         4
     """
 
     def __init__(
-        self,
-        learning_rate: float,
-        warmup: Warmup,
-        total_steps: Optional[int] = None,
-        last_epoch: int = -1,
-        verbose: bool = False,
+        self, learning_rate: float, warmup: Warmup, total_steps: Optional[int] = None, last_epoch: int = -1,
+        verbose: bool = False, *, warmup_start: float = 0.0
     ) -> None:
-        learning_rate = _learning_rate(learning_rate)
-        self.total_steps = None if total_steps is None else _step_count(total_steps, "total_steps", minimum=1)
-        self.warmup_steps = _warmup_steps(warmup, self.total_steps)
-        lr_lambda = _lr_lambda(_constant, self.warmup_steps)
-        super().__init__(learning_rate, lr_lambda, _last_epoch(last_epoch), verbose)
+        learning_rate = checked_non_negative_real(learning_rate)
+        self.total_steps = None if total_steps is None else checked_step_count(total_steps, "total_steps", minimum=1)
+        self.warmup_steps = checked_warmup(warmup, self.total_steps)
+        self.warmup_start = checked_warmup_start(warmup_start)
+        factor = lr_lambda(factors.constant, self.warmup_steps, self.warmup_start)
+        super().__init__(learning_rate, factor, checked_step_index(last_epoch), verbose)
 
 
 class CosineDecayWithWarmup(_LambdaSchedule):
@@ -481,44 +272,36 @@ class CosineDecayWithWarmup(_LambdaSchedule):
         num_cycles (int|float|None, optional): ``int >= 0`` waves without
             restarts, ``float >= 0`` restarts with them, ``None`` for the
             defaults above. Another type raises ``TypeError``.
-        last_epoch (int, optional): The last step already taken. Default: ``-1``.
-        verbose (bool, optional): Print the lr at every step. Default: ``False``.
+        last_epoch, verbose, warmup_start, warn_long_warmup: see :mod:`paddle_llrd.schedules.warmup`.
 
     Examples:
         >>> from paddle_llrd import CosineDecayWithWarmup
-        >>> scheduler = CosineDecayWithWarmup(learning_rate=1.0, total_steps=6, warmup=2)
-        >>> lrs = []
-        >>> for _ in range(8):
-        ...     lrs.append(round(scheduler(), 6))
-        ...     scheduler.step()
-        >>> lrs
+        >>> from paddle_llrd.schedules.table import lr_curve
+        >>> [round(lr, 6) for lr in lr_curve(CosineDecayWithWarmup(learning_rate=1.0, total_steps=6, warmup=2), 7)]
         [0.0, 0.5, 1.0, 0.853553, 0.5, 0.146447, 0.0, 0.0]
     """
 
     def __init__(
-        self,
-        learning_rate: float,
-        total_steps: int,
-        warmup: Warmup,
-        with_hard_restarts: bool = False,
-        num_cycles: Optional[Union[int, float]] = None,
-        last_epoch: int = -1,
-        verbose: bool = False,
+        self, learning_rate: float, total_steps: int, warmup: Warmup, with_hard_restarts: bool = False,
+        num_cycles: Optional[Union[int, float]] = None, last_epoch: int = -1, verbose: bool = False, *,
+        warmup_start: float = 0.0, warn_long_warmup: bool = True
     ) -> None:
-        learning_rate = _learning_rate(learning_rate)
-        self.total_steps, self.warmup_steps = _total_and_warmup(total_steps, warmup, type(self).__name__)
+        learning_rate = checked_non_negative_real(learning_rate)
+        self.total_steps, self.warmup_steps = _total_and_warmup(total_steps, warmup, type(self).__name__, warn_long_warmup)
+        self.warmup_start = checked_warmup_start(warmup_start)
         if not isinstance(with_hard_restarts, bool):
             raise TypeError(f"`with_hard_restarts` must be a bool, got {with_hard_restarts!r}.")
         self.with_hard_restarts = with_hard_restarts
         self.num_cycles = self._check_num_cycles(num_cycles, with_hard_restarts)
         common = {"total_steps": self.total_steps}
         if with_hard_restarts:
-            lr_lambda = _lr_lambda(_cosine_hard_restarts, self.warmup_steps, num_cycles=self.num_cycles, **common)
+            decay, shape = factors.cosine_hard_restarts, {"num_cycles": self.num_cycles}
         elif num_cycles is None:
-            lr_lambda = _lr_lambda(_cosine_waves, self.warmup_steps, num_cycles=0.5, hold_after_end=True, **common)
+            decay, shape = factors.cosine_waves, {"num_cycles": 0.5, "hold_after_end": True}
         else:
-            lr_lambda = _lr_lambda(_cosine_waves, self.warmup_steps, num_cycles=self.num_cycles, **common)
-        super().__init__(learning_rate, lr_lambda, _last_epoch(last_epoch), verbose)
+            decay, shape = factors.cosine_waves, {"num_cycles": self.num_cycles}
+        factor = lr_lambda(decay, self.warmup_steps, self.warmup_start, **shape, **common)
+        super().__init__(learning_rate, factor, checked_step_index(last_epoch), verbose)
 
     @staticmethod
     def _check_num_cycles(num_cycles: Any, with_hard_restarts: bool) -> Optional[Union[int, float]]:
@@ -530,7 +313,7 @@ class CosineDecayWithWarmup(_LambdaSchedule):
                     "`num_cycles` must be a float (the number of hard restarts, e.g. 0.5) when "
                     f"with_hard_restarts=True, got {num_cycles!r} of type {type(num_cycles).__name__}."
                 )
-            value = _finite_real(num_cycles, "num_cycles")
+            value = checked_finite_real(num_cycles, "num_cycles")
         else:
             if isinstance(num_cycles, bool) or not isinstance(num_cycles, numbers.Integral):
                 raise TypeError(
@@ -566,50 +349,40 @@ class PolyDecayWithWarmup(_LambdaSchedule):
         lr_end (float, optional): The final learning rate, ``0 <= lr_end <
             learning_rate``. Default: ``1e-7``.
         power (float, optional): The polynomial's power, ``>= 0``. Default: ``1.0``.
-        last_epoch (int, optional): The last step already taken. Default: ``-1``.
-        verbose (bool, optional): Print the lr at every step. Default: ``False``.
+        last_epoch, verbose, warmup_start, warn_long_warmup: see :mod:`paddle_llrd.schedules.warmup`.
 
     Examples:
         >>> from paddle_llrd import PolyDecayWithWarmup
-        >>> scheduler = PolyDecayWithWarmup(
-        ...     1.0, total_steps=6, warmup=2, lr_end=0.1, power=2.0)
-        >>> lrs = []
-        >>> for _ in range(8):
-        ...     lrs.append(round(scheduler(), 6))
-        ...     scheduler.step()
-        >>> lrs
+        >>> from paddle_llrd.schedules.table import lr_curve
+        >>> [round(lr, 6) for lr in lr_curve(PolyDecayWithWarmup(1.0, 6, 2, lr_end=0.1, power=2.0), 7)]
         [0.0, 0.5, 1.0, 0.60625, 0.325, 0.15625, 0.1, 0.1]
     """
 
     def __init__(
-        self,
-        learning_rate: float,
-        total_steps: int,
-        warmup: Warmup,
-        lr_end: float = 1e-7,
-        power: float = 1.0,
-        last_epoch: int = -1,
-        verbose: bool = False,
+        self, learning_rate: float, total_steps: int, warmup: Warmup, lr_end: float = 1e-7, power: float = 1.0,
+        last_epoch: int = -1, verbose: bool = False, *, warmup_start: float = 0.0, warn_long_warmup: bool = True
     ) -> None:
-        learning_rate = _learning_rate(learning_rate)
-        self.total_steps, self.warmup_steps = _total_and_warmup(total_steps, warmup, type(self).__name__)
-        self.lr_end = _learning_rate(lr_end, "lr_end")
+        learning_rate = checked_non_negative_real(learning_rate)
+        self.total_steps, self.warmup_steps = _total_and_warmup(total_steps, warmup, type(self).__name__, warn_long_warmup)
+        self.warmup_start = checked_warmup_start(warmup_start)
+        self.lr_end = checked_non_negative_real(lr_end, "lr_end")
         if not self.lr_end < learning_rate:
             raise ValueError(
                 f"`lr_end` ({self.lr_end!r}) must be smaller than `learning_rate` ({learning_rate!r})."
             )
-        self.power = _finite_real(power, "power")
+        self.power = checked_finite_real(power, "power")
         if self.power < 0:
             raise ValueError(f"`power` must be >= 0, got {self.power!r}.")
-        lr_lambda = _lr_lambda(
-            _polynomial_decay,
+        factor = lr_lambda(
+            factors.polynomial_decay,
             self.warmup_steps,
+            self.warmup_start,
             total_steps=self.total_steps,
             lr_init=learning_rate,
             lr_end=self.lr_end,
             power=self.power,
         )
-        super().__init__(learning_rate, lr_lambda, _last_epoch(last_epoch), verbose)
+        super().__init__(learning_rate, factor, checked_step_index(last_epoch), verbose)
 
 
 # ----------------------------------------------------------------------------
@@ -619,27 +392,20 @@ class _AnnealingWithWarmupDecay(_CheckedResume, LRScheduler):
     """Warmup to ``max_lr`` over ``warmup_step`` steps, anneal to ``min_lr`` at
     ``decay_step`` with :meth:`_anneal`, then stay at ``min_lr``."""
 
-    #: Where the warmup starts, as a fraction of ``max_lr`` (set by ``get_scheduler(..., lr_warmup_init=...)``).
-    warmup_start = 0.0
-
     def __init__(
-        self,
-        max_lr: float,
-        min_lr: float,
-        warmup_step: int,
-        decay_step: int,
-        last_epoch: int = -1,
-        verbose: bool = False,
+        self, max_lr: float, min_lr: float, warmup_step: int, decay_step: int, last_epoch: int = -1,
+        verbose: bool = False, *, warmup_start: float = 0.0
     ) -> None:
-        self.max_lr = _learning_rate(max_lr, "max_lr")
-        self.min_lr = _floor_lr(min_lr, self.max_lr, "max_lr")
-        self.warmup_step = _step_count(warmup_step, "warmup_step")
-        self.decay_step = _step_count(decay_step, "decay_step")
+        self.max_lr = checked_non_negative_real(max_lr, "max_lr")
+        self.min_lr = checked_floor_lr(min_lr, self.max_lr, "max_lr")
+        self.warmup_step = checked_step_count(warmup_step, "warmup_step")
+        self.decay_step = checked_step_count(decay_step, "decay_step")
         if self.decay_step <= self.warmup_step:
             raise ValueError(
                 f"`decay_step` ({self.decay_step}) must be greater than `warmup_step` ({self.warmup_step})."
             )
-        super().__init__(self.max_lr, _last_epoch(last_epoch), verbose)
+        self.warmup_start = checked_warmup_start(warmup_start)
+        super().__init__(self.max_lr, checked_step_index(last_epoch), verbose)
 
     @staticmethod
     def _anneal(ratio: float) -> float:
@@ -649,7 +415,7 @@ class _AnnealingWithWarmupDecay(_CheckedResume, LRScheduler):
     def get_lr(self) -> float:
         step = self.last_epoch
         if self.warmup_step > 0 and step <= self.warmup_step:
-            return self.max_lr * _warmup_fraction(step, self.warmup_step, self.warmup_start)
+            return self.max_lr * warmup_fraction(step, self.warmup_step, self.warmup_start)
         if step > self.decay_step:
             return self.min_lr
         ratio = (step - self.warmup_step) / (self.decay_step - self.warmup_step)
@@ -677,22 +443,16 @@ class CosineAnnealingWithWarmupDecay(_AnnealingWithWarmupDecay):
         min_lr (float): The final learning rate, ``>= 0``.
         warmup_step (int): Warmup steps :math:`W`, ``>= 0``.
         decay_step (int): The step :math:`D > W` at which ``min_lr`` is reached.
-        last_epoch (int, optional): The last step already taken. Default: ``-1``.
-        verbose (bool, optional): Print the lr at every step. Default: ``False``.
+        last_epoch, verbose, warmup_start: see :mod:`paddle_llrd.schedules.warmup`.
 
     Examples:
         >>> from paddle_llrd import CosineAnnealingWithWarmupDecay
-        >>> scheduler = CosineAnnealingWithWarmupDecay(
-        ...     max_lr=1.0, min_lr=0.2, warmup_step=2, decay_step=6)
-        >>> lrs = []
-        >>> for _ in range(8):
-        ...     lrs.append(round(scheduler(), 6))
-        ...     scheduler.step()
-        >>> lrs
+        >>> from paddle_llrd.schedules.table import lr_curve
+        >>> [round(lr, 6) for lr in lr_curve(CosineAnnealingWithWarmupDecay(1.0, 0.2, 2, 6), 7)]
         [0.0, 0.5, 1.0, 0.882843, 0.6, 0.317157, 0.2, 0.2]
     """
 
-    _anneal = staticmethod(_anneal_cosine)
+    _anneal = staticmethod(factors.anneal_cosine)
 
 
 class LinearAnnealingWithWarmupDecay(_AnnealingWithWarmupDecay):
@@ -710,27 +470,16 @@ class LinearAnnealingWithWarmupDecay(_AnnealingWithWarmupDecay):
         \end{cases}
         \qquad r = \frac{s - W}{D - W}
 
-    Args:
-        max_lr (float): The peak learning rate, ``>= min_lr``.
-        min_lr (float): The final learning rate, ``>= 0``.
-        warmup_step (int): Warmup steps :math:`W`, ``>= 0``.
-        decay_step (int): The step :math:`D > W` at which ``min_lr`` is reached.
-        last_epoch (int, optional): The last step already taken. Default: ``-1``.
-        verbose (bool, optional): Print the lr at every step. Default: ``False``.
+    Args: those of :class:`CosineAnnealingWithWarmupDecay`.
 
     Examples:
         >>> from paddle_llrd import LinearAnnealingWithWarmupDecay
-        >>> scheduler = LinearAnnealingWithWarmupDecay(
-        ...     max_lr=1.0, min_lr=0.2, warmup_step=2, decay_step=6)
-        >>> lrs = []
-        >>> for _ in range(8):
-        ...     lrs.append(round(scheduler(), 6))
-        ...     scheduler.step()
-        >>> lrs
-        [0.0, 0.5, 1.0, 0.8, 0.6, 0.4, 0.2, 0.2]
+        >>> from paddle_llrd.schedules.table import lr_curve
+        >>> lr_curve(LinearAnnealingWithWarmupDecay(max_lr=1.0, min_lr=0.5, warmup_step=0, decay_step=2), 3)
+        [1.0, 0.75, 0.5, 0.5]
     """
 
-    _anneal = staticmethod(_anneal_linear)
+    _anneal = staticmethod(factors.anneal_linear)
 
 
 class InverseSquareRootSchedule(_CheckedResume, LRScheduler):
@@ -752,75 +501,30 @@ class InverseSquareRootSchedule(_CheckedResume, LRScheduler):
             scaled by :math:`\sqrt{W}`, so there is no zero-warmup form).
         learning_rate (float, optional): The peak learning rate, reached at
             step :math:`W`. Default: ``1.0``.
-        last_epoch (int, optional): The last step already taken. Default: ``-1``.
-        verbose (bool, optional): Print the lr at every step. Default: ``False``.
+        last_epoch, verbose, warmup_start: see :mod:`paddle_llrd.schedules.warmup`.
 
     Examples:
         >>> from paddle_llrd import InverseSquareRootSchedule
-        >>> scheduler = InverseSquareRootSchedule(warmup_steps=4, learning_rate=0.5)
-        >>> lrs = []
-        >>> for _ in range(17):
-        ...     lrs.append(round(scheduler(), 6))
-        ...     scheduler.step()
+        >>> from paddle_llrd.schedules.table import lr_curve
+        >>> lrs = [round(lr, 6) for lr in lr_curve(InverseSquareRootSchedule(warmup_steps=4, learning_rate=0.5), 16)]
         >>> lrs[:5], lrs[16]
         ([0.0, 0.125, 0.25, 0.375, 0.5], 0.25)
     """
 
     def __init__(
-        self,
-        warmup_steps: int,
-        learning_rate: float = 1.0,
-        last_epoch: int = -1,
-        verbose: bool = False,
+        self, warmup_steps: int, learning_rate: float = 1.0, last_epoch: int = -1, verbose: bool = False, *,
+        warmup_start: float = 0.0
     ) -> None:
-        self.warmup_steps = _step_count(warmup_steps, "warmup_steps", minimum=1)
-        learning_rate = _learning_rate(learning_rate)
+        self.warmup_steps = checked_step_count(warmup_steps, "warmup_steps", minimum=1)
+        learning_rate = checked_non_negative_real(learning_rate)
+        self.warmup_start = checked_warmup_start(warmup_start)
         self.peak_lr = learning_rate
-        super().__init__(learning_rate, _last_epoch(last_epoch), verbose)
+        super().__init__(learning_rate, checked_step_index(last_epoch), verbose)
 
     def get_lr(self) -> float:
         step = self.last_epoch
         if step < self.warmup_steps:
-            return self.peak_lr * _warmup_fraction(step, self.warmup_steps)
+            return self.peak_lr * warmup_fraction(step, self.warmup_steps, self.warmup_start)
         return self.peak_lr * math.sqrt(self.warmup_steps) / math.sqrt(step)
 
 
-# ----------------------------------------------------------------------------
-# Megatron-LM's lr_warmup_init: a warmup that starts above 0.
-# ----------------------------------------------------------------------------
-def _warmup_init_lr(lr_warmup_init: Any, peak: float) -> float:
-    """``lr_warmup_init`` as a learning rate in ``[0, peak]``; errors name it."""
-    value = _finite_real(lr_warmup_init, "lr_warmup_init")
-    if value < 0:
-        raise ValueError(f"`lr_warmup_init` must be >= 0, got {value!r}.")
-    if value > peak:
-        raise ValueError(
-            f"`lr_warmup_init` ({value!r}) must be <= the peak learning rate ({peak!r}): the warmup rises from it."
-        )
-    return value
-
-
-def _start_warmup_at(scheduler: LRScheduler, lr_warmup_init: float, peak: float) -> LRScheduler:
-    """Make the linear warmup of a built-in schedule start at ``lr_warmup_init`` instead of 0.
-
-    The lr at step :math:`s < W` becomes ``lr_warmup_init + (peak -
-    lr_warmup_init) * s / W``; every other step keeps its value. The
-    scheduler's current lr is recomputed, so this works at any position.
-
-    Raises:
-        TypeError: ``scheduler`` is not one of this module's warmup schedules.
-    """
-    start = lr_warmup_init / peak if peak > 0 else 0.0
-    if isinstance(scheduler, _AnnealingWithWarmupDecay):
-        scheduler.warmup_start = start
-    elif (
-        isinstance(scheduler, LambdaDecay)
-        and isinstance(scheduler.lr_lambda, functools.partial)
-        and scheduler.lr_lambda.func is _factor_with_warmup
-    ):
-        keywords = {**scheduler.lr_lambda.keywords, "warmup_start": start}
-        scheduler.lr_lambda = functools.partial(_factor_with_warmup, *scheduler.lr_lambda.args, **keywords)
-    else:
-        raise TypeError(f"{type(scheduler).__name__} has no linear warmup that `lr_warmup_init` could start.")
-    scheduler.last_lr = scheduler.get_lr()
-    return scheduler
