@@ -26,12 +26,11 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import inspect
 import json
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Optional
 
 from paddle_llrd.argument_checks import (
     checked_block_regex,
@@ -41,6 +40,7 @@ from paddle_llrd.argument_checks import (
     did_you_mean,
 )
 from paddle_llrd.schedules import registry
+from paddle_llrd.schedules.registry import ScheduleOption
 from paddle_llrd.layer_decay.layer_maps import FAMILY_PATTERNS
 from paddle_llrd.schedules.weight_decay import WEIGHT_DECAY_STYLES
 
@@ -211,23 +211,14 @@ class SchedulerKwargs(dict):
         super().__init__(options)
 
 
-def _schedule_parameters(name: str) -> Tuple[Dict[str, inspect.Parameter], bool]:
-    """The keyword arguments :func:`~paddle_llrd.get_scheduler` passes on to
-    schedule ``name`` (all but the first, ``learning_rate``; with
-    ``lr_warmup_init`` for a warmup schedule), and whether it takes any
-    (``**kwargs``). The one reader of a schedule's signature here.
-
-    Raises:
-        ValueError: ``name`` is not registered (the registry's message).
-    """
-    function = registry.schedule_function(name)
-    parameters = list(inspect.signature(function).parameters.values())[1:]
-    named = {p.name: p for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
-    # get_scheduler adds Megatron's warmup start to these (no public list of them yet: schedule_options will be it)
-    if function in getattr(registry, "_WARMUP_SCHEDULE_FUNCTIONS", ()):
-        named.setdefault("lr_warmup_init", inspect.Parameter("lr_warmup_init", inspect.Parameter.KEYWORD_ONLY,
-                                                             default=0.0))
-    return named, any(p.kind is p.VAR_KEYWORD for p in parameters)
+def _option_number_kind(option: ScheduleOption) -> Optional[type]:
+    """``float`` or ``int`` for a schedule option annotated (or defaulting to) a number, else ``None``."""
+    kinds = tuple(kind for kind in option.types if kind is not type(None))
+    if kinds in ((float,), (int,)):
+        return kinds[0]
+    if type(option.default) in (int, float):
+        return type(option.default)
+    return None
 
 
 def schedule_takes_warmup(name: str) -> bool:
@@ -237,13 +228,13 @@ def schedule_takes_warmup(name: str) -> bool:
         >>> schedule_takes_warmup("cosine"), schedule_takes_warmup("constant")
         (True, False)
     """
-    named, takes_any = _schedule_parameters(name)
-    return takes_any or "num_warmup_steps" in named
+    info = registry.schedule_info(name)
+    return info.any_option or "num_warmup_steps" in info.options
 
 
 def check_scheduler_kwargs(name: str, options: Mapping[str, Any]) -> SchedulerKwargs:
-    """``lr_scheduler_kwargs`` checked against the signature of the registry
-    function of schedule ``name``: each key must be one of its arguments (a
+    """``lr_scheduler_kwargs`` checked against the options of schedule
+    ``name`` (:func:`~paddle_llrd.schedules.registry.schedule_options`): each key must be one of its arguments (a
     function taking ``**kwargs`` accepts any), none of those the Trainer sets
     itself, and a numeric string (a YAML ``2e-1``) for an argument annotated
     or defaulting to a number becomes that number.
@@ -263,7 +254,8 @@ def check_scheduler_kwargs(name: str, options: Mapping[str, Any]) -> SchedulerKw
         ...
         ValueError: lr_scheduler_kwargs has the key 'decay_styl', which lr_scheduler_type='warmup_stable_decay' does not take; valid keys: decay_ratio, decay_style, lr_warmup_init, min_lr, min_lr_ratio, num_decay_steps. Did you mean 'decay_style'?
     """
-    named, takes_any = _schedule_parameters(name)
+    info = registry.schedule_info(name)
+    named, takes_any = info.options, info.any_option
     valid = sorted(key for key in named if key not in _SET_BY_THE_TRAINER)
     checked = SchedulerKwargs()
     for key, value in options.items():
@@ -273,14 +265,14 @@ def check_scheduler_kwargs(name: str, options: Mapping[str, Any]) -> SchedulerKw
                 f"lr_scheduler_kwargs has the key {key!r}, which the Trainer sets itself (from {source}): "
                 "set that field instead"
             )
-        parameter = named.get(key)
-        if parameter is None and not takes_any:
+        option = named.get(key)
+        if option is None and not takes_any:
             raise ValueError(
                 f"lr_scheduler_kwargs has the key {key!r}, which lr_scheduler_type={name!r} does not take; "
                 f"valid keys: {', '.join(valid) or 'none'}.{did_you_mean(key, valid)}"
             )
-        if parameter is not None and isinstance(value, str):
-            kind = _numeric_type(parameter.annotation, parameter.default)
+        if option is not None and isinstance(value, str):
+            kind = _option_number_kind(option)
             if kind is not None:
                 value = number_from_text(value, kind, f"lr_scheduler_kwargs[{key!r}]")
         checked[key] = value

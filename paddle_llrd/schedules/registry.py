@@ -107,7 +107,3 @@ BUILTIN_SCHEDULES: Dict[SchedulerType, ScheduleInfo] = {
 for _name, _info in BUILTIN_SCHEDULES.items():
     _register_builtin(_name, _info)
 del _name, _info
-
-# Read by integrations/_arguments.py and _trainer.py until they use schedule_options() and canonical_name().
-_WARMUP_SCHEDULE_FUNCTIONS = tuple(info.function for info in BUILTIN_SCHEDULES.values() if info.warmup)
-_registry_key = canonical_name
