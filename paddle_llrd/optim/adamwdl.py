@@ -32,12 +32,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import paddle
 from paddle.base import framework
+from paddle.base.layer_helper import LayerHelper
 from paddle.optimizer import AdamW
 
 from ..layer_decay.layerwise import layerwise_lr_decay, warn_if_n_layers_exceeds_read_blocks, warn_if_no_encoder_layers
 from ..schedules.weight_decay import WeightDecaySchedule, claim_schedule
-from .checkpoint import STRUCTURED_NAMES_KEY, matched_state_dict, structured_names_record
-from .multi_tensor import MultiTensorStep
 from .arguments import (
     check_adamw_arguments,
     check_added_group,
@@ -46,21 +45,20 @@ from .arguments import (
     checked_parameters,
     refuse_groups_in_program,
 )
+from .checkpoint import STRUCTURED_NAMES_KEY, matched_state_dict, structured_names_record
+from .dispatch import multi_tensor_refusal, parameter_route
 from .eager import runs_eagerly_under_sot
+from .kernels import adamw_update, decoupled_decay, is_tensor
+from .multi_tensor import LayoutInput, MultiTensorStep, StepContext
 from .param_lr_rows import ParamLrRow, param_lr_rows
 from .ratios import RatioCache, is_pure_in_name, resolve_update_scales, update_scale
 from .updates import (
+    AdamSettings,
     LrScale,
     UpdatePass,
     UpdatePlan,
-    adamw_update,
     base_scale_of,
-    decay_scale,
-    decoupled_decay,
-    densify,
     initial_beta_pow,
-    is_static_sparse,
-    is_tensor,
     lr_attributes,
     plan_update,
     uses_master,
@@ -258,7 +256,7 @@ class AdamWDL(AdamW):
         {}
     """
 
-    # The decay's lr rule (updates.decay_scale): AdamWDL decays with the lr
+    # The decay's lr rule (dispatch.decay_scale): AdamWDL decays with the lr
     # before the layer ratio; a subclass with Paddle's lr_ratio rule sets True.
     _decay_with_ratio: ClassVar[bool] = False
 
@@ -427,10 +425,7 @@ class AdamWDL(AdamW):
             >>> opt.step()
             >>> opt.clear_grad()
         """
-        # The dispatch point of the multi-tensor path, before Paddle's step
-        # loops over the parameters: it returns False where the
-        # per-parameter step below must run instead (nothing changed then).
-        if self._multi_tensor is not None and self._multi_tensor.step(self):
+        if self._multi_tensor is not None and self._multi_tensor_step():
             return None
         if not self._grouped():
             return super().step()  # one _apply_optimize: the schedule and the ratios inside
@@ -457,6 +452,78 @@ class AdamWDL(AdamW):
         if schedule is not None:
             self._finish_scheduled_step()
         return None
+
+    def _multi_tensor_step(self) -> bool:
+        """The step on the multi-tensor path, where :func:`~paddle_llrd.optim.dispatch.multi_tensor_refusal`
+        allows it and its layout holds every trained parameter; False (nothing changed) otherwise."""
+        multi_tensor = self._multi_tensor
+        reason = multi_tensor_refusal(self)
+        if reason is not None:
+            multi_tensor.refuse(reason)
+            return False
+        schedule = self._weight_decay_schedule
+        if schedule is not None:
+            self._sync_weight_decay()
+        if not multi_tensor.step(self._multi_tensor_context()):
+            return False
+        if schedule is not None:
+            self._finish_scheduled_step()
+        return True
+
+    def _listed_groups(self) -> list[tuple[dict[str, Any] | None, list[Any]]]:
+        """``(group dict or None, parameters)`` per parameter group, in the optimizer's order."""
+        if self._grouped():
+            return [(group, group["params"]) for group in self._param_groups]
+        return [(None, self._parameter_list or [])]
+
+    def _multi_tensor_context(self) -> StepContext:
+        """What this step's :class:`~paddle_llrd.optim.multi_tensor.StepContext` hands the multi-tensor step."""
+        groups = self._listed_groups()
+        if getattr(self, "helper", None) is None:  # what Paddle's pass sets up first (the lr and accumulators need it)
+            self.helper = LayerHelper(self.__class__.__name__)
+        self._create_global_learning_rate()
+        defaults = self._default_dict
+        return StepContext(
+            groups=groups,
+            settings=[AdamSettings.of_group(self, group) for group, _ in groups],
+            coeffs=[
+                self._weight_decay if group is None else group.get("weight_decay", defaults["weight_decay"])
+                for group, _ in groups
+            ],
+            global_lr=self._global_learning_rate(),
+            decay_rule=self._apply_decay_param_fun,
+            with_ratio=self._decay_with_ratio,
+            force_general=self._force_general_decay,
+            prepare=self._layout_inputs,
+        )
+
+    def _layout_inputs(
+        self, trained: list[tuple[dict[str, Any] | None, list[Any]]], decay_answers: dict[int, bool]
+    ) -> list[list[LayoutInput]]:
+        """For a multi-tensor layout: the ratio function asked and the plans fitted
+        (:meth:`_before_updates`), the accumulators and plans made, and per trained
+        parameter its plan, cached ratio and decay answer (``decay_answers``'s, by
+        id of the parameter, where this step asked already)."""
+        self._before_updates([param for _, params in trained for param in params])
+        block = framework.default_main_program().global_block()
+        cache = self._active_ratio_cache()
+        inputs = []
+        for group, params in trained:
+            if params:
+                self._create_accumulators(block, params if group is None else dict(group, params=params))
+            group_inputs = []
+            for param in params:
+                plan = self._plans.get(param.name) or self._plan(param)
+                decays = plan.decays
+                if decays is None:  # asked at every update (this step's answer if asked)
+                    decays = decay_answers.get(id(param))
+                    if decays is None:
+                        decays = self._decays(param)
+                    if decays:
+                        self._params_name[param.name] = None
+                group_inputs.append(LayoutInput(plan, 1.0 if cache is None else cache.ratio(param), decays))
+            inputs.append(group_inputs)
+        return inputs
 
     @runs_eagerly_under_sot
     def minimize(self, loss: Tensor, startup_program: Any = None, parameters: Any = None, no_grad_set: Any = None) -> Any:
@@ -678,22 +745,14 @@ class AdamWDL(AdamW):
                 decays = update.decays(param)
                 if decays:
                     self._params_name[param.name] = None
-            settings = update.settings(self)
-            # Paddle 3.3.1's adamw kernel for SelectedRows gradients reads its
-            # attributes wrongly and crashes (as paddle.optimizer.AdamW does),
-            # so sparse gradients take the adam kernel and the separate decay.
-            sparse = grad.is_selected_rows() if settings.dygraph else is_static_sparse(grad)
-            if sparse and not settings.lazy_mode and settings.dygraph:
-                grad, sparse = densify(param, grad), False
-            fused_coeff = None if sparse else plan.fused_coeff_for(
-                decays, self._weight_decay, base_scale, update_scale, with_ratio=self._decay_with_ratio,
-                force_general=self._force_general_decay, decided=update.fused_coeffs,
+            grad, route = parameter_route(
+                param, grad, decays, self._weight_decay, base_scale, update_scale, update.settings(self),
+                with_ratio=self._decay_with_ratio, force_general=self._force_general_decay, memo=update.routes,
             )
-            if decays and fused_coeff is None:
-                decay_lr_scale = decay_scale(base_scale, update_scale, with_ratio=self._decay_with_ratio)
-                self._append_decoupled_weight_decay(block, param_and_grad, lr_scale=decay_lr_scale, decays=True)
+            if route.separate_decay_scale is not None:
+                self._append_decoupled_weight_decay(block, param_and_grad, lr_scale=route.separate_decay_scale, decays=True)
             return self._append_adamw(
-                block, param, grad, plan, lr=update.lr(update_scale), coeff=fused_coeff, adam_kernel=sparse
+                block, param, grad, plan, lr=update.lr(update_scale), coeff=route.fused_coeff, adam_kernel=route.adam_kernel
             )
         finally:
             if optimize_attr is not None:
@@ -702,7 +761,7 @@ class AdamWDL(AdamW):
     def _append_adamw(
         self, block: Any, param: Any, grad: Any, plan: UpdatePlan, *, lr: Any, coeff: float | None, adam_kernel: bool
     ) -> Any:
-        """The kernel update (:func:`~paddle_llrd.optim.updates.adamw_update`) with this group's settings."""
+        """The kernel update (:func:`~paddle_llrd.optim.kernels.adamw_update`) with this group's settings."""
         settings = self._current_pass().settings(self)
         return adamw_update(block, param, grad, lr, plan, settings, coeff=coeff, adam_kernel=adam_kernel)
 
@@ -884,7 +943,7 @@ class AdamWDL(AdamW):
     def clear_grad(self, set_to_zero: bool = True) -> None:
         """As ``paddle.optimizer.AdamW.clear_grad``; on the multi-tensor path
         ``set_to_zero=True`` zeroes each group's flat gradient buffer in one op."""
-        if self._multi_tensor is not None and self._multi_tensor.clear_grad(self, set_to_zero):
+        if self._multi_tensor is not None and self._multi_tensor.clear_grad(self._listed_groups(), set_to_zero):
             return None
         return super().clear_grad(set_to_zero)
 

@@ -20,7 +20,7 @@ from paddle.optimizer.lr import LRScheduler
 
 from ..argument_checks import checked_count, checked_layerwise_decay, is_real_number
 from ..layer_decay.layerwise import NAME_DICT_ADVICE, layerwise_lr_decay
-from .updates import is_tensor
+from .kernels import is_tensor
 from ..schedules.weight_decay import WeightDecaySchedule, check_unclaimed
 
 
