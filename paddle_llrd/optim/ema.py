@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import numbers
 import operator
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -19,7 +18,7 @@ import numpy as np
 import paddle
 from paddle import _C_ops
 
-from ..argument_checks import checked_count
+from ..argument_checks import checked_count, checked_unit_fraction
 from .eager import runs_eagerly_under_sot
 from .buffers import alias_of_run, gathered, numel, share_flat, storage_runs
 from .threads import FlatThreads
@@ -34,15 +33,6 @@ _STATE_KEYS = ("decay", "warmup", "num_updates", "shadow")
 # 8,192 elements update in 0.39 ms gathered and 1.0 ms one by one; of
 # 16,384, 2.2 ms gathered and 1.5 ms one by one).
 _UPDATED_ALONE_NUMEL = 1 << 14
-
-
-def _validated_decay(decay: Any) -> float:
-    if isinstance(decay, bool) or not isinstance(decay, numbers.Real):
-        raise TypeError(f"decay must be a real number in [0, 1], got {type(decay).__name__} {decay!r}")
-    decay = float(decay)
-    if not 0.0 <= decay <= 1.0:  # NaN fails both comparisons
-        raise ValueError(f"decay must lie in [0, 1], got {decay!r}")
-    return decay
 
 
 def _validated_warmup(warmup: Any) -> bool:
@@ -280,7 +270,7 @@ class ExponentialMovingAverage:
 
     @decay.setter
     def decay(self, value: float) -> None:
-        self._decay = _validated_decay(value)
+        self._decay = checked_unit_fraction(value, "decay")
 
     @property
     def warmup(self) -> bool:
@@ -523,7 +513,7 @@ class ExponentialMovingAverage:
         missing = [key for key in _STATE_KEYS if key not in state_dict]
         if missing:
             raise KeyError(f"state_dict lacks {missing}; an ExponentialMovingAverage state_dict has the keys {list(_STATE_KEYS)}")
-        decay = _validated_decay(state_dict["decay"])
+        decay = checked_unit_fraction(state_dict["decay"], "decay")
         warmup = _validated_warmup(state_dict["warmup"])
         num_updates = checked_count(
             state_dict["num_updates"],
