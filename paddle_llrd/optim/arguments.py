@@ -247,6 +247,27 @@ def check_added_group(group: Any, groups: list[Mapping[str, Any]], *, owner: str
     check_distinct(params, [f"{where}'s item {i}" for i in range(len(params))], seen, owner=owner)
 
 
+def group_with_weight_decay(param_group: dict[str, Any], *, owner: str = "AdamWDL") -> dict[str, Any]:
+    """``param_group`` with PaddleNLP's legacy ``coeff`` as AdamW's ``weight_decay``
+    (in place); ``ValueError`` when it gives both, and they differ."""
+    if "coeff" in param_group:
+        coeff = param_group["coeff"]
+        if "weight_decay" in param_group and param_group["weight_decay"] != coeff:
+            raise ValueError(
+                f"{owner}: a parameter group sets both `weight_decay` "
+                f"({param_group['weight_decay']!r}) and its legacy name `coeff` "
+                f"({coeff!r}); give one of them."
+            )
+        param_group["weight_decay"] = coeff
+    return param_group
+
+
+def check_use_multi_tensor(use_multi_tensor: Any, *, owner: str = "AdamWDL") -> None:
+    """``TypeError`` unless ``use_multi_tensor`` is None, True or False."""
+    if not (use_multi_tensor is None or isinstance(use_multi_tensor, bool)):
+        raise TypeError(f"{owner}: `use_multi_tensor` must be None, True or False, got {use_multi_tensor!r}.")
+
+
 def refuse_groups_in_program(grouped: bool, *, owner: str = "AdamWDL") -> None:
     """``TypeError`` for parameter groups in a static program, which Paddle 3.3.1's
     optimizers cannot build (``Value Wrapper is only support None and pir.Value``,

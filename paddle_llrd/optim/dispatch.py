@@ -15,6 +15,7 @@ helper, :func:`~paddle_llrd.optim.kernels.adamw_kernel`.
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, NamedTuple
 
@@ -23,10 +24,11 @@ from paddle.base import framework
 
 from ..argument_checks import is_real_number
 from .kernels import is_tensor
+from .multi_tensor import LayoutInput, StepContext
 from .updates import AdamSettings, LrScale, densify, is_static_sparse
 
-__all__ = ["FUSED_RATIO_RANGE", "Route", "decay_route", "decay_scale", "fused_decay_coeff", "multi_tensor_refusal",
-           "parameter_route"]
+__all__ = ["FUSED_RATIO_RANGE", "Route", "decay_route", "decay_scale", "fused_decay_coeff", "layout_inputs", "multi_tensor_context",
+           "multi_tensor_refusal", "multi_tensor_step", "parameter_route"]
 
 # A fused update folds the ratio into the kernel's decay coefficient
 # (coeff * decay_scale / update_scale); beyond this range of
@@ -67,6 +69,71 @@ def multi_tensor_refusal(optimizer: Any) -> str | None:
     if optimizer._overflow_step():
         return "an AMP overflow step"
     return None
+
+
+def multi_tensor_step(optimizer: Any) -> bool:
+    """The step on the multi-tensor path, where :func:`multi_tensor_refusal` allows it
+    and the layout holds every trained parameter; False (nothing changed) otherwise,
+    and the per-parameter pass runs."""
+    multi_tensor = optimizer._multi_tensor
+    reason = multi_tensor_refusal(optimizer)
+    if reason is not None:
+        multi_tensor.refuse(reason)
+        return False
+    schedule = optimizer.weight_decay_schedule
+    if schedule is not None:
+        optimizer._sync_weight_decay()
+    if not multi_tensor.step(multi_tensor_context(optimizer)):
+        return False
+    if schedule is not None:
+        optimizer._finish_scheduled_step()
+    return True
+
+
+def multi_tensor_context(optimizer: Any) -> StepContext:
+    """The :class:`~paddle_llrd.optim.multi_tensor.StepContext` of ``optimizer``'s step now:
+    its parameter groups with their settings and weight decay, the global lr, the decay rule."""
+    groups = optimizer._listed_groups()
+    defaults = optimizer._default_dict
+    return StepContext(
+        groups=groups,
+        settings=[AdamSettings.of_group(optimizer, group) for group, _ in groups],
+        coeffs=[
+            optimizer._weight_decay if group is None else group.get("weight_decay", defaults["weight_decay"])
+            for group, _ in groups
+        ],
+        global_lr=optimizer._global_lr_tensor(),
+        decay_rule=optimizer._apply_decay_param_fun,
+        decay_route=decay_route,
+        with_ratio=optimizer._decay_with_ratio,
+        force_general=optimizer._force_general_decay,
+        prepare=functools.partial(layout_inputs, optimizer),
+    )
+
+
+def layout_inputs(
+    optimizer: Any, trained: list[tuple[dict[str, Any] | None, list[Any]]], decay_answers: dict[int, bool]
+) -> list[list[LayoutInput]]:
+    """What a multi-tensor layout needs of ``optimizer``'s state: the ratio function
+    asked and the plans fitted first (``_before_updates``), the accumulators and plans
+    made, then per trained parameter its plan, cached ratio and decay answer
+    (``decay_answers``'s, by id of the parameter, where this step asked already)."""
+    optimizer._before_updates([param for _, params in trained for param in params])
+    block = framework.default_main_program().global_block()
+    cache = optimizer._active_ratio_cache()
+    inputs = []
+    for group, params in trained:
+        if params:
+            optimizer._create_accumulators(block, params if group is None else dict(group, params=params))
+        group_inputs = []
+        for param in params:
+            plan = optimizer._plans.get(param.name) or optimizer._plan(param)
+            decays = plan.decays
+            if decays is None:  # asked at every update (this step's answer if asked)
+                decays = optimizer._decays_at_update(param, decay_answers.get(id(param)))
+            group_inputs.append(LayoutInput(plan, 1.0 if cache is None else cache.ratio(param), decays))
+        inputs.append(group_inputs)
+    return inputs
 
 
 # ------------------------------------------------------------- per parameter

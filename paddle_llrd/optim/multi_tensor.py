@@ -1,44 +1,15 @@
-"""AdamWDL's multi-tensor dygraph step: one ``adamw`` kernel call per group of parameters.
+"""AdamWDL's multi-tensor dygraph step: one ``adamw`` kernel call per group of like parameters.
 
-With many small parameters an optimizer step is nearly all per-parameter
-overhead (Python and op dispatch). Here the parameters that share everything
-the kernel is given (dtype, place, parameter group, lr factor, layer ratio,
-whether they decay, master weights, beta powers) are laid out as views of
-flat buffers -- one each for the parameters, gradients, both moments, the
-master weights and the beta powers -- and one kernel call updates the whole
-group. The ``adamw`` kernel is elementwise, so a flat call gives exactly the
-bits of one call per parameter. Parameters whose buffers can be shared but
-not their kernel call (another ratio, decay or not) are one :class:`Bank`:
-one set of flat buffers, a :class:`KernelGroup` range of it per call, so
-that zeroing the gradients and advancing the beta powers is one op per bank.
-
-The views use Paddle's own storage-sharing calls (those of its fused
-``ParamStorage``): ``flat._slice(a, b)._share_buffer_to(param)`` then
-``param.get_tensor()._set_dims(shape)``; a gradient view is handed over with
-``param._copy_gradient_from(view)``; backward then accumulates into it. The
-kernel runs with ``use_global_beta_pow=True`` and a bank's beta powers,
-views of one buffer (all equal: they are part of its key), advance by one
-``scale_`` each, as the kernel advances one parameter's; the per-group lrs
-:math:`\eta s_p r_p` are one in-place multiply per step.
-
-Aliases can break: ``p.clear_gradient()`` (and so Paddle's per-parameter
-``clear_grad``, ``model.clear_gradients()``) lets the next backward *replace*
-a gradient tensor; ``clear_grad(set_to_zero=False)`` drops it; ``model.to``,
-AMP ``decorate``, ``set_state_dict`` replace parameters or master weights;
-freezing, unfreezing or a parameter without a gradient changes who is
-updated. Every step checks each parameter and gradient
-(:meth:`Bank.check`): a replaced gradient is copied back into its view
-(and aliased again); anything else rebuilds the groups before the update.
-What the groups cannot express (see :func:`unsupported_reason`) takes the
-per-parameter path for the whole step, with the same numbers.
-``clear_grad()`` zeroes each bank's gradient buffer in one op; it looks at
-the gradients again only if a backward has run since the step that checked
-them (a one-shot backward final hook says so): only a backward replaces a
-gradient tensor.
-
-:class:`MultiTensorStep` is the optimizer's state of this path:
-:meth:`~MultiTensorStep.step` and :meth:`~MultiTensorStep.clear_grad` return
-False where the caller must take the per-parameter path.
+The parameters that share everything the kernel is given become views of
+flat buffers (:mod:`~paddle_llrd.optim.buffers`), a :class:`Bank` per set of
+buffers and a :class:`KernelGroup` range of it per kernel call; the kernel
+is elementwise, so the bits are those of one call per parameter. Each step
+checks the views (:meth:`Bank.check`) and lays the banks out afresh where
+they broke. :class:`MultiTensorStep` reads nothing of the optimizer but the
+:class:`StepContext` it is handed (:func:`~paddle_llrd.optim.dispatch.multi_tensor_context`);
+its :meth:`~MultiTensorStep.step` and :meth:`~MultiTensorStep.clear_grad`
+return False where the caller must take the per-parameter path. The story
+(what breaks the views, what the path cannot serve) is :ref:`adamwdl-multi-tensor`.
 """
 from __future__ import annotations
 
@@ -53,7 +24,6 @@ from paddle import _C_ops
 from paddle.base import core
 
 from .buffers import flat_copy, numel, own_storage, share_flat
-from .dispatch import Route, decay_route
 from .kernels import adamw_kernel, decoupled_decay, is_tensor
 from .threads import FlatThreads
 from .updates import AdamSettings, UpdatePass
@@ -193,7 +163,7 @@ class Bank:
             self.grad_flat._slice(a, b) for a, b in threads.bounds(0, start, self.params[0].place)
         ]
         self._routes_key: tuple[float, bool, bool] | None = None
-        self._routes_cache: list[Route] = []
+        self._routes_cache: list[Any] = []
 
     def _grad_view(self, index: int) -> Any:
         """A new view of parameter ``index``'s range of the gradient buffer.
@@ -267,23 +237,23 @@ class Bank:
             self.threads.run([chunk.zero_ for chunk in self.grad_chunks])
         return True
 
-    def _routes(self, coeff: float, with_ratio: bool, force_general: bool) -> list[Route]:
+    def _routes(self, coeff: float, context: StepContext) -> list[Any]:
         """The :func:`~paddle_llrd.optim.dispatch.decay_route` of each kernel group,
         decided again only when the weight decay changes (under a ``WeightDecaySchedule``)."""
-        key = (coeff, with_ratio, force_general)
+        key = (coeff, context.with_ratio, context.force_general)
         if self._routes_key != key:
             self._routes_cache = [
-                decay_route(
+                context.decay_route(
                     group.key.decays, coeff, group.key.base_scale, group.key.update_scale,
-                    with_ratio=with_ratio, force_general=force_general,
+                    with_ratio=context.with_ratio, force_general=context.force_general,
                 )
                 for group in self.groups
             ]
             self._routes_key = key
         return self._routes_cache
 
-    def update(self, lrs: list[Any], update: UpdatePass, settings: AdamSettings, coeff: float, *,
-               with_ratio: bool, force_general: bool) -> None:
+    def update(self, lrs: list[Any], update: UpdatePass, settings: AdamSettings, coeff: float,
+               context: StepContext) -> None:
         """One Adam step of the bank: per :class:`KernelGroup` the per-parameter
         path's ops (the separate decay op where its route says so, then
         :func:`~paddle_llrd.optim.kernels.adamw_kernel`) on its ranges, then
@@ -292,7 +262,7 @@ class Bank:
         beta1, beta2, epsilon = settings.beta1_value, settings.beta2_value, settings.epsilon
         lazy_mode, amsgrad = settings.lazy_mode, settings.amsgrad
         calls = []
-        for group, route in zip(self.groups, self._routes(coeff, with_ratio, force_general)):
+        for group, route in zip(self.groups, self._routes(coeff, context)):
             if route.separate_decay_scale is not None:  # as the per-parameter path: before the kernel
                 factor = update.decay_factor(update.lr(route.separate_decay_scale), coeff, None)
                 decoupled_decay(None, group.master if key.master else group.param, factor)
@@ -330,8 +300,9 @@ class StepContext(NamedTuple):
     ``settings``/``coeffs``: each group's :class:`~paddle_llrd.optim.updates.AdamSettings`
     and weight decay; ``decay_rule``: ``apply_decay_param_fun`` (asked again
     at every step for the parameters whose answer is not kept);
-    ``with_ratio``/``force_general``: the decay's lr rule and the tests' switch
-    to the separate decay op (:func:`~paddle_llrd.optim.dispatch.decay_route`);
+    ``decay_route``: :func:`~paddle_llrd.optim.dispatch.decay_route`, the one
+    fused-or-separate rule, with ``with_ratio``/``force_general`` (the decay's
+    lr rule and the tests' switch to the separate decay op);
     ``prepare(trained, decay_answers)``: at a layout, per group the
     :class:`LayoutInput` of each trained parameter (the ratio function asked
     first, the accumulators and plans made; ``decay_answers`` this step's
@@ -343,6 +314,7 @@ class StepContext(NamedTuple):
     coeffs: list[float]
     global_lr: Any
     decay_rule: Callable[[str], Any] | None
+    decay_route: Callable[..., Any]
     with_ratio: bool
     force_general: bool
     prepare: Callable[[list[tuple[dict[str, Any] | None, list[Any]]], dict[int, bool]], list[list[LayoutInput]]]
@@ -516,10 +488,7 @@ class MultiTensorStep:
                 update = UpdatePass(lambda: global_lr)
                 lrs = self._lr_tables[index].refresh(global_lr)
                 current = index
-            bank.update(
-                lrs, update, context.settings[index], context.coeffs[index],
-                with_ratio=context.with_ratio, force_general=context.force_general,
-            )
+            bank.update(lrs, update, context.settings[index], context.coeffs[index], context)
 
     # ------------------------------------------------------------ clear_grad
     def clear_grad(self, groups: list[tuple[dict[str, Any] | None, list[Any]]], set_to_zero: bool) -> bool:

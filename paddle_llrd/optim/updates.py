@@ -113,13 +113,12 @@ class UpdatePass:
     :class:`~paddle_llrd.optim.ratios.RatioCache`); ``ask(param,
     optimize_attr, base_scale)`` the factor of a parameter neither holds (an
     update outside a pass). ``decay_answers``: ``apply_decay_param_fun``'s
-    answer by parameter name, asked before the pass changed anything;
-    ``ask_decay(param)`` the answer of a parameter it lacks. ``global_lr``
+    answer by parameter name, asked before the pass changed anything. ``global_lr``
     gives the pass's global lr when first needed.
     """
 
     __slots__ = (
-        "update_scales", "cached_ratios", "ask", "decay_answers", "ask_decay", "_global_lr_fn", "_global_lr",
+        "update_scales", "cached_ratios", "ask", "decay_answers", "_global_lr_fn", "_global_lr",
         "scaled_lrs", "decay_factors", "routes", "_settings",
     )
 
@@ -130,14 +129,12 @@ class UpdatePass:
         update_scales: dict[str, LrScale] | None = None,
         cached_ratios: dict[str, float] | None = None,
         *,
-        ask_decay: Callable[[Any], bool] | None = None,
         decay_answers: dict[str, bool] | None = None,
     ) -> None:
         self.update_scales = {} if update_scales is None else update_scales
         self.cached_ratios = {} if cached_ratios is None else cached_ratios
         self.ask = ask
         self.decay_answers = {} if decay_answers is None else decay_answers
-        self.ask_decay = ask_decay
         self._global_lr_fn = global_lr
         self._global_lr: Any = None
         self.scaled_lrs: dict[float, Any] = {}
@@ -156,11 +153,6 @@ class UpdatePass:
         if ratio is not None:
             return base_scale * ratio
         return self.ask(param, optimize_attr, base_scale)
-
-    def decays(self, param: Any) -> bool:
-        """Whether ``param`` decays at this update: the answer asked before the pass, else asked now."""
-        answer = self.decay_answers.get(param.name)
-        return self.ask_decay(param) if answer is None else answer
 
     def lr(self, scale: LrScale) -> Any:
         """The global lr times ``scale``: one tensor per distinct float per pass."""
@@ -288,6 +280,62 @@ def plan_update(optimizer: Any, param: Any, *, cache_decay: bool, decays: bool |
         dtype=param.dtype,
         place=param.place if dygraph else None,
     )
+
+
+def refit_plans(optimizer: Any, params: list[Any]) -> None:
+    """Drop the plans of ``params`` that no longer fit them (cast to another dtype since
+    they were made), fitting ``optimizer``'s state to the new dtype; refuse, naming the
+    parameter and before anything changes, a cast the state cannot serve (``RuntimeError``).
+
+    A parameter cast to float16/bfloat16 under ``multi_precision`` gets its
+    float32 master weight (from its value now) and keeps its float32 moments,
+    under the names an optimizer built for the cast model gives them, so that
+    checkpoints load either way; a move keeps the state as it is (as
+    ``paddle.optimizer.AdamW`` does).
+    """
+    plans = optimizer._plans
+    stale = []
+    for param in params:
+        plan = plans.get(param.name)
+        if plan is not None and not plan.fits(param):
+            stale.append((param, plan))
+    for param, plan in stale:
+        _check_cast(optimizer, param, plan)
+    for param, _ in stale:
+        if uses_master(optimizer, param) and param.name not in optimizer._master_weights:
+            master = optimizer._create_master_weight(param)
+            _rename_accumulators(optimizer._accumulators, param.name, master.name)
+        del plans[param.name]
+
+
+def _check_cast(optimizer: Any, param: Any, stale: UpdatePlan) -> None:
+    wants_master = uses_master(optimizer, param)
+    master = optimizer._master_weights.get(param.name)
+    moment_dtype = stale.moments[0].dtype
+    state_dtype = paddle.float32 if optimizer._is_dtype_fp16_or_bf16(param.dtype) else param.dtype
+    if moment_dtype != state_dtype or (master is not None and not wants_master):
+        held = f"{moment_dtype} moments" + (" and a float32 master weight" if master is not None else "")
+        raise RuntimeError(
+            f"AdamWDL: parameter {param.name!r} was cast from {stale.dtype} to {param.dtype} after the "
+            f"optimizer created its state ({held}), which cannot serve a {param.dtype} parameter; "
+            "cast the model before building the optimizer."
+        )
+
+
+def _rename_accumulators(accumulators: dict[str, dict[str, Any]], old: str, new: str) -> None:
+    """Key ``old``'s accumulators by ``new`` (a master weight's name), and name them so.
+
+    Paddle keys and names the accumulators of a float16/bfloat16 parameter
+    under ``multi_precision`` after its master weight
+    (``<param>_fp32_master_0_moment1_0``), and a checkpoint by those names.
+    """
+    for per_param in accumulators.values():
+        accumulator = per_param.pop(old, None)
+        if accumulator is None:
+            continue
+        if accumulator.name.startswith(old):
+            accumulator.name = new + accumulator.name[len(old):]
+        per_param[new] = accumulator
 
 
 def uses_master(optimizer: Any, param: Any) -> bool:
