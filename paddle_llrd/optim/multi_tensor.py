@@ -406,7 +406,7 @@ class MultiTensorStep:
                 return False
         else:
             self._consecutive_rebuilds = 0
-        self._update(context)
+        self.run_kernels(context)
         self.fused_steps += 1
         if not self._views_checked:
             self._views_checked = True
@@ -478,7 +478,10 @@ class MultiTensorStep:
         self.rebuilds += 1
         return True
 
-    def _update(self, context: StepContext) -> None:
+    def run_kernels(self, context: StepContext) -> None:
+        """The update of a step alone, on the banks as they are (no check of the
+        views, no layout): the kernel calls, lr and beta-power ops. The floor a
+        benchmark compares the step with; it advances the optimizer state as a step does."""
         global_lr = context.global_lr
         current, lrs, update = None, None, None
         for bank in self.banks:
