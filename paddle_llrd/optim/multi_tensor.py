@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import weakref
 from collections.abc import Callable
+from itertools import repeat
 from operator import attrgetter, itemgetter
 from typing import Any, NamedTuple
 
@@ -58,6 +59,8 @@ class KernelKey(NamedTuple):
 
 
 _STOP_GRADIENT = attrgetter("stop_gradient")
+_IS_VIEW_OF = paddle.Tensor._is_shared_buffer_with
+_GRAD_OF = paddle.Tensor._grad_ivar
 _GRAD = attrgetter("grad")
 _OPTIMIZE_ATTR = attrgetter("optimize_attr")
 _LR_FACTOR = itemgetter("learning_rate")
@@ -86,8 +89,8 @@ class KernelGroup:
     """A contiguous range of a :class:`Bank` that one kernel call updates, as views of its buffers.
 
     ``chunks``: per chunk of the range (:meth:`FlatThreads.bounds`; one on
-    a GPU or under the crossover) the views ``(param, grad, moment1,
-    moment2, moment2_max, master)`` one kernel call of it updates.
+    a GPU or under the crossover) the views ``(param, grad, moments, master)``
+    one kernel call of it updates.
     """
 
     __slots__ = ("key", "params", "start", "stop", "param", "grad", "moment1", "moment2", "moment2_max", "master",
@@ -103,24 +106,18 @@ class KernelGroup:
             return tuple(None if flat is None else flat._slice(a, b) for flat in flats)
 
         self.param, self.grad, self.moment1, self.moment2, self.moment2_max, self.master = own = views(start, stop)
-        bounds = bank.threads.bounds(start, stop, bank.params[0].place)
-        self.chunks = [own] if len(bounds) == 1 else [views(a, b) for a, b in bounds]
         # The kernel reads one beta power pair for the range: all of the bank's are equal.
         self.beta1_pow, self.beta2_pow = first_plan.moments[3], first_plan.moments[4]
+        bounds = bank.threads.bounds(start, stop, bank.params[0].place)
+        self.chunks = [self._kernel_views(own)] if len(bounds) == 1 else [
+            self._kernel_views(views(a, b)) for a, b in bounds
+        ]
         self.lr_index = 0
 
-
-def _chunk_update(
-    chunk: tuple[Any, ...], lr: Any, beta1_pow: Any, beta2_pow: Any, beta1: float, beta2: float, epsilon: float,
-    coeff: float | None, lazy_mode: bool, amsgrad: bool, fp32_fallback: bool,
-) -> None:
-    """The kernel call of a chunk of a kernel group (on any thread: nothing
-    here touches Python state shared with another chunk)."""
-    param, grad, moment1, moment2, moment2_max, master = chunk
-    adamw_kernel(
-        param, grad, lr, (moment1, moment2, moment2_max, beta1_pow, beta2_pow), master, beta1, beta2, epsilon,
-        coeff, lazy_mode, amsgrad, fp32_fallback, global_beta_pow=True,
-    )
+    def _kernel_views(self, chunk: tuple[Any, ...]) -> tuple[Any, ...]:
+        """``(param, grad, moments, master)`` of a chunk, as :func:`~paddle_llrd.optim.kernels.adamw_kernel` takes them."""
+        param, grad, moment1, moment2, moment2_max, master = chunk
+        return param, grad, (moment1, moment2, moment2_max, self.beta1_pow, self.beta2_pow), master
 
 
 class Bank:
@@ -181,21 +178,28 @@ class Bank:
         gradient, its lr factor and is a view of the bank, and the positions
         of gradients that are no longer views (replaced by a backward after
         ``clear_gradient``)."""
-        # Whole-list passes, not one loop with a branch per tensor: this runs
-        # at every step for every parameter, and is most of the step's Python.
+        # One pass of C calls per list (map over method descriptors, no Python
+        # frame per tensor): this runs at every step for every parameter.
         params, param_flat = self.params, self.param_flat
         if (
             any(map(_STOP_GRADIENT, params))
-            or not all([param._is_shared_buffer_with(param_flat) for param in params])
+            or not all(map(_IS_VIEW_OF, params, repeat(param_flat)))
             or list(map(_LR_FACTOR, map(_OPTIMIZE_ATTR, params))) != self.base_scales
         ):
             return False, []
-        views = self._grad_views()
-        if all(views):
+        if self._grads_are_views():
             return True, []
+        views = self._grad_views()  # something changed: which gradients, one by one
         if any(view is None for view in views):
             return False, []
         return True, [index for index, view in enumerate(views) if not view]
+
+    def _grads_are_views(self) -> bool:
+        """Whether every parameter has a gradient that is a view of the bank's buffer."""
+        try:
+            return all(map(_IS_VIEW_OF, map(_GRAD_OF, self.params), repeat(self.grad_flat)))
+        except TypeError:  # a parameter without a gradient (None is no Tensor)
+            return False
 
     def _grad_views(self) -> list[bool | None]:
         """Per parameter: whether its gradient is a view of the bank's buffer (None: no gradient)."""
@@ -229,7 +233,7 @@ class Bank:
         """
         if any(map(_STOP_GRADIENT, self.params)):
             return False
-        if not views_checked and not all(self._grad_views()):
+        if not views_checked and not self._grads_are_views():
             return False
         if len(self.grad_chunks) == 1:
             self.grad_flat.zero_()
@@ -267,15 +271,17 @@ class Bank:
                 factor = update.decay_factor(update.lr(route.separate_decay_scale), coeff, None)
                 decoupled_decay(None, group.master if key.master else group.param, factor)
             settings_of_call = (
-                lrs[group.lr_index], group.beta1_pow, group.beta2_pow, beta1, beta2, epsilon,
-                route.fused_coeff, lazy_mode, amsgrad, key.fp32_fallback,
+                beta1, beta2, epsilon, route.fused_coeff, lazy_mode, amsgrad, key.fp32_fallback, True,
             )
-            calls.extend((chunk, *settings_of_call) for chunk in group.chunks)
+            lr = lrs[group.lr_index]
+            calls.extend((param, grad, lr, moments, master, *settings_of_call)
+                         for param, grad, moments, master in group.chunks)
+        # (each call touches only its own chunk's views: any thread may run it)
         if self.split:  # the chunks of large groups on the pool, small groups beside them
-            self.threads.run([functools.partial(_chunk_update, *call) for call in calls])
+            self.threads.run([functools.partial(adamw_kernel, *call) for call in calls])
         else:
             for call in calls:
-                _chunk_update(*call)
+                adamw_kernel(*call)
         # What the kernel does to one parameter's powers (use_global_beta_pow=False), for all.
         _C_ops.scale_(self.beta1_pows, float(beta1), 0.0, True)
         _C_ops.scale_(self.beta2_pows, float(beta2), 0.0, True)
