@@ -141,67 +141,6 @@ def checked_step_index(value: Any, argument: str = "last_epoch") -> int:
     return int(value)
 
 
-#: In the warning about a layer-wise decay above 1 (a Trainer filters its second copy on it).
-LAYERWISE_DECAY_ABOVE_ONE = "is greater than 1, so lower layers train faster than the head"
-
-
-def checked_layerwise_decay(value: Any, argument: str = "layerwise_decay", *, owner: str | None = None) -> float:
-    """A layer-wise lr decay as a float, finite and > 0; a ``UserWarning`` when it is > 1.
-
-    The one rule of :class:`~paddle_llrd.AdamWDL`'s ``layerwise_decay``,
-    :func:`~paddle_llrd.layer_decay_param_groups`' ``layer_decay`` and the
-    Trainer/CLI field ``layerwise_decay``. A decay ``d > 1`` is accepted (a
-    ratio is ``d ** k``, any positive ``d`` gives numbers) but inverts
-    layer-wise decay: block ``i`` of ``L`` trains ``d ** (L - i)`` times
-    faster than the head, so the warning names the value.
-
-    Raises:
-        TypeError: ``value`` is not a real number (a bool is refused).
-        ValueError: ``value`` is NaN, infinite or ``<= 0``.
-
-    Examples:
-        >>> checked_layerwise_decay(0.8)
-        0.8
-        >>> import warnings
-        >>> with warnings.catch_warnings(record=True) as caught:
-        ...     warnings.simplefilter("always")
-        ...     checked_layerwise_decay(1.5, owner="AdamWDL")
-        1.5
-        >>> print(caught[0].message)  # doctest: +ELLIPSIS
-        AdamWDL: `layerwise_decay`=1.5 is greater than 1, so lower layers train faster than the head ...
-    """
-    number = checked_real(
-        value, argument, owner=owner, positive=True,
-        advice="usually in (0, 1]; 1.0 turns layer-wise decay off; to freeze layers set their "
-               "parameters' stop_gradient=True",
-    )
-    if number > 1.0:
-        prefix = f"{owner}: " if owner else ""
-        warnings.warn(
-            f"{prefix}`{argument}`={value!r} {LAYERWISE_DECAY_ABOVE_ONE} (each block trains {number!r} times "
-            f"as fast as the block above it, the embeddings fastest). Layer-wise decay takes a value in "
-            f"(0, 1), e.g. 0.8; accepted as given.",
-            UserWarning,
-            stacklevel=stacklevel_outside_package(),
-        )
-    return number
-
-
-def stacklevel_outside_package() -> int:
-    """The ``stacklevel`` for :func:`warnings.warn` that points at the first caller outside ``paddle_llrd``.
-
-    Call it in the argument list of ``warnings.warn``: the warning then names
-    the user's line however deep in the package it was raised (a registry
-    function building a scheduler class, a Trainer building the optimizer).
-    """
-    level = 1
-    frame = sys._getframe(1)  # the function that warns
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIRECTORY):
-        frame = frame.f_back
-        level += 1
-    return level
-
-
 # --- optim ---
 def checked_positive_int(value: Any, what: str) -> int:
     """``value`` as an int >= 1, else an error starting with ``what`` (the owner and argument).
@@ -268,3 +207,64 @@ def checked_unit_fraction(value: Any, argument: str) -> float:
     if not 0.0 <= number <= 1.0:  # NaN fails both comparisons
         raise ValueError(f"{argument} must lie in [0, 1], got {number!r}")
     return number
+
+
+#: In the warning about a layer-wise decay above 1 (a Trainer filters its second copy on it).
+LAYERWISE_DECAY_ABOVE_ONE = "is greater than 1, so lower layers train faster than the head"
+
+
+def checked_layerwise_decay(value: Any, argument: str = "layerwise_decay", *, owner: str | None = None) -> float:
+    """A layer-wise lr decay as a float, finite and > 0; a ``UserWarning`` when it is > 1.
+
+    The one rule of :class:`~paddle_llrd.AdamWDL`'s ``layerwise_decay``,
+    :func:`~paddle_llrd.layer_decay_param_groups`' ``layer_decay`` and the
+    Trainer/CLI field ``layerwise_decay``. A decay ``d > 1`` is accepted (a
+    ratio is ``d ** k``, any positive ``d`` gives numbers) but inverts
+    layer-wise decay: block ``i`` of ``L`` trains ``d ** (L - i)`` times
+    faster than the head, so the warning names the value.
+
+    Raises:
+        TypeError: ``value`` is not a real number (a bool is refused).
+        ValueError: ``value`` is NaN, infinite or ``<= 0``.
+
+    Examples:
+        >>> checked_layerwise_decay(0.8)
+        0.8
+        >>> import warnings
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     checked_layerwise_decay(1.5, owner="AdamWDL")
+        1.5
+        >>> print(caught[0].message)  # doctest: +ELLIPSIS
+        AdamWDL: `layerwise_decay`=1.5 is greater than 1, so lower layers train faster than the head ...
+    """
+    number = checked_real(
+        value, argument, owner=owner, positive=True,
+        advice="usually in (0, 1]; 1.0 turns layer-wise decay off; to freeze layers set their "
+               "parameters' stop_gradient=True",
+    )
+    if number > 1.0:
+        prefix = f"{owner}: " if owner else ""
+        warnings.warn(
+            f"{prefix}`{argument}`={value!r} {LAYERWISE_DECAY_ABOVE_ONE} (each block trains {number!r} times "
+            f"as fast as the block above it, the embeddings fastest). Layer-wise decay takes a value in "
+            f"(0, 1), e.g. 0.8; accepted as given.",
+            UserWarning,
+            stacklevel=stacklevel_outside_package(),
+        )
+    return number
+
+
+def stacklevel_outside_package() -> int:
+    """The ``stacklevel`` for :func:`warnings.warn` that points at the first caller outside ``paddle_llrd``.
+
+    Call it in the argument list of ``warnings.warn``: the warning then names
+    the user's line however deep in the package it was raised (a registry
+    function building a scheduler class, a Trainer building the optimizer).
+    """
+    level = 1
+    frame = sys._getframe(1)  # the function that warns
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIRECTORY):
+        frame = frame.f_back
+        level += 1
+    return level
