@@ -35,7 +35,7 @@ from .arguments import (
 from .checkpoint import STRUCTURED_NAMES_KEY, has_saved_state, matched_state_dict, structured_names_record
 from .dispatch import multi_tensor_step, parameter_route
 from .eager import runs_eagerly_under_sot
-from .kernels import adamw_update, decoupled_decay, is_tensor
+from .kernels import adamw_kernel, adamw_update, decoupled_decay, is_tensor
 from .multi_tensor import MultiTensorStep
 from .param_lr_rows import ParamLrRow, param_lr_rows
 from .ratios import RatioCache, is_pure_in_name, resolve_update_scales, update_scale
@@ -203,12 +203,9 @@ class AdamWDL(AdamW):
         # The update scales and decay answers of a grouped step(), asked before its first group's pass.
         self._step_asked: tuple[dict[str, LrScale], dict[str, bool]] | None = None
         self._pass: UpdatePass | None = None  # the optimisation pass under way
-        # Per parameter name, what its dygraph updates reuse across steps;
-        # emptied when the optimizer state is replaced (set_state_dict).
+        # Per parameter name, what its dygraph updates reuse; emptied by set_state_dict.
         self._plans: dict[str, UpdatePlan] = {}
-        # Tests (and debugging) set this to route every decay through the
-        # separate op instead of the fused kernel.
-        self._force_general_decay = False
+        self._force_general_decay = False  # tests: every decay as the separate op
         # The multi-tensor dygraph step (multi_tensor.py); None: the per-parameter path only.
         self._multi_tensor = None if use_multi_tensor is False else multi_tensor
         self._params_name: dict[str, None] = {}  # ordered set, for a stable str()
@@ -220,7 +217,6 @@ class AdamWDL(AdamW):
         if self._weight_decay_schedule is not None:
             claim_schedule(self._weight_decay_schedule, self)  # last: a failed constructor claims nothing
 
-    # ------------------------------------------------------- public-ish state
     def __str__(self) -> str:
         return "Weight Decay, params: " + ",".join(self._params_name)
 
@@ -483,8 +479,13 @@ class AdamWDL(AdamW):
     def _append_adamw(
         self, block: Any, param: Any, grad: Any, plan: UpdatePlan, *, lr: Any, coeff: float | None, adam_kernel: bool
     ) -> Any:
-        """The kernel update (:func:`~paddle_llrd.optim.kernels.adamw_update`) with this group's settings."""
+        """The kernel update with this group's settings (:mod:`~paddle_llrd.optim.kernels`)."""
         settings = self._current_pass().settings(self)
+        if settings.dygraph and not adam_kernel:
+            return adamw_kernel(
+                param, grad, lr, plan.moments, plan.master_weight, settings.beta1_value, settings.beta2_value,
+                settings.epsilon, coeff, settings.lazy_mode, settings.amsgrad, plan.fp32_fallback,
+            )
         return adamw_update(block, param, grad, lr, plan, settings, coeff=coeff, adam_kernel=adam_kernel)
 
     def _append_decoupled_weight_decay(
