@@ -43,6 +43,7 @@ import paddle
 from paddle import nn
 
 from paddle_llrd import AdamWDL
+from paddle_llrd.optim.dispatch import multi_tensor_context
 from bench_common import (
     ADAMW_BYTES_PER_PARAMETER, bert_base_shaped_model, measured_bandwidth_gbs, model_size_parser, parse_lenient,
 )
@@ -146,7 +147,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     kernel_times = []
     for _ in range(rounds):
         start = time.perf_counter()
-        multi._update(optimizers["adamwdl_multi_tensor"])
+        multi.run_kernels(multi_tensor_context(optimizers["adamwdl_multi_tensor"]))
         kernel_times.append(time.perf_counter() - start)
     target = TARGET_RATIOS[args.regime]
     n_parameters = sum(int(p.size) for p in params["adamw"])

@@ -143,6 +143,74 @@ def checked_step_index(value: Any, argument: str = "last_epoch") -> int:
     return int(value)
 
 
+# --- optim ---
+def checked_positive_int(value: Any, what: str) -> int:
+    """``value`` as an int >= 1, else an error starting with ``what`` (the owner and argument).
+
+    ``TypeError`` for anything but a Python int (a bool, a float, a str are
+    refused); ``ValueError`` below 1.
+
+    Examples:
+        >>> checked_positive_int(2, "AdamWDL: `num_threads`")
+        2
+        >>> checked_positive_int(0, "AdamWDL: `num_threads`")
+        Traceback (most recent call last):
+        ...
+        ValueError: AdamWDL: `num_threads` must be an int >= 1, got 0
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{what} must be an int >= 1 (or None), got {type(value).__name__} {value!r}")
+    if value < 1:
+        raise ValueError(f"{what} must be an int >= 1, got {value!r}")
+    return value
+
+
+def environment_positive_int(name: str) -> int | None:
+    """The environment variable ``name`` as an int >= 1, None if unset or empty; else ``ValueError`` naming it.
+
+    Examples:
+        >>> import os
+        >>> os.environ["PADDLE_LLRD_EXAMPLE"] = "two"
+        >>> environment_positive_int("PADDLE_LLRD_EXAMPLE")
+        Traceback (most recent call last):
+        ...
+        ValueError: environment variable PADDLE_LLRD_EXAMPLE must be an integer >= 1, got 'two'
+        >>> del os.environ["PADDLE_LLRD_EXAMPLE"]
+        >>> environment_positive_int("PADDLE_LLRD_EXAMPLE") is None
+        True
+    """
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ValueError(f"environment variable {name} must be an integer >= 1, got {text!r}") from None
+    return value
+
+
+def checked_unit_fraction(value: Any, argument: str) -> float:
+    """``value`` as a float in [0, 1] (a decay rate), else ``TypeError`` (not a real
+    number; a bool is refused) or ``ValueError`` (outside [0, 1], NaN) naming ``argument``.
+
+    Examples:
+        >>> checked_unit_fraction(0.999, "decay")
+        0.999
+        >>> checked_unit_fraction(1.5, "decay")
+        Traceback (most recent call last):
+        ...
+        ValueError: decay must lie in [0, 1], got 1.5
+    """
+    if not is_real_number(value):
+        raise TypeError(f"{argument} must be a real number in [0, 1], got {type(value).__name__} {value!r}")
+    number = float(value)
+    if not 0.0 <= number <= 1.0:  # NaN fails both comparisons
+        raise ValueError(f"{argument} must lie in [0, 1], got {number!r}")
+    return number
+
+
 #: In the warning about a layer-wise decay above 1 (a Trainer filters its second copy on it).
 LAYERWISE_DECAY_ABOVE_ONE = "is greater than 1, so lower layers train faster than the head"
 

@@ -27,7 +27,8 @@ from paddle import nn
 from paddle.utils import unique_name
 
 from paddle_llrd import AdamWDL, ExponentialMovingAverage, WeightDecaySchedule
-from paddle_llrd.optim.multi_tensor import MAX_CONSECUTIVE_REBUILDS, share_flat
+from paddle_llrd.optim.buffers import share_flat
+from paddle_llrd.optim.multi_tensor import MAX_CONSECUTIVE_REBUILDS
 
 N_LAYERS = 3
 # Splits a kernel group of the tests' small models into chunks (threads.py's

@@ -141,13 +141,10 @@ class AdamW(AdamWDL):
     # The decay's learning rate includes the ratio (Paddle's lr_ratio semantics).
     _decay_with_ratio = True
 
-    def __init__(
+    def __init__(  # paddle.optimizer.AdamW's signature
         self,
-        learning_rate: float | LRScheduler = 0.001,
-        beta1: float | Tensor = 0.9,
-        beta2: float | Tensor = 0.999,
-        epsilon: float | Tensor = 1e-8,
-        parameters: Sequence[Tensor] | Sequence[dict[str, Any]] | None = None,
+        learning_rate: float | LRScheduler = 0.001, beta1: float | Tensor = 0.9, beta2: float | Tensor = 0.999,
+        epsilon: float | Tensor = 1e-8, parameters: Sequence[Tensor] | Sequence[dict[str, Any]] | None = None,
         weight_decay: float | Tensor = 0.01,
         use_lowprecision_moment: bool = False,
         lr_ratio: Callable[[Tensor], float] | None = None,
@@ -175,19 +172,8 @@ class AdamW(AdamWDL):
                 f"AdamW: `use_lowprecision_moment` must be a bool, got {type(use_lowprecision_moment).__name__}."
             )
         super().__init__(
-            learning_rate=learning_rate,
-            beta1=beta1,
-            beta2=beta2,
-            epsilon=epsilon,
-            parameters=parameters,
-            weight_decay=weight_decay,
-            apply_decay_param_fun=apply_decay_param_fun,
-            grad_clip=grad_clip,
-            lazy_mode=lazy_mode,
-            multi_precision=multi_precision,
-            set_param_lr_fun=None,
-            name=name,
-            amsgrad=amsgrad,
+            learning_rate, beta1, beta2, epsilon, parameters, weight_decay, apply_decay_param_fun, grad_clip,
+            lazy_mode, multi_precision, set_param_lr_fun=None, name=name, amsgrad=amsgrad,
         )
         self._use_lowprecision_moment = use_lowprecision_moment  # read by Paddle's _add_moments_pows
         self._lr_ratio = lr_ratio

@@ -20,7 +20,7 @@ from paddle.optimizer.lr import LRScheduler
 
 from ..argument_checks import checked_count, checked_layerwise_decay, is_real_number
 from ..layer_decay.layerwise import NAME_DICT_ADVICE, layerwise_lr_decay
-from .updates import is_tensor
+from .kernels import is_tensor
 from ..schedules.weight_decay import WeightDecaySchedule, check_unclaimed
 
 
@@ -245,6 +245,27 @@ def check_added_group(group: Any, groups: list[Mapping[str, Any]], *, owner: str
     seen = {id(p): f"parameter group {i}" for i, listed in enumerate(groups) for p in listed["params"]}
     params = group_parameters(group, where, owner=owner)
     check_distinct(params, [f"{where}'s item {i}" for i in range(len(params))], seen, owner=owner)
+
+
+def group_with_weight_decay(param_group: dict[str, Any], *, owner: str = "AdamWDL") -> dict[str, Any]:
+    """``param_group`` with PaddleNLP's legacy ``coeff`` as AdamW's ``weight_decay``
+    (in place); ``ValueError`` when it gives both, and they differ."""
+    if "coeff" in param_group:
+        coeff = param_group["coeff"]
+        if "weight_decay" in param_group and param_group["weight_decay"] != coeff:
+            raise ValueError(
+                f"{owner}: a parameter group sets both `weight_decay` "
+                f"({param_group['weight_decay']!r}) and its legacy name `coeff` "
+                f"({coeff!r}); give one of them."
+            )
+        param_group["weight_decay"] = coeff
+    return param_group
+
+
+def check_use_multi_tensor(use_multi_tensor: Any, *, owner: str = "AdamWDL") -> None:
+    """``TypeError`` unless ``use_multi_tensor`` is None, True or False."""
+    if not (use_multi_tensor is None or isinstance(use_multi_tensor, bool)):
+        raise TypeError(f"{owner}: `use_multi_tensor` must be None, True or False, got {use_multi_tensor!r}.")
 
 
 def refuse_groups_in_program(grouped: bool, *, owner: str = "AdamWDL") -> None:

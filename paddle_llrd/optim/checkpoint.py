@@ -39,7 +39,7 @@ import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["MASTER_WEIGHTS_KEY", "STRUCTURED_NAMES_KEY", "matched_state_dict", "saved_parameter_names",
+__all__ = ["MASTER_WEIGHTS_KEY", "STRUCTURED_NAMES_KEY", "has_saved_state", "matched_state_dict", "saved_parameter_names",
            "structured_names_record"]
 
 # The entry of Paddle's state dict that maps parameter names to float32 master weights.
@@ -308,3 +308,10 @@ def _renamed(state: dict[str, Any], saved: Mapping[str, list[str]], owners: Mapp
         if new is not None:
             renamed[new + key[len(old):]] = value
     return renamed
+
+
+def has_saved_state(holder: Mapping[str, Any], param_name: str) -> bool:
+    """Whether a loaded optimizer state holds accumulators of ``param_name``
+    (Paddle names them ``<param name>_<accumulator>_<n>``)."""
+    prefix = param_name + "_"
+    return any(key.startswith(prefix) for key in holder)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import numbers
 import operator
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -19,33 +18,21 @@ import numpy as np
 import paddle
 from paddle import _C_ops
 
-from ..argument_checks import checked_count
+from ..argument_checks import checked_count, checked_unit_fraction
 from .eager import runs_eagerly_under_sot
-from .multi_tensor import flat_copy, numel, share_flat
+from .buffers import alias_of_run, gathered, numel, share_flat, storage_runs
 from .threads import FlatThreads
 
 __all__ = ["ExponentialMovingAverage"]
 
 _LOW_PRECISION = (paddle.float16, paddle.bfloat16)
 _STATE_KEYS = ("decay", "warmup", "num_updates", "shadow")
-# The dtypes ``coalesce_tensor`` has kernels for on CPU and GPU alike; other
-# parameters are gathered by ``concat``.
-_COALESCED = (paddle.float32, paddle.float64)
 # A parameter this large that does not share a buffer with its neighbours is
 # updated in place on its own: three more ops cost less than copying it
 # into a gathered tensor at every update (on one CPU core, 32 tensors of
 # 8,192 elements update in 0.39 ms gathered and 1.0 ms one by one; of
 # 16,384, 2.2 ms gathered and 1.5 ms one by one).
 _UPDATED_ALONE_NUMEL = 1 << 14
-
-
-def _validated_decay(decay: Any) -> float:
-    if isinstance(decay, bool) or not isinstance(decay, numbers.Real):
-        raise TypeError(f"decay must be a real number in [0, 1], got {type(decay).__name__} {decay!r}")
-    decay = float(decay)
-    if not 0.0 <= decay <= 1.0:  # NaN fails both comparisons
-        raise ValueError(f"decay must lie in [0, 1], got {decay!r}")
-    return decay
 
 
 def _validated_warmup(warmup: Any) -> bool:
@@ -90,46 +77,6 @@ def _loaded_shadow(name: str, value: Any, param: paddle.Tensor) -> paddle.Tensor
     return value if value.dtype == dtype else paddle.cast(value, dtype)
 
 
-def _gathered(params: list[paddle.Tensor]) -> paddle.Tensor:
-    """A new flat tensor holding the values of ``params`` (same dtype and place) in order."""
-    if params[0].dtype in _COALESCED:
-        dtype = params[0].dtype
-        return _C_ops.coalesce_tensor(params, dtype, True, False, False, 0.0, False, 0, -1, [], [])[1]
-    return flat_copy(params)
-
-
-def _alias_of_run(run: list[paddle.Tensor]) -> paddle.Tensor:
-    """A flat tensor over the storage that ``run`` tiles (its tensors follow each
-    other in one buffer, in order): writes to it are writes to them."""
-    alias = paddle.Tensor()
-    run[0]._share_buffer_to(alias)  # the buffer and run[0]'s offset in it
-    alias.get_tensor()._set_dims([sum(numel(t) for t in run)])
-    return alias
-
-
-def _storage_runs(params: list[paddle.Tensor]) -> list[list[int]]:
-    """The positions in ``params`` (same dtype and place) as runs of tensors
-    that follow each other in one buffer, in storage order; a tensor with a
-    buffer of its own is a run of one."""
-    by_buffer: dict[int, list[int]] = {}
-    for index, param in enumerate(params):
-        by_buffer.setdefault(param.data_ptr() - param._offset(), []).append(index)
-    runs = []
-    for indices in by_buffer.values():
-        indices.sort(key=lambda i: params[i]._offset())
-        run = [indices[0]]
-        for index in indices[1:]:
-            last, param = params[run[-1]], params[index]
-            follows = param._offset() == last._offset() + numel(last) * last.element_size()
-            if follows and param._is_shared_buffer_with(last):
-                run.append(index)
-            else:
-                runs.append(run)
-                run = [index]
-        runs.append(run)
-    return runs
-
-
 class _FlatSegment:
     """Shadows that one set of ops updates: views of one flat buffer, in the
     order of a flat tensor of their parameters' values, which is either an
@@ -144,7 +91,7 @@ class _FlatSegment:
                  threads: FlatThreads) -> None:
         self.params = params
         self.shadow_flat = share_flat(shadows)
-        self.params_alias = _alias_of_run(params) if aliased else None
+        self.params_alias = alias_of_run(params) if aliased else None
         self.threads = threads
         self.bounds = threads.bounds(0, numel(self.shadow_flat), self.shadow_flat.place)
         self.shadow_chunks = [self.shadow_flat._slice(a, b) for a, b in self.bounds]
@@ -153,13 +100,13 @@ class _FlatSegment:
     def update(self, decay: float) -> None:
         """The shadows' update of :meth:`ExponentialMovingAverage.update` for ``0 <= decay < 1``."""
         if len(self.bounds) == 1:
-            values = self.params_alias if self.params_alias is not None else _gathered(self.params)
+            values = self.params_alias if self.params_alias is not None else gathered(self.params)
             _update_flat(self.shadow_flat, values, decay)
             return
         if self.alias_chunks is not None:
             chunks = self.alias_chunks
         else:
-            values = _gathered(self.params)
+            values = gathered(self.params)
             chunks = [values._slice(a, b) for a, b in self.bounds]
         self.threads.run([
             functools.partial(_update_flat, shadow, values, decay) for shadow, values in zip(self.shadow_chunks, chunks)
@@ -192,7 +139,7 @@ def _flat_segments(params: list[paddle.Tensor], shadows: list[paddle.Tensor], th
     with paddle.no_grad():
         for indices in groups.values():
             gathered = []
-            for run in _storage_runs([params[i] for i in indices]):
+            for run in storage_runs([params[i] for i in indices]):
                 run = [indices[i] for i in run]
                 if len(run) > 1 or numel(params[run[0]]) >= _UPDATED_ALONE_NUMEL:
                     segments.append(
@@ -323,7 +270,7 @@ class ExponentialMovingAverage:
 
     @decay.setter
     def decay(self, value: float) -> None:
-        self._decay = _validated_decay(value)
+        self._decay = checked_unit_fraction(value, "decay")
 
     @property
     def warmup(self) -> bool:
@@ -566,7 +513,7 @@ class ExponentialMovingAverage:
         missing = [key for key in _STATE_KEYS if key not in state_dict]
         if missing:
             raise KeyError(f"state_dict lacks {missing}; an ExponentialMovingAverage state_dict has the keys {list(_STATE_KEYS)}")
-        decay = _validated_decay(state_dict["decay"])
+        decay = checked_unit_fraction(state_dict["decay"], "decay")
         warmup = _validated_warmup(state_dict["warmup"])
         num_updates = checked_count(
             state_dict["num_updates"],

@@ -1,71 +1,35 @@
-"""AdamWDL's multi-tensor dygraph step: one ``adamw`` kernel call per group of parameters.
+"""AdamWDL's multi-tensor dygraph step: one ``adamw`` kernel call per group of like parameters.
 
-With many small parameters an optimizer step is nearly all per-parameter
-overhead (Python and op dispatch). Here the parameters that share everything
-the kernel is given (dtype, place, parameter group, lr factor, layer ratio,
-whether they decay, master weights, beta powers) are laid out as views of
-flat buffers -- one each for the parameters, gradients, both moments, the
-master weights and the beta powers -- and one kernel call updates the whole
-group. The ``adamw`` kernel is elementwise, so a flat call gives exactly the
-bits of one call per parameter. Parameters whose buffers can be shared but
-not their kernel call (another ratio, decay or not) are one :class:`Bank`:
-one set of flat buffers, a :class:`KernelGroup` range of it per call, so
-that zeroing the gradients and advancing the beta powers is one op per bank.
-
-The views use Paddle's own storage-sharing calls (those of its fused
-``ParamStorage``): ``flat._slice(a, b)._share_buffer_to(param)`` then
-``param.get_tensor()._set_dims(shape)``; a gradient view is handed over with
-``param._copy_gradient_from(view)``; backward then accumulates into it. The
-kernel runs with ``use_global_beta_pow=True`` and a bank's beta powers,
-views of one buffer (all equal: they are part of its key), advance by one
-``scale_`` each, as the kernel advances one parameter's; the per-group lrs
-:math:`\eta s_p r_p` are one in-place multiply per step.
-
-Aliases can break: ``p.clear_gradient()`` (and so Paddle's per-parameter
-``clear_grad``, ``model.clear_gradients()``) lets the next backward *replace*
-a gradient tensor; ``clear_grad(set_to_zero=False)`` drops it; ``model.to``,
-AMP ``decorate``, ``set_state_dict`` replace parameters or master weights;
-freezing, unfreezing or a parameter without a gradient changes who is
-updated. Every step checks each parameter and gradient
-(:meth:`Bank.check`): a replaced gradient is copied back into its view
-(and aliased again); anything else rebuilds the groups before the update.
-What the groups cannot express (see :func:`unsupported_reason`) takes the
-per-parameter path for the whole step, with the same numbers.
-``clear_grad()`` zeroes each bank's gradient buffer in one op; it looks at
-the gradients again only if a backward has run since the step that checked
-them (a one-shot backward final hook says so): only a backward replaces a
-gradient tensor.
-
-:class:`MultiTensorStep` is the optimizer's state of this path:
-:meth:`~MultiTensorStep.step` and :meth:`~MultiTensorStep.clear_grad` return
-False where the caller must take the per-parameter path.
+The parameters that share everything the kernel is given become views of
+flat buffers (:mod:`~paddle_llrd.optim.buffers`), a :class:`Bank` per set of
+buffers and a :class:`KernelGroup` range of it per kernel call; the kernel
+is elementwise, so the bits are those of one call per parameter. Each step
+checks the views (:meth:`Bank.check`) and lays the banks out afresh where
+they broke. :class:`MultiTensorStep` reads nothing of the optimizer but the
+:class:`StepContext` it is handed (:func:`~paddle_llrd.optim.dispatch.multi_tensor_context`);
+its :meth:`~MultiTensorStep.step` and :meth:`~MultiTensorStep.clear_grad`
+return False where the caller must take the per-parameter path. The story
+(what breaks the views, what the path cannot serve) is :ref:`adamwdl-multi-tensor`.
 """
 from __future__ import annotations
 
 import functools
-import math
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable
+from itertools import repeat
 from operator import attrgetter, itemgetter
 from typing import Any, NamedTuple
 
 import paddle
 from paddle import _C_ops
-from paddle.base import core, framework
-from paddle.base.layer_helper import LayerHelper
+from paddle.base import core
 
+from .buffers import flat_copy, numel, own_storage, share_flat
+from .kernels import adamw_kernel, decoupled_decay, is_tensor
 from .threads import FlatThreads
-from .updates import (
-    MIN_ROW_SIZE_TO_USE_MULTITHREAD,
-    AdamSettings,
-    UpdatePass,
-    decay_scale,
-    decoupled_decay,
-    fused_decay_coeff,
-    is_tensor,
-)
+from .updates import AdamSettings, UpdatePass
 
-__all__ = ["AskedDecays", "Bank", "BankKey", "KernelGroup", "KernelKey", "MultiTensorStep", "flat_copy", "numel", "share_flat", "unsupported_reason"]
+__all__ = ["AskedDecays", "Bank", "BankKey", "KernelGroup", "KernelKey", "LayoutInput", "MultiTensorStep", "StepContext"]
 
 # Rebuilding the groups in this many consecutive steps means something
 # replaces parameters or changes the trained set every step: the flat
@@ -95,51 +59,11 @@ class KernelKey(NamedTuple):
 
 
 _STOP_GRADIENT = attrgetter("stop_gradient")
+_IS_VIEW_OF = paddle.Tensor._is_shared_buffer_with
+_GRAD_OF = paddle.Tensor._grad_ivar
 _GRAD = attrgetter("grad")
 _OPTIMIZE_ATTR = attrgetter("optimize_attr")
 _LR_FACTOR = itemgetter("learning_rate")
-
-
-def numel(tensor: Any) -> int:
-    """The number of elements of ``tensor``, from its shape (no op)."""
-    return int(math.prod(tensor.shape))
-
-
-def flat_copy(tensors: Sequence[Any]) -> Any:
-    """A new flat tensor holding the values of ``tensors`` (same dtype and place) in order, outside autograd."""
-    with paddle.no_grad():
-        return _C_ops.concat([_C_ops.reshape(t, [-1]) for t in tensors], 0)
-
-
-def share_flat(tensors: Sequence[Any]) -> Any:
-    """Make ``tensors`` (same dtype and place) views of one new flat buffer holding
-    their values in order; returns the buffer. Each keeps its shape and Python object.
-
-    Examples:
-        >>> import paddle
-        >>> a, b = paddle.ones([2, 2]), paddle.full([3], 2.0)
-        >>> flat = share_flat([a, b])
-        >>> list(flat.shape), a._is_shared_buffer_with(flat)
-        ([7], True)
-        >>> flat.scale_(10.0).numpy().tolist()[3:], b.numpy().tolist()
-        ([10.0, 20.0, 20.0, 20.0], [20.0, 20.0, 20.0])
-    """
-    flat = flat_copy(tensors)
-    offset = 0
-    for tensor in tensors:
-        size, shape = numel(tensor), list(tensor.shape)
-        flat._slice(offset, offset + size)._share_buffer_to(tensor)
-        tensor.get_tensor()._set_dims(shape)
-        offset += size
-    return flat
-
-
-def _own_storage(tensor: Any) -> None:
-    """Give ``tensor`` a buffer of its own (it leaves a bank; the bank's buffer can be freed)."""
-    shape = list(tensor.shape)
-    with paddle.no_grad():
-        _C_ops.assign(tensor)._share_buffer_to(tensor)
-    tensor.get_tensor()._set_dims(shape)
 
 
 class AskedDecays(NamedTuple):
@@ -165,8 +89,8 @@ class KernelGroup:
     """A contiguous range of a :class:`Bank` that one kernel call updates, as views of its buffers.
 
     ``chunks``: per chunk of the range (:meth:`FlatThreads.bounds`; one on
-    a GPU or under the crossover) the views ``(param, grad, moment1,
-    moment2, moment2_max, master)`` one kernel call of it updates.
+    a GPU or under the crossover) the views ``(param, grad, moments, master)``
+    one kernel call of it updates.
     """
 
     __slots__ = ("key", "params", "start", "stop", "param", "grad", "moment1", "moment2", "moment2_max", "master",
@@ -182,34 +106,18 @@ class KernelGroup:
             return tuple(None if flat is None else flat._slice(a, b) for flat in flats)
 
         self.param, self.grad, self.moment1, self.moment2, self.moment2_max, self.master = own = views(start, stop)
-        bounds = bank.threads.bounds(start, stop, bank.params[0].place)
-        self.chunks = [own] if len(bounds) == 1 else [views(a, b) for a, b in bounds]
         # The kernel reads one beta power pair for the range: all of the bank's are equal.
         self.beta1_pow, self.beta2_pow = first_plan.moments[3], first_plan.moments[4]
+        bounds = bank.threads.bounds(start, stop, bank.params[0].place)
+        self.chunks = [self._kernel_views(own)] if len(bounds) == 1 else [
+            self._kernel_views(views(a, b)) for a, b in bounds
+        ]
         self.lr_index = 0
 
-
-def _chunk_update(
-    chunk: tuple[Any, ...], lr: Any, beta1_pow: Any, beta2_pow: Any, beta1: float, beta2: float, epsilon: float,
-    coeff: float, with_decay: bool, lazy_mode: bool, amsgrad: bool, fp32_fallback: bool,
-) -> None:
-    """One ``adamw_`` call on a chunk of a kernel group (on any thread: nothing
-    here touches Python state shared with another chunk)."""
-    param, grad, moment1, moment2, moment2_max, master = chunk
-    if fp32_fallback:
-        # CPU has no half-precision kernel: the float32 master weights take the
-        # step from the float32 cast of the gradients, then are cast into the parameters.
-        _C_ops.adamw_(
-            master, _C_ops.cast(grad, paddle.float32), lr, moment1, moment2, moment2_max, beta1_pow, beta2_pow,
-            None, None, beta1, beta2, epsilon, 1.0, coeff, with_decay, lazy_mode,
-            MIN_ROW_SIZE_TO_USE_MULTITHREAD, False, True, amsgrad,
-        )
-        _C_ops.assign_out_(_C_ops.cast(master, param.dtype), param)
-        return
-    _C_ops.adamw_(
-        param, grad, lr, moment1, moment2, moment2_max, beta1_pow, beta2_pow, master, None, beta1, beta2,
-        epsilon, 1.0, coeff, with_decay, lazy_mode, MIN_ROW_SIZE_TO_USE_MULTITHREAD, master is not None, True, amsgrad,
-    )
+    def _kernel_views(self, chunk: tuple[Any, ...]) -> tuple[Any, ...]:
+        """``(param, grad, moments, master)`` of a chunk, as :func:`~paddle_llrd.optim.kernels.adamw_kernel` takes them."""
+        param, grad, moment1, moment2, moment2_max, master = chunk
+        return param, grad, (moment1, moment2, moment2_max, self.beta1_pow, self.beta2_pow), master
 
 
 class Bank:
@@ -251,8 +159,8 @@ class Bank:
         self.grad_chunks = [
             self.grad_flat._slice(a, b) for a, b in threads.bounds(0, start, self.params[0].place)
         ]
-        self._decay_plan_key: tuple[float, bool, bool] | None = None
-        self._decay_plan_cache: list[tuple[KernelGroup, float | None, Any]] = []
+        self._routes_key: tuple[float, bool, bool] | None = None
+        self._routes_cache: list[Any] = []
 
     def _grad_view(self, index: int) -> Any:
         """A new view of parameter ``index``'s range of the gradient buffer.
@@ -270,21 +178,28 @@ class Bank:
         gradient, its lr factor and is a view of the bank, and the positions
         of gradients that are no longer views (replaced by a backward after
         ``clear_gradient``)."""
-        # Whole-list passes, not one loop with a branch per tensor: this runs
-        # at every step for every parameter, and is most of the step's Python.
+        # One pass of C calls per list (map over method descriptors, no Python
+        # frame per tensor): this runs at every step for every parameter.
         params, param_flat = self.params, self.param_flat
         if (
             any(map(_STOP_GRADIENT, params))
-            or not all([param._is_shared_buffer_with(param_flat) for param in params])
+            or not all(map(_IS_VIEW_OF, params, repeat(param_flat)))
             or list(map(_LR_FACTOR, map(_OPTIMIZE_ATTR, params))) != self.base_scales
         ):
             return False, []
-        views = self._grad_views()
-        if all(views):
+        if self._grads_are_views():
             return True, []
+        views = self._grad_views()  # something changed: which gradients, one by one
         if any(view is None for view in views):
             return False, []
         return True, [index for index, view in enumerate(views) if not view]
+
+    def _grads_are_views(self) -> bool:
+        """Whether every parameter has a gradient that is a view of the bank's buffer."""
+        try:
+            return all(map(_IS_VIEW_OF, map(_GRAD_OF, self.params), repeat(self.grad_flat)))
+        except TypeError:  # a parameter without a gradient (None is no Tensor)
+            return False
 
     def _grad_views(self) -> list[bool | None]:
         """Per parameter: whether its gradient is a view of the bank's buffer (None: no gradient)."""
@@ -318,7 +233,7 @@ class Bank:
         """
         if any(map(_STOP_GRADIENT, self.params)):
             return False
-        if not views_checked and not all(self._grad_views()):
+        if not views_checked and not self._grads_are_views():
             return False
         if len(self.grad_chunks) == 1:
             self.grad_flat.zero_()
@@ -326,93 +241,97 @@ class Bank:
             self.threads.run([chunk.zero_ for chunk in self.grad_chunks])
         return True
 
-    def _decay_plan(self, coeff: float, with_ratio: bool, force_general: bool) -> list[tuple[KernelGroup, float | None, Any]]:
-        """Per kernel group ``(group, fused coefficient or None, lr factor of a separate
-        decay op or None)``: the per-parameter path's decision, made once per
-        weight decay (it changes only under a ``WeightDecaySchedule``)."""
-        key = (coeff, with_ratio, force_general)
-        if self._decay_plan_key != key:
-            plan = []
-            for group in self.groups:
-                kernel_key = group.key
-                lr_scale_of_decay = decay_scale(kernel_key.base_scale, kernel_key.update_scale, with_ratio=with_ratio)
-                fused = (
-                    None
-                    if not kernel_key.decays or force_general
-                    else fused_decay_coeff(coeff, lr_scale_of_decay, kernel_key.update_scale)
+    def _routes(self, coeff: float, context: StepContext) -> list[Any]:
+        """The :func:`~paddle_llrd.optim.dispatch.decay_route` of each kernel group,
+        decided again only when the weight decay changes (under a ``WeightDecaySchedule``)."""
+        key = (coeff, context.with_ratio, context.force_general)
+        if self._routes_key != key:
+            self._routes_cache = [
+                context.decay_route(
+                    group.key.decays, coeff, group.key.base_scale, group.key.update_scale,
+                    with_ratio=context.with_ratio, force_general=context.force_general,
                 )
-                separate = lr_scale_of_decay if kernel_key.decays and fused is None else None
-                plan.append((group, fused, separate))
-            self._decay_plan_key, self._decay_plan_cache = key, plan
-        return self._decay_plan_cache
+                for group in self.groups
+            ]
+            self._routes_key = key
+        return self._routes_cache
 
-    def update(self, lrs: list[Any], update: UpdatePass, coeff: float, optimizer: Any) -> None:
+    def update(self, lrs: list[Any], update: UpdatePass, settings: AdamSettings, coeff: float,
+               context: StepContext) -> None:
         """One Adam step of the bank: per :class:`KernelGroup` the per-parameter
-        path's ops (:func:`~paddle_llrd.optim.updates.adamw_update`) on its
-        ranges, then the beta powers advance (one ``scale_`` each)."""
+        path's ops (the separate decay op where its route says so, then
+        :func:`~paddle_llrd.optim.kernels.adamw_kernel`) on its ranges, then
+        the beta powers advance (one ``scale_`` each)."""
         key = self.key
-        settings = update.settings(optimizer)
         beta1, beta2, epsilon = settings.beta1_value, settings.beta2_value, settings.epsilon
         lazy_mode, amsgrad = settings.lazy_mode, settings.amsgrad
         calls = []
-        for group, fused, separate_decay_scale in self._decay_plan(
-            coeff, optimizer._decay_with_ratio, optimizer._force_general_decay
-        ):
-            if separate_decay_scale is not None:  # the separate decay op, as the per-parameter path (before the kernel)
-                factor = update.decay_factor(update.lr(separate_decay_scale), coeff, None)
+        for group, route in zip(self.groups, self._routes(coeff, context)):
+            if route.separate_decay_scale is not None:  # as the per-parameter path: before the kernel
+                factor = update.decay_factor(update.lr(route.separate_decay_scale), coeff, None)
                 decoupled_decay(None, group.master if key.master else group.param, factor)
             settings_of_call = (
-                lrs[group.lr_index], group.beta1_pow, group.beta2_pow, beta1, beta2, epsilon,
-                0.0 if fused is None else fused, fused is not None, lazy_mode, amsgrad, key.fp32_fallback,
+                beta1, beta2, epsilon, route.fused_coeff, lazy_mode, amsgrad, key.fp32_fallback, True,
             )
-            calls.extend((chunk, *settings_of_call) for chunk in group.chunks)
+            lr = lrs[group.lr_index]
+            calls.extend((param, grad, lr, moments, master, *settings_of_call)
+                         for param, grad, moments, master in group.chunks)
+        # (each call touches only its own chunk's views: any thread may run it)
         if self.split:  # the chunks of large groups on the pool, small groups beside them
-            self.threads.run([functools.partial(_chunk_update, *call) for call in calls])
+            self.threads.run([functools.partial(adamw_kernel, *call) for call in calls])
         else:
             for call in calls:
-                _chunk_update(*call)
+                adamw_kernel(*call)
         # What the kernel does to one parameter's powers (use_global_beta_pow=False), for all.
         _C_ops.scale_(self.beta1_pows, float(beta1), 0.0, True)
         _C_ops.scale_(self.beta2_pows, float(beta2), 0.0, True)
 
 
-def unsupported_reason(optimizer: Any) -> str | None:
-    """Why ``optimizer``'s step cannot take the multi-tensor path now, or None if it can.
+class LayoutInput(NamedTuple):
+    """What the layout needs of the optimizer's state for one trained parameter
+    (its ``prepare``, see :class:`StepContext`)."""
 
-    The path needs a dygraph step outside ``to_static`` translation, no
-    gradient clipping, float betas, epsilon and weight decay (a
-    ``WeightDecaySchedule`` gives floats), and layer ratios that are cached
-    (a function pure in the name with a float ``layerwise_decay``) or none.
+    plan: Any
+    """Its :class:`~paddle_llrd.optim.updates.UpdatePlan` (accumulators and master weight made)."""
+    ratio: float
+    """Its cached layer ratio :math:`r_p` (1 without ``set_param_lr_fun``)."""
+    decays: bool
+    """Whether it decays at this step."""
+
+
+class StepContext(NamedTuple):
+    """Everything a multi-tensor step reads of its optimizer, built by the optimizer per step.
+
+    ``groups``: ``(group dict or None, listed parameters)`` per parameter group;
+    ``settings``/``coeffs``: each group's :class:`~paddle_llrd.optim.updates.AdamSettings`
+    and weight decay; ``decay_rule``: ``apply_decay_param_fun`` (asked again
+    at every step for the parameters whose answer is not kept);
+    ``decay_route``: :func:`~paddle_llrd.optim.dispatch.decay_route`, the one
+    fused-or-separate rule, with ``with_ratio``/``force_general`` (the decay's
+    lr rule and the tests' switch to the separate decay op);
+    ``prepare(trained, decay_answers)``: at a layout, per group the
+    :class:`LayoutInput` of each trained parameter (the ratio function asked
+    first, the accumulators and plans made; ``decay_answers`` this step's
+    answers by id of the parameter, where already asked).
     """
-    if not framework.in_dygraph_mode() or paddle.base.dygraph.base.in_to_static_mode():
-        return "not a dygraph step"
-    if optimizer.set_param_lr_fun is not None and optimizer._active_ratio_cache() is None:
-        return "set_param_lr_fun is not pure in the parameter name (its ratios are asked every step)"
-    groups = optimizer._param_groups if _grouped(optimizer) else [optimizer._default_dict]
-    if optimizer._grad_clip is not None or any(g.get("grad_clip") is not None for g in groups):
-        return "gradient clipping"
-    for group in groups:
-        for key in ("beta1", "beta2", "epsilon", "weight_decay"):
-            if is_tensor(group.get(key, optimizer._default_dict.get(key))):
-                return f"a Tensor {key}"
-    return None
+
+    groups: list[tuple[dict[str, Any] | None, list[Any]]]
+    settings: list[AdamSettings]
+    coeffs: list[float]
+    global_lr: Any
+    decay_rule: Callable[[str], Any] | None
+    decay_route: Callable[..., Any]
+    with_ratio: bool
+    force_general: bool
+    prepare: Callable[[list[tuple[dict[str, Any] | None, list[Any]]], dict[int, bool]], list[list[LayoutInput]]]
 
 
-def _grouped(optimizer: Any) -> bool:
-    return bool(optimizer._parameter_list) and isinstance(optimizer._parameter_list[0], dict)
+def _listed_count(groups: list[tuple[Any, list[Any]]]) -> int:
+    return sum(len(params) for _, params in groups)
 
 
-def _param_groups(optimizer: Any) -> list[tuple[dict[str, Any] | None, list[Any]]]:
-    """``(group dict or None, parameters)`` per parameter group, in the optimizer's order."""
-    if _grouped(optimizer):
-        return [(group, list(group["params"])) for group in optimizer._param_groups]
-    return [(None, list(optimizer._parameter_list or []))]
-
-
-def _listed_count(optimizer: Any) -> int:
-    if _grouped(optimizer):
-        return sum(len(group["params"]) for group in optimizer._param_groups)
-    return len(optimizer._parameter_list or ())
+def _trained(param: Any) -> bool:
+    return not param.stop_gradient and param._grad_ivar() is not None
 
 
 class _LrTable:
@@ -448,7 +367,6 @@ class MultiTensorStep:
         self._lr_tables: dict[int, _LrTable] = {}
         # An apply_decay_param_fun not pure in the name: its answers at the layout, asked again every step
         self._asked_decays = AskedDecays([], [], [])
-        self._decay_answers: dict[int, bool] = {}  # this step's answers, by id of the parameter
         self.fused_steps = 0
         self.rebuilds = 0
         self._consecutive_rebuilds = 0
@@ -469,27 +387,20 @@ class MultiTensorStep:
         self.outside = []
         self._lr_tables = {}
         self._asked_decays = AskedDecays([], [], [])
-        self._decay_answers = {}
         self._views_checked = False
 
-    # ------------------------------------------------------------------ step
-    def step(self, optimizer: Any) -> bool:
-        """One multi-tensor step of ``optimizer`` (an ``AdamWDL``); False where the
-        caller must take the per-parameter path (nothing has changed then)."""
-        if self.disabled is not None:
-            self.last_reason = self.disabled
-            return False
-        reason = unsupported_reason(optimizer)
-        found_inf = optimizer._get_auxiliary_var("found_inf")
-        if reason is None and found_inf is not None and bool(found_inf):
-            # An AMP overflow step changes no number; the per-parameter pass
-            # also creates the accumulators of new parameters then.
-            reason = "an AMP overflow step"
+    def refuse(self, reason: str) -> None:
+        """Note that this step takes the per-parameter path, for ``reason``
+        (:func:`~paddle_llrd.optim.dispatch.multi_tensor_refusal`)."""
         self.last_reason = reason
-        if reason is not None:
-            return False
-        self._decay_answers = {}
-        if not self.banks or not self._intact(optimizer):
+
+    # ------------------------------------------------------------------ step
+    def step(self, context: StepContext) -> bool:
+        """One multi-tensor step over ``context``; False where the caller must
+        take the per-parameter path (nothing has changed then)."""
+        self.last_reason = None
+        intact, decay_answers = (False, {}) if not self.banks else self._intact(context)
+        if not intact:
             if self.banks or self.rebuilds:
                 self._consecutive_rebuilds += 1
             if self._consecutive_rebuilds >= MAX_CONSECUTIVE_REBUILDS:
@@ -497,141 +408,112 @@ class MultiTensorStep:
                     f"the trained parameters changed in {MAX_CONSECUTIVE_REBUILDS} consecutive steps"
                 )
                 return False
-            if not self._layout(optimizer):
+            if not self._layout(context, decay_answers):
                 return False
         else:
             self._consecutive_rebuilds = 0
-        schedule = optimizer._weight_decay_schedule
-        if schedule is not None:
-            optimizer._sync_weight_decay()
-        self._decay_answers = {}
-        self._update(optimizer)
-        if schedule is not None:
-            optimizer._finish_scheduled_step()
+        self.run_kernels(context)
         self.fused_steps += 1
         if not self._views_checked:
             self._views_checked = True
             _on_next_backward(weakref.ref(self))
         return True
 
-    def _intact(self, optimizer: Any) -> bool:
-        """Whether the banks still hold (realiasing replaced gradients on the way)."""
-        if _listed_count(optimizer) != self._listed:
-            return False  # a parameter group was added
+    def _intact(self, context: StepContext) -> tuple[bool, dict[int, bool]]:
+        """Whether the banks still hold (realiasing replaced gradients on the way),
+        and the decay rule's answers where they changed (by id of the parameter)."""
+        if _listed_count(context.groups) != self._listed:
+            return False, {}  # a parameter group was added
         for param in self.outside:
-            if not param.stop_gradient and param._grad_ivar() is not None:
-                return False
+            if _trained(param):
+                return False, {}
         for bank in self.banks:
             intact, replaced = bank.check()
             if not intact or (replaced and not bank.realias_grads(replaced)):
-                return False
+                return False, {}
         # A decay rule that is not pure in the name may answer otherwise now
         # (no decay during warmup): the kernel groups are laid out by its
         # answers. Asked once per parameter and step, as AdamW asks; a new
         # layout takes these answers.
         if not self._asked_decays.params:
-            return True
-        # (not None: only its answers are asked for)
-        changed = self._asked_decays.changed_answers(optimizer._apply_decay_param_fun)
-        if changed is None:
-            return True
-        self._decay_answers = changed
-        return False
+            return True, {}
+        changed = self._asked_decays.changed_answers(context.decay_rule)
+        return changed is None, changed or {}
 
-    def _layout(self, optimizer: Any) -> bool:
+    def _layout(self, context: StepContext, decay_answers: dict[int, bool]) -> bool:
         """Put the parameters that have a gradient now into banks; False (nothing
         changed) if one of them cannot share a kernel call."""
-        block = framework.default_main_program().global_block()
-        if getattr(optimizer, "helper", None) is None:  # what Paddle's pass sets up first (the lr variable needs it)
-            optimizer.helper = LayerHelper(optimizer.__class__.__name__)
-        listed = _param_groups(optimizer)
-        # Ask the ratio function about every parameter first: a bad ratio raises here.
-        # (and, under multi_precision, fit the plans of parameters cast since: _before_updates).
-        optimizer._before_updates(
-            [p for _, params in listed for p in params if not p.stop_gradient and p._grad_ivar() is not None]
-        )
+        trained = [(group, [p for p in params if _trained(p)]) for group, params in context.groups]
+        for _, params in trained:
+            for param in params:
+                if not _shareable(param):
+                    self.last_reason = f"parameter {param.name!r} cannot share a kernel call"
+                    return False
+        inputs = context.prepare(trained, decay_answers)
         members: dict[BankKey, dict[KernelKey, list[tuple[Any, Any, Any]]]] = {}
-        outside = []
-        for group_index, (group, params) in enumerate(listed):
-            trained = [p for p in params if not p.stop_gradient and p._grad_ivar() is not None]
-            outside.extend(p for p in params if p.stop_gradient or p._grad_ivar() is None)
-            if not trained:
-                continue
-            if group is None:
-                optimizer._create_accumulators(block, trained)
-            else:
-                optimizer._create_accumulators(block, dict(group, params=trained))
-            for param in trained:
-                keys = _keys(optimizer, group_index, param, self._decay_answers)
+        asked = []
+        for group_index, ((_, params), group_inputs) in enumerate(zip(trained, inputs)):
+            for param, layout_input in zip(params, group_inputs):
+                keys = _keys(group_index, param, layout_input)
                 if keys is None:
                     self.last_reason = f"parameter {param.name!r} cannot share a kernel call"
                     return False
                 members.setdefault(keys[0], {}).setdefault(keys[1], []).append(
-                    (param, param._grad_ivar(), _plan_of(optimizer, param))
+                    (param, param._grad_ivar(), layout_input.plan)
                 )
-        asked = [
-            (param, kernel_key.decays)
-            for by_kernel in members.values()
-            for kernel_key, entries in by_kernel.items()
-            for param, _, plan in entries
-            if plan.decays is None
-        ]
+                if layout_input.plan.decays is None:
+                    asked.append((param, layout_input.decays))
         self._asked_decays = AskedDecays(
             [param for param, _ in asked], [param.name for param, _ in asked], [decays for _, decays in asked]
         )
         previous = {id(t): t for bank in self.banks for t in bank.tensors}
         self.banks = [Bank(key, by_kernel, self.threads) for key, by_kernel in members.items()]
-        self.outside = outside
-        self._listed = _listed_count(optimizer)
+        self.outside = [p for _, params in context.groups for p in params if not _trained(p)]
+        self._listed = _listed_count(context.groups)
         now = {id(t) for bank in self.banks for t in bank.tensors}
         for tensor_id, tensor in previous.items():
             if tensor_id not in now:
-                _own_storage(tensor)
-        optimizer._create_global_learning_rate()
-        global_lr = optimizer._global_learning_rate()
+                own_storage(tensor)
         self._lr_tables = {}
         for group_index in {bank.key.param_group for bank in self.banks}:
             groups = [g for bank in self.banks if bank.key.param_group == group_index for g in bank.groups]
             scales = sorted({g.key.update_scale for g in groups})
             for group in groups:
                 group.lr_index = scales.index(group.key.update_scale)
-            self._lr_tables[group_index] = _LrTable(scales, global_lr)
+            self._lr_tables[group_index] = _LrTable(scales, context.global_lr)
         self.rebuilds += 1
         return True
 
-    def _update(self, optimizer: Any) -> None:
-        optimizer._create_global_learning_rate()
-        global_lr = optimizer._global_learning_rate()
-        grouped = _grouped(optimizer)
-        try:
-            current, lrs = None, None
-            for bank in self.banks:
-                index = bank.key.param_group
-                if index != current:
-                    # One pass per parameter group, as the per-parameter step.
-                    optimizer._pass = update = optimizer._new_pass()
-                    if grouped:
-                        optimizer._update_param_group(dict(optimizer._param_groups[index]))
-                    lrs = self._lr_tables[index].refresh(global_lr)
-                    current = index
-                bank.update(lrs, update, optimizer._coeff, optimizer)
-        finally:
-            optimizer._pass = None
+    def run_kernels(self, context: StepContext) -> None:
+        """The update of a step alone, on the banks as they are (no check of the
+        views, no layout): the kernel calls, lr and beta-power ops. The floor a
+        benchmark compares the step with; it advances the optimizer state as a step does."""
+        global_lr = context.global_lr
+        current, lrs, update = None, None, None
+        for bank in self.banks:
+            index = bank.key.param_group
+            if index != current:
+                # One pass per parameter group, as the per-parameter step.
+                update = UpdatePass(lambda: global_lr)
+                lrs = self._lr_tables[index].refresh(global_lr)
+                current = index
+            bank.update(lrs, update, context.settings[index], context.coeffs[index], context)
 
     # ------------------------------------------------------------ clear_grad
-    def clear_grad(self, optimizer: Any, set_to_zero: bool) -> bool:
-        """``clear_grad(set_to_zero=True)``: one zeroing op per intact bank and
-        Paddle's per-parameter clearing for every other parameter. False (the
-        caller clears as Paddle does) with ``set_to_zero=False`` or no banks."""
+    def clear_grad(self, groups: list[tuple[dict[str, Any] | None, list[Any]]], set_to_zero: bool) -> bool:
+        """``clear_grad(set_to_zero=True)`` of the parameters listed in ``groups``:
+        one zeroing op per intact bank and Paddle's per-parameter clearing for
+        every other parameter. False (the caller clears as Paddle does) with
+        ``set_to_zero=False`` or no banks."""
         if not set_to_zero or not self.banks or self.disabled is not None:
             return False
         rest = list(self.outside)
         for bank in self.banks:
             if not bank.zero_grads(self._views_checked):
                 rest.extend(bank.params)
-        if _listed_count(optimizer) != self._listed:  # a parameter group added since the layout
+        if _listed_count(groups) != self._listed:  # a parameter group added since the layout
             banked = {id(p) for bank in self.banks for p in bank.params}
-            rest = [p for _, params in _param_groups(optimizer) for p in params if id(p) not in banked]
+            rest = [p for _, params in groups for p in params if id(p) not in banked]
         for param in rest:
             if not param.stop_gradient:
                 param.clear_gradient(True)
@@ -651,40 +533,30 @@ def _on_next_backward(step: weakref.ref[MultiTensorStep]) -> None:
     core.eager._add_backward_final_hook(backward_ran)
 
 
-def _plan_of(optimizer: Any, param: Any) -> Any:
-    """``param``'s kept update plan, made if it has none (as the per-parameter update does)."""
-    return optimizer._plans.get(param.name) or optimizer._plan(param)
-
-
-def _keys(optimizer: Any, group_index: int, param: Any, decay_answers: dict[int, bool]) -> tuple[BankKey, KernelKey] | None:
-    """The param's bank and kernel keys; None where its update cannot share a kernel call."""
+def _shareable(param: Any) -> bool:
+    """Whether ``param`` and its gradient can be views of flat buffers, before any state is made for it."""
     grad = param._grad_ivar()
     if grad.is_selected_rows() or not param._is_initialized() or numel(param) == 0:
-        return None
+        return False
     if getattr(param, "regularizer", None) is not None or param.is_dist():
-        return None
+        return False
     attr = getattr(param, "optimize_attr", None)
     if attr is None or "learning_rate" not in attr or is_tensor(attr["learning_rate"]):
-        return None
-    base_scale = attr["learning_rate"]
-    cache = optimizer._active_ratio_cache()
-    update_scale = base_scale if cache is None else base_scale * cache.ratio(param)
-    plan = _plan_of(optimizer, param)
+        return False
+    return grad.dtype == param.dtype and list(grad.shape) == list(param.shape)
+
+
+def _keys(group_index: int, param: Any, layout_input: LayoutInput) -> tuple[BankKey, KernelKey] | None:
+    """The param's bank and kernel keys; None where its update cannot share a kernel call."""
+    plan = layout_input.plan
     master = plan.master_weight is not None
     if not master and param.place.is_cpu_place() and param.dtype not in (paddle.float32, paddle.float64):
         return None  # no half-precision kernel on CPU: the per-parameter path raises as AdamW does
-    if grad.dtype != param.dtype or list(grad.shape) != list(param.shape):
-        return None
+    base_scale = param.optimize_attr["learning_rate"]
+    update_scale = base_scale * layout_input.ratio
     beta1_pow, beta2_pow = plan.moments[3], plan.moments[4]
     bank = BankKey(
-        group_index, param.dtype, grad.dtype, str(param.place), master, plan.fp32_fallback,
+        group_index, param.dtype, param._grad_ivar().dtype, str(param.place), master, plan.fp32_fallback,
         float(beta1_pow.item()), float(beta2_pow.item()),
     )
-    decays = plan.decays
-    if decays is None:  # apply_decay_param_fun is asked at every update (this step's answer if asked)
-        decays = decay_answers.get(id(param))
-        if decays is None:
-            decays = bool(optimizer._decays(param))
-        if decays:
-            optimizer._params_name[param.name] = None
-    return bank, KernelKey(decays, float(base_scale), float(update_scale))
+    return bank, KernelKey(layout_input.decays, float(base_scale), float(update_scale))

@@ -14,7 +14,8 @@ from typing import Any
 
 from ..argument_checks import is_real_number
 from ..layer_decay.layerwise import layerwise_lr_decay
-from .updates import LrScale, base_scale_of, is_tensor, lr_attributes
+from .kernels import is_tensor
+from .updates import LrScale, base_scale_of, lr_attributes
 
 
 def is_pure_in_name(set_param_lr_fun: Any) -> bool:

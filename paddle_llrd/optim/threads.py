@@ -32,6 +32,8 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..argument_checks import checked_positive_int, environment_positive_int
+
 __all__ = [
     "CHUNK_ALIGN", "MIN_CHUNK_NUMEL", "MIN_CHUNK_NUMEL_ENV", "NUM_THREADS_ENV", "FlatThreads",
     "available_cores", "chunk_bounds", "local_ranks", "resolve_min_chunk_numel", "resolve_num_threads",
@@ -51,28 +53,6 @@ CHUNK_ALIGN = 16
 _LOCAL_RANKS_ENV = ("PADDLE_LOCAL_SIZE", "PADDLE_TRAINERS_NUM")
 
 
-def _positive_int(value: Any, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{what} must be an int >= 1 (or None), got {type(value).__name__} {value!r}")
-    if value < 1:
-        raise ValueError(f"{what} must be an int >= 1, got {value!r}")
-    return value
-
-
-def _env_int(name: str) -> int | None:
-    """The environment variable ``name`` as an int >= 1, None if unset or empty."""
-    text = os.environ.get(name, "").strip()
-    if not text:
-        return None
-    try:
-        value = int(text)
-    except ValueError:
-        raise ValueError(f"environment variable {name} must be an integer >= 1, got {text!r}") from None
-    if value < 1:
-        raise ValueError(f"environment variable {name} must be an integer >= 1, got {text!r}")
-    return value
-
-
 def available_cores() -> int:
     """The CPU cores this process may run on (its affinity mask where the OS has one)."""
     try:
@@ -84,7 +64,7 @@ def available_cores() -> int:
 def local_ranks() -> int:
     """The ranks of a ``paddle.distributed`` launch on this machine (1 outside one)."""
     for name in _LOCAL_RANKS_ENV:
-        value = _env_int(name)
+        value = environment_positive_int(name)
         if value is not None:
             return value
     return 1
@@ -113,8 +93,8 @@ def resolve_num_threads(num_threads: int | None = None, *, owner: str = "num_thr
         ValueError: AdamWDL: `num_threads` must be an int >= 1, got 0
     """
     if num_threads is not None:
-        return _positive_int(num_threads, owner)
-    from_env = _env_int(NUM_THREADS_ENV)
+        return checked_positive_int(num_threads, owner)
+    from_env = environment_positive_int(NUM_THREADS_ENV)
     if from_env is not None:
         return from_env
     return max(1, available_cores() // local_ranks())
@@ -122,7 +102,7 @@ def resolve_num_threads(num_threads: int | None = None, *, owner: str = "num_thr
 
 def resolve_min_chunk_numel() -> int:
     """The smallest chunk a range is split into: :data:`MIN_CHUNK_ENV` if set, else :data:`MIN_CHUNK_NUMEL`."""
-    from_env = _env_int(MIN_CHUNK_ENV)
+    from_env = environment_positive_int(MIN_CHUNK_ENV)
     return MIN_CHUNK_NUMEL if from_env is None else from_env
 
 
@@ -275,7 +255,7 @@ class FlatThreads:
         self.count = resolve_num_threads(num_threads, owner=owner)
         self.min_chunk_numel = (
             resolve_min_chunk_numel() if min_chunk_numel is None
-            else _positive_int(min_chunk_numel, "min_chunk_numel")
+            else checked_positive_int(min_chunk_numel, "min_chunk_numel")
         )
 
     def bounds(self, start: int, stop: int, place: Any) -> list[tuple[int, int]]:

@@ -1,61 +1,37 @@
-"""One parameter's AdamWDL update, as plain functions and two small objects, for every IR.
-
-:meth:`AdamWDL._append_optimize_op <paddle_llrd.AdamWDL>` reads as the outline
-of an update; the pieces it calls, in the order it calls them, are here:
+"""What one parameter's AdamWDL update needs, as two small objects and plain functions, for every IR.
 
 1. :class:`UpdatePass`: what the updates of one optimisation pass share (the
    Adam step's lr factor and ``apply_decay_param_fun``'s answer of each
    parameter, asked before the pass changed anything; one lr tensor per
-   distinct factor; the decay factor per lr tensor; the group's
-   :class:`AdamSettings`). A pass is one dygraph step
-   (one per parameter group) or one static program's ``minimize``.
+   distinct factor; the decay factor per lr tensor; the decay routes; the
+   group's :class:`AdamSettings`). A pass is one dygraph step (one per
+   parameter group) or one static program's ``minimize``.
 2. :class:`UpdatePlan` (built by :func:`plan_update`): what one parameter's
    update reuses across dygraph steps (its accumulators, its master weight,
-   whether it decays, the decay decision).
-3. The decay decision, :meth:`UpdatePlan.fused_coeff_for` with
-   :func:`decay_scale` (*which* lr the decay uses, the one rule that tells
-   AdamWDL from Paddle's ``lr_ratio``) and :func:`fused_decay_coeff` (whether
-   the fused kernel can express it).
-4. The kernels: :func:`decoupled_decay` (the separate decay op) and
-   :func:`adamw_update` (the ``adamw`` kernel with its decay fused in or
-   off, the ``adam`` kernel for sparse gradients, the float32 fallback of
-   float16/bfloat16 parameters on CPU, the legacy program's op).
+   whether it decays).
+3. Beta powers and sparse gradients: :func:`initial_beta_pow`,
+   :func:`densify`, :func:`is_static_sparse`.
 
-Dygraph and PIR programs call ``_C_ops``; a legacy (non-PIR) program gets the
-same operators appended to its block.
+Which path an update takes is :mod:`~paddle_llrd.optim.dispatch`; the kernels
+are :mod:`~paddle_llrd.optim.kernels`.
 """
 from __future__ import annotations
 
-import math
-import numbers
 from typing import Any, Callable, NamedTuple, Union
 
 import paddle
-from paddle import _C_ops, pir
-from paddle.base import core, framework, unique_name
-from paddle.base.framework import Variable, in_dynamic_or_pir_mode
+from paddle import pir
+from paddle.base import core, framework
+
+from .kernels import decay_factor, is_tensor
 
 LrScale = Union[float, "paddle.Tensor"]
 """A factor of the global lr: a number, or a Tensor (then the general path is taken)."""
 
-# Paddle's own AdamW passes the same value.
-MIN_ROW_SIZE_TO_USE_MULTITHREAD = 1000
 # The initial beta power of a program whose beta is a Tensor: its value is
 # known only when the program runs, so the first update sets the power to it
-# (see start_beta_pows). A power is in (0, 1] otherwise.
+# (see kernels.start_beta_pows). A power is in (0, 1] otherwise.
 UNSET_BETA_POW = -1.0
-
-_TENSOR_TYPES = (paddle.Tensor, framework.Variable, pir.Value)
-
-
-def is_tensor(value: Any) -> bool:
-    """Whether ``value`` is a Paddle tensor of any IR (eager, legacy program, PIR)."""
-    return isinstance(value, _TENSOR_TYPES)
-
-
-def _is_number(value: Any) -> bool:
-    # As paddle_llrd.argument_checks.is_real_number; here so that an update reads in two files.
-    return type(value) is float or (isinstance(value, numbers.Real) and not isinstance(value, bool))
 
 
 def lr_attributes(param: Any) -> dict[str, Any] | None:
@@ -87,6 +63,21 @@ class AdamSettings(NamedTuple):
     found_inf: Any
     """The AMP overflow flag of a static program (None in dygraph, which skips the whole pass)."""
     dygraph: bool
+
+    @classmethod
+    def of_group(cls, optimizer: Any, group: dict[str, Any] | None) -> AdamSettings:
+        """The settings of ``optimizer``'s parameter group ``group`` (None: the
+        optimizer's own), read without selecting the group in the optimizer."""
+        if group is None:
+            return cls.of(optimizer)
+        defaults = optimizer._default_dict
+        dygraph = framework.in_dygraph_mode()
+        beta1, beta2 = group.get("beta1", defaults["beta1"]), group.get("beta2", defaults["beta2"])
+        return cls(
+            beta1, beta2, _beta_value(beta1, dygraph), _beta_value(beta2, dygraph),
+            group.get("epsilon", defaults["epsilon"]), group.get("lazy_mode", defaults["lazy_mode"]),
+            optimizer._amsgrad, None if dygraph else optimizer._get_auxiliary_var("found_inf"), dygraph,
+        )
 
     @classmethod
     def of(cls, optimizer: Any) -> AdamSettings:
@@ -122,38 +113,35 @@ class UpdatePass:
     :class:`~paddle_llrd.optim.ratios.RatioCache`); ``ask(param,
     optimize_attr, base_scale)`` the factor of a parameter neither holds (an
     update outside a pass). ``decay_answers``: ``apply_decay_param_fun``'s
-    answer by parameter name, asked before the pass changed anything;
-    ``ask_decay(param)`` the answer of a parameter it lacks. ``global_lr``
+    answer by parameter name, asked before the pass changed anything. ``global_lr``
     gives the pass's global lr when first needed.
     """
 
     __slots__ = (
-        "update_scales", "cached_ratios", "ask", "decay_answers", "ask_decay", "_global_lr_fn", "_global_lr",
-        "scaled_lrs", "decay_factors", "fused_coeffs", "_settings",
+        "update_scales", "cached_ratios", "ask", "decay_answers", "_global_lr_fn", "_global_lr",
+        "scaled_lrs", "decay_factors", "routes", "_settings",
     )
 
     def __init__(
         self,
         global_lr: Callable[[], Any],
-        ask: Callable[[Any, Any, LrScale], LrScale],
+        ask: Callable[[Any, Any, LrScale], LrScale] | None = None,
         update_scales: dict[str, LrScale] | None = None,
         cached_ratios: dict[str, float] | None = None,
         *,
-        ask_decay: Callable[[Any], bool],
         decay_answers: dict[str, bool] | None = None,
     ) -> None:
         self.update_scales = {} if update_scales is None else update_scales
         self.cached_ratios = {} if cached_ratios is None else cached_ratios
         self.ask = ask
         self.decay_answers = {} if decay_answers is None else decay_answers
-        self.ask_decay = ask_decay
         self._global_lr_fn = global_lr
         self._global_lr: Any = None
         self.scaled_lrs: dict[float, Any] = {}
         # 1 - lr * coeff per lr tensor (AdamWDL._lr_to_coeff)
         self.decay_factors: dict[Any, Any] = {}
-        # the fused-decay decision per (coeff, base scale, update scale); see UpdatePlan.fused_coeff_for
-        self.fused_coeffs: dict[Any, float | None] = {}
+        # the decay route per (coeff, base scale, update scale): dispatch.parameter_route's memo
+        self.routes: dict[Any, Any] = {}
         self._settings: AdamSettings | None = None
 
     def update_scale(self, param: Any, optimize_attr: dict[str, Any] | None, base_scale: LrScale) -> LrScale:
@@ -165,11 +153,6 @@ class UpdatePass:
         if ratio is not None:
             return base_scale * ratio
         return self.ask(param, optimize_attr, base_scale)
-
-    def decays(self, param: Any) -> bool:
-        """Whether ``param`` decays at this update: the answer asked before the pass, else asked now."""
-        answer = self.decay_answers.get(param.name)
-        return self.ask_decay(param) if answer is None else answer
 
     def lr(self, scale: LrScale) -> Any:
         """The global lr times ``scale``: one tensor per distinct float per pass."""
@@ -216,9 +199,6 @@ def _scale_lr(global_lr: Any, scale: Any) -> Any:
 
 
 # --------------------------------------------------------------- 2. the plan
-_NOT_DECIDED = object()
-
-
 class UpdatePlan:
     """One parameter's update: its state tensors and the kernel's settings.
 
@@ -239,7 +219,7 @@ class UpdatePlan:
     """
 
     __slots__ = (
-        "decays", "moments", "master_weight", "fp32_fallback", "dtype", "place", "_decision_key", "_fused_coeff",
+        "decays", "moments", "master_weight", "fp32_fallback", "dtype", "place",
     )
 
     def __init__(
@@ -257,8 +237,6 @@ class UpdatePlan:
         self.fp32_fallback = fp32_fallback
         self.dtype = dtype
         self.place = place
-        self._decision_key: Any = _NOT_DECIDED
-        self._fused_coeff: float | None = None
 
     def fits(self, param: Any) -> bool:
         """Whether ``param`` still has the dtype (and, with a master weight, the place) the plan was made for.
@@ -275,43 +253,6 @@ class UpdatePlan:
     def decay_target(self, param: Any) -> Any:
         """What the decay multiplies: the float32 master weight, else the parameter."""
         return param if self.master_weight is None else self.master_weight
-
-    def fused_coeff_for(
-        self,
-        decays: bool,
-        coeff: Any,
-        base_scale: LrScale,
-        update_scale: LrScale,
-        *,
-        with_ratio: bool,
-        force_general: bool,
-        decided: dict[Any, Any],
-    ) -> float | None:
-        """The fused kernel's coefficient for this update, None for the separate decay op (or no decay).
-
-        ``decays``: whether the parameter decays at this update;
-        ``with_ratio``: the decay's lr rule (:func:`decay_scale`). Kept while
-        ``coeff`` (the weight decay), ``base_scale`` (:math:`s_p`) and
-        ``update_scale`` (:math:`s_p r_p`) are the same numbers; when one
-        changes (a weight-decay schedule's next value) the decision is taken
-        once per distinct key and pass (``decided``, the pass's
-        ``fused_coeffs``), not per parameter. A Tensor among them always
-        takes the separate op.
-        """
-        if not decays or force_general:
-            return None
-        if type(base_scale) is float and type(update_scale) is float and type(coeff) is float:
-            key = (coeff, base_scale, update_scale)
-            if key != self._decision_key:
-                fused = decided.get(key, _NOT_DECIDED)
-                if fused is _NOT_DECIDED:
-                    fused = decided[key] = fused_decay_coeff(
-                        coeff, decay_scale(base_scale, update_scale, with_ratio=with_ratio), update_scale
-                    )
-                self._fused_coeff, self._decision_key = fused, key
-            return self._fused_coeff
-        # None for a Tensor among them
-        return fused_decay_coeff(coeff, decay_scale(base_scale, update_scale, with_ratio=with_ratio), update_scale)
 
 
 def plan_update(optimizer: Any, param: Any, *, cache_decay: bool, decays: bool | None = None) -> UpdatePlan:
@@ -341,6 +282,62 @@ def plan_update(optimizer: Any, param: Any, *, cache_decay: bool, decays: bool |
     )
 
 
+def refit_plans(optimizer: Any, params: list[Any]) -> None:
+    """Drop the plans of ``params`` that no longer fit them (cast to another dtype since
+    they were made), fitting ``optimizer``'s state to the new dtype; refuse, naming the
+    parameter and before anything changes, a cast the state cannot serve (``RuntimeError``).
+
+    A parameter cast to float16/bfloat16 under ``multi_precision`` gets its
+    float32 master weight (from its value now) and keeps its float32 moments,
+    under the names an optimizer built for the cast model gives them, so that
+    checkpoints load either way; a move keeps the state as it is (as
+    ``paddle.optimizer.AdamW`` does).
+    """
+    plans = optimizer._plans
+    stale = []
+    for param in params:
+        plan = plans.get(param.name)
+        if plan is not None and not plan.fits(param):
+            stale.append((param, plan))
+    for param, plan in stale:
+        _check_cast(optimizer, param, plan)
+    for param, _ in stale:
+        if uses_master(optimizer, param) and param.name not in optimizer._master_weights:
+            master = optimizer._create_master_weight(param)
+            _rename_accumulators(optimizer._accumulators, param.name, master.name)
+        del plans[param.name]
+
+
+def _check_cast(optimizer: Any, param: Any, stale: UpdatePlan) -> None:
+    wants_master = uses_master(optimizer, param)
+    master = optimizer._master_weights.get(param.name)
+    moment_dtype = stale.moments[0].dtype
+    state_dtype = paddle.float32 if optimizer._is_dtype_fp16_or_bf16(param.dtype) else param.dtype
+    if moment_dtype != state_dtype or (master is not None and not wants_master):
+        held = f"{moment_dtype} moments" + (" and a float32 master weight" if master is not None else "")
+        raise RuntimeError(
+            f"AdamWDL: parameter {param.name!r} was cast from {stale.dtype} to {param.dtype} after the "
+            f"optimizer created its state ({held}), which cannot serve a {param.dtype} parameter; "
+            "cast the model before building the optimizer."
+        )
+
+
+def _rename_accumulators(accumulators: dict[str, dict[str, Any]], old: str, new: str) -> None:
+    """Key ``old``'s accumulators by ``new`` (a master weight's name), and name them so.
+
+    Paddle keys and names the accumulators of a float16/bfloat16 parameter
+    under ``multi_precision`` after its master weight
+    (``<param>_fp32_master_0_moment1_0``), and a checkpoint by those names.
+    """
+    for per_param in accumulators.values():
+        accumulator = per_param.pop(old, None)
+        if accumulator is None:
+            continue
+        if accumulator.name.startswith(old):
+            accumulator.name = new + accumulator.name[len(old):]
+        per_param[new] = accumulator
+
+
 def uses_master(optimizer: Any, param: Any) -> bool:
     """Whether ``optimizer`` updates ``param`` through a float32 master weight (``multi_precision``, float16/bfloat16)."""
     return optimizer._multi_precision and optimizer._is_dtype_fp16_or_bf16(param.dtype)
@@ -353,257 +350,13 @@ def _on_cpu(param: Any) -> bool:
     return paddle.device.get_device() == "cpu"
 
 
-# ---------------------------------------------------- 3. the decay decision
-def decay_scale(base_scale: LrScale, update_scale: LrScale, *, with_ratio: bool) -> LrScale:
-    """The lr factor of the decoupled decay: the one place that rule is written.
-
-    The Adam step uses ``update_scale``, :math:`s_p r_p` (the parameter's lr
-    factor times its ratio). AdamWDL decays with the lr *before* the ratio,
-    :math:`1 - \\eta s_p \\lambda` (``with_ratio=False``: ``base_scale``,
-    :math:`s_p`); Paddle's ``AdamW(lr_ratio=...)`` decays with it,
-    :math:`1 - \\eta s_p r_p \\lambda` (``with_ratio=True``).
-
-    Examples:
-        >>> decay_scale(2.0, 0.5, with_ratio=False), decay_scale(2.0, 0.5, with_ratio=True)
-        (2.0, 0.5)
-    """
-    return update_scale if with_ratio else base_scale
-
-
-# A fused update folds the ratio into the kernel's decay coefficient
-# (coeff * decay_scale / update_scale); beyond this range of
-# update_scale / decay_scale, float32 rounding of that coefficient and of the
-# scaled learning rate is no longer negligible, so the separate decay op is used.
-FUSED_RATIO_RANGE = (1e-12, 1e12)
-
-
-def fused_decay_coeff(coeff: Any, decay_scale: Any, update_scale: Any) -> float | None:
-    """The kernel coefficient that makes its decay ``1 - lr*decay_scale*coeff``.
-
-    The kernel decays by ``1 - lr_k * coeff_k`` with its own learning rate
-    ``lr_k = lr * update_scale``; ``coeff_k = coeff * decay_scale / update_scale``
-    makes that product ``lr * decay_scale * coeff``. None when the kernel
-    cannot express it.
-
-    Examples:
-        >>> fused_decay_coeff(0.01, 1.0, 0.5)
-        0.02
-        >>> fused_decay_coeff(0.01, 1.0, 0.0) is None  # a ratio of 0
-        True
-    """
-    if not (_is_number(decay_scale) and _is_number(update_scale) and _is_number(coeff)):
-        return None
-    if not (math.isfinite(decay_scale) and math.isfinite(update_scale) and math.isfinite(coeff)):
-        return None
-    if decay_scale == update_scale:
-        return coeff
-    if decay_scale == 0.0:
-        return 0.0 if update_scale != 0.0 else None
-    low, high = FUSED_RATIO_RANGE
-    if not low <= abs(update_scale / decay_scale) <= high:
-        return None
-    return coeff * decay_scale / update_scale
-
-
-# ------------------------------------------------------------ 4. the kernels
-def decay_factor(lr: Any, coeff: Any, found_inf: Any) -> Any:
-    """``1 - lr * coeff``, the separate decay's factor; 1 on an AMP overflow step of a program.
-
-    Dygraph skips the whole pass on overflow (``found_inf`` None here); a
-    program has to turn the decay into a no-op itself.
-    """
-    factor = 1.0 - lr * coeff
-    if is_tensor(found_inf):
-        factor = paddle.where(paddle.reshape(found_inf, []), paddle.ones_like(factor), factor)
-    return factor
-
-
-def decoupled_decay(block: Any, target: Any, factor: Any) -> Any:
-    """The separate decay op: ``target *= factor`` (``factor`` cast to ``target``'s dtype)."""
-    if factor.dtype != target.dtype:
-        factor = paddle.cast(factor, target.dtype)
-    if in_dynamic_or_pir_mode():
-        _C_ops.multiply_(target, factor)
-        return None
-    return block.append_op(
-        type="elementwise_mul",
-        inputs={"X": [target], "Y": [factor]},
-        outputs={"Out": [target]},
-        attrs={"axis": -1},
-        stop_gradient=True,
-    )
-
-
-def adamw_update(
-    block: Any,
-    param: Any,
-    grad: Any,
-    lr: Any,
-    plan: UpdatePlan,
-    settings: AdamSettings,
-    *,
-    coeff: float | None,
-    adam_kernel: bool = False,
-) -> Any:
-    """One kernel update of ``param``: decay ``1 - lr*coeff`` fused in (``coeff`` None: no decay), then Adam with ``lr``.
-
-    ``adam_kernel``: the ``adam`` kernel (``coeff`` must be None), for
-    ``SelectedRows`` gradients: Paddle 3.3.1's ``adamw`` kernel for them reads
-    its attributes wrongly and crashes.
-    """
-    if settings.dygraph and not (adam_kernel or plan.fp32_fallback):
-        # The update of nearly every parameter, with as little Python as
-        # paddle.optimizer.AdamW's own call.
-        moment1, moment2, moment2_max, beta1_pow, beta2_pow = plan.moments
-        master_weight = plan.master_weight
-        _C_ops.adamw_(
-            param, grad, lr, moment1, moment2, moment2_max, beta1_pow, beta2_pow, master_weight, None,
-            settings.beta1_value, settings.beta2_value, settings.epsilon, 1.0,
-            0.0 if coeff is None else coeff, coeff is not None,
-            settings.lazy_mode, MIN_ROW_SIZE_TO_USE_MULTITHREAD, master_weight is not None, False, settings.amsgrad,
-        )
-        return None
-    if not settings.dygraph and (is_tensor(settings.beta1) or is_tensor(settings.beta2)):
-        start_beta_pows(plan.moments[3], plan.moments[4], settings)
-    if not in_dynamic_or_pir_mode():
-        return _legacy_adamw_op(block, param, grad, lr, plan, settings, coeff=coeff, adam_kernel=adam_kernel)
-    master_weight = plan.master_weight
-    if plan.fp32_fallback:
-        # What the GPU kernel does in one go: update the float32 master
-        # weight, then cast it into the parameter.
-        kernel_param, kernel_grad = master_weight, _C_ops.cast(grad, paddle.float32)
-        kernel_master, multi_precision = None, False
-    else:
-        kernel_param, kernel_grad = param, grad
-        kernel_master, multi_precision = master_weight, master_weight is not None
-    moment1, moment2, moment2_max, beta1_pow, beta2_pow = plan.moments
-    common = (
-        kernel_param, kernel_grad, lr, moment1, moment2, moment2_max, beta1_pow, beta2_pow,
-        kernel_master, settings.found_inf,
-        settings.beta1_value, settings.beta2_value, settings.epsilon,
-    )
-    tail = (settings.lazy_mode, MIN_ROW_SIZE_TO_USE_MULTITHREAD, multi_precision, adam_kernel, settings.amsgrad)
-    if adam_kernel:
-        _C_ops.adam_(*common, *tail)  # use_global_beta_pow: see advance_beta_pows
-        advance_beta_pows(beta1_pow, beta2_pow, settings)
-    else:
-        _C_ops.adamw_(*common, 1.0, 0.0 if coeff is None else coeff, coeff is not None, *tail)
-    if plan.fp32_fallback:
-        _C_ops.assign_out_(_C_ops.cast(master_weight, param.dtype), param)
-    return None
-
-
-def _legacy_adamw_op(
-    block: Any, param: Any, grad: Any, lr: Any, plan: UpdatePlan, settings: AdamSettings, *, coeff: float | None, adam_kernel: bool
-) -> Any:
-    """:func:`adamw_update` as an ``adamw`` (or ``adam``) op of a legacy (non-PIR) program."""
-    moment1, moment2, moment2_max, beta1_pow, beta2_pow = plan.moments
-    master_weight = plan.master_weight
-    kernel_param, kernel_grad = param, grad
-    if plan.fp32_fallback:
-        kernel_param = master_weight
-        kernel_grad = block.create_var(
-            name=unique_name.generate(grad.name + "_fp32"),
-            shape=grad.shape,
-            dtype=core.VarDesc.VarType.FP32,
-            persistable=False,
-        )
-        block.append_op(
-            type="cast",
-            inputs={"X": [grad]},
-            outputs={"Out": [kernel_grad]},
-            attrs={"in_dtype": grad.dtype, "out_dtype": core.VarDesc.VarType.FP32},
-        )
-    inputs = {
-        "Param": [kernel_param], "Grad": [kernel_grad], "LearningRate": [lr],
-        "Moment1": [moment1], "Moment2": [moment2], "Beta1Pow": [beta1_pow], "Beta2Pow": [beta2_pow],
-    }
-    outputs = {
-        "ParamOut": [kernel_param], "Moment1Out": [moment1], "Moment2Out": [moment2],
-        "Beta1PowOut": [beta1_pow], "Beta2PowOut": [beta2_pow],
-    }
-    if settings.found_inf:
-        inputs["SkipUpdate"] = settings.found_inf
-    use_kernel_master = master_weight is not None and not plan.fp32_fallback
-    attrs = {
-        "lazy_mode": settings.lazy_mode,
-        "min_row_size_to_use_multithread": MIN_ROW_SIZE_TO_USE_MULTITHREAD,
-        "multi_precision": use_kernel_master,
-        "amsgrad": settings.amsgrad,
-    }
-    if adam_kernel:
-        attrs["use_global_beta_pow"] = True  # see advance_beta_pows
-    else:
-        attrs.update(with_decay=coeff is not None, coeff=0.0 if coeff is None else coeff, lr_ratio=1.0)
-    for key, tensor_key, value in (
-        ("beta1", "Beta1Tensor", settings.beta1),
-        ("beta2", "Beta2Tensor", settings.beta2),
-        ("epsilon", "EpsilonTensor", settings.epsilon),
-    ):
-        if isinstance(value, Variable):
-            inputs[tensor_key] = value
-        else:
-            attrs[key] = value
-    if settings.amsgrad:
-        inputs["Moment2Max"] = [moment2_max]
-        outputs["Moment2MaxOut"] = [moment2_max]
-    if use_kernel_master:
-        inputs["MasterParam"] = master_weight
-        outputs["MasterParamOut"] = master_weight
-    op = block.append_op(
-        type="adam" if adam_kernel else "adamw", inputs=inputs, outputs=outputs, attrs=attrs, stop_gradient=True
-    )
-    if plan.fp32_fallback:
-        block.append_op(
-            type="cast",
-            inputs={"X": [master_weight]},
-            outputs={"Out": [param]},
-            attrs={"in_dtype": core.VarDesc.VarType.FP32, "out_dtype": param.dtype},
-        )
-    if adam_kernel:
-        advance_beta_pows(beta1_pow, beta2_pow, settings)
-    return op
-
-
-def advance_beta_pows(beta1_pow: Any, beta2_pow: Any, settings: AdamSettings) -> None:
-    """``beta_pow *= beta`` after a sparse ``adam`` update (not on an overflow step).
-
-    Paddle 3.3.1's CPU ``adam`` kernel for SelectedRows gradients advances the
-    in-place beta powers before it reads them, so its bias correction is that
-    of step ``t + 1``. Running it with ``use_global_beta_pow=True`` (powers
-    left alone) and advancing them here gives step ``t``'s.
-    """
-    for beta_pow, beta in ((beta1_pow, settings.beta1), (beta2_pow, settings.beta2)):
-        if settings.dygraph:
-            if is_tensor(beta):
-                _C_ops.multiply_(beta_pow, paddle.cast(beta, beta_pow.dtype))
-            else:
-                _C_ops.scale_(beta_pow, float(beta), 0.0, True)
-            continue
-        advanced = beta_pow * beta
-        if is_tensor(settings.found_inf):
-            advanced = paddle.where(paddle.reshape(settings.found_inf, [1]), beta_pow, advanced)
-        paddle.assign(advanced, output=beta_pow)
-
-
+# ------------------------------------------------------------ 3. beta powers and sparse gradients
 def initial_beta_pow(beta: Any) -> Any:
     """The value a beta power accumulator starts at: ``beta`` itself, a dygraph
     Tensor's value, or in a program :data:`UNSET_BETA_POW` for a Tensor."""
     if not is_tensor(beta):
         return beta
     return float(beta.item()) if framework.in_dygraph_mode() else UNSET_BETA_POW
-
-
-def start_beta_pows(beta1_pow: Any, beta2_pow: Any, settings: AdamSettings) -> None:
-    """In a program, ``beta_pow = beta`` where a Tensor beta's power is still :data:`UNSET_BETA_POW`.
-
-    Paddle 3.3.1's AdamW starts the powers at 0.9 and 0.999 whatever a Tensor
-    beta holds, which makes the bias correction that of other betas.
-    """
-    for beta_pow, beta in ((beta1_pow, settings.beta1), (beta2_pow, settings.beta2)):
-        if is_tensor(beta):
-            beta = paddle.cast(paddle.reshape(beta, [1]), beta_pow.dtype)
-            paddle.assign(paddle.where(beta_pow < 0, beta, beta_pow), output=beta_pow)
 
 
 def densify(param: Any, grad: Any) -> Any:

@@ -1,0 +1,251 @@
+"""The kernels of an AdamWDL update, for every IR: the one eager ``adamw_`` call and its graph counterpart.
+
+:func:`adamw_kernel` is the only place that calls ``_C_ops.adamw_`` (or
+``adam_``, for sparse gradients) in dygraph and PIR programs, with the
+float32 fallback of float16/bfloat16 parameters on CPU (no half-precision
+kernel there: the float32 master weight takes the step, then is cast into the
+parameter). The per-parameter update (:func:`adamw_update`) and the
+multi-tensor step call it alike; a legacy (non-PIR) program gets the same
+operators appended to its block (:func:`legacy_adamw_op`). The separate
+decay op is :func:`decoupled_decay` with the factor of :func:`decay_factor`.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import paddle
+from paddle import _C_ops, pir
+from paddle.base import core, framework, unique_name
+from paddle.base.framework import Variable, in_dynamic_or_pir_mode
+
+__all__ = [
+    "MIN_ROW_SIZE_TO_USE_MULTITHREAD", "adamw_kernel", "adamw_update", "advance_beta_pows", "decay_factor",
+    "decoupled_decay", "is_tensor", "legacy_adamw_op", "start_beta_pows",
+]
+
+# Paddle's own AdamW passes the same value.
+MIN_ROW_SIZE_TO_USE_MULTITHREAD = 1000
+
+_TENSOR_TYPES = (paddle.Tensor, framework.Variable, pir.Value)
+
+
+def is_tensor(value: Any) -> bool:
+    """Whether ``value`` is a Paddle tensor of any IR (eager, legacy program, PIR)."""
+    return isinstance(value, _TENSOR_TYPES)
+
+
+def adamw_kernel(
+    param: Any,
+    grad: Any,
+    lr: Any,
+    moments: tuple[Any, ...],
+    master_weight: Any,
+    beta1: Any,
+    beta2: Any,
+    epsilon: Any,
+    coeff: float | None,
+    lazy_mode: bool,
+    amsgrad: bool,
+    fp32_fallback: bool,
+    global_beta_pow: bool = False,
+    found_inf: Any = None,
+    adam_kernel: bool = False,
+) -> None:
+    r"""One kernel call: decay :math:`1 - \mathrm{lr}\cdot\mathrm{coeff}` fused in
+    (``coeff`` None: no decay), then the Adam step with ``lr``, in place.
+
+    Args:
+        moments: ``(moment1, moment2, moment2_max or None, beta1_pow, beta2_pow)``.
+        master_weight: the float32 copy of a float16/bfloat16 ``param``, else None.
+        fp32_fallback: the master weight takes the step from the float32 cast
+            of ``grad`` and is cast into ``param`` (CPU has no half-precision kernel).
+        global_beta_pow: leave the beta powers alone (the caller advances them).
+        found_inf: a program's AMP overflow flag (the kernel skips the update).
+        adam_kernel: the ``adam`` kernel (``coeff`` must be None), for
+            ``SelectedRows`` gradients, whose ``adamw`` kernel in Paddle 3.3.1
+            reads its attributes wrongly; it runs with ``global_beta_pow``
+            (see :func:`advance_beta_pows`).
+
+    Examples:
+        >>> import paddle
+        >>> p, g = paddle.ones([2]), paddle.full([2], 0.5)
+        >>> moments = (paddle.zeros([2]), paddle.zeros([2]), None,
+        ...            paddle.full([1], 0.9), paddle.full([1], 0.999))
+        >>> adamw_kernel(p, g, paddle.full([1], 0.1), moments, None, 0.9, 0.999, 1e-8,
+        ...              coeff=0.5, lazy_mode=False, amsgrad=False, fp32_fallback=False)
+        >>> [round(v, 4) for v in p.numpy().tolist()]  # 1 * (1 - 0.1 * 0.5) - 0.1
+        [0.85, 0.85]
+    """
+    moment1, moment2, moment2_max, beta1_pow, beta2_pow = moments
+    if fp32_fallback:
+        kernel_param, kernel_grad, kernel_master = master_weight, _C_ops.cast(grad, paddle.float32), None
+    else:
+        kernel_param, kernel_grad, kernel_master = param, grad, master_weight
+    if adam_kernel:
+        _C_ops.adam_(
+            kernel_param, kernel_grad, lr, moment1, moment2, moment2_max, beta1_pow, beta2_pow, kernel_master,
+            found_inf, beta1, beta2, epsilon, lazy_mode, MIN_ROW_SIZE_TO_USE_MULTITHREAD,
+            kernel_master is not None, True, amsgrad,
+        )
+    else:
+        _C_ops.adamw_(
+            kernel_param, kernel_grad, lr, moment1, moment2, moment2_max, beta1_pow, beta2_pow, kernel_master,
+            found_inf, beta1, beta2, epsilon, 1.0, 0.0 if coeff is None else coeff, coeff is not None,
+            lazy_mode, MIN_ROW_SIZE_TO_USE_MULTITHREAD, kernel_master is not None, global_beta_pow, amsgrad,
+        )
+    if fp32_fallback:
+        _C_ops.assign_out_(_C_ops.cast(master_weight, param.dtype), param)
+
+
+def adamw_update(
+    block: Any, param: Any, grad: Any, lr: Any, plan: Any, settings: Any, *, coeff: float | None, adam_kernel: bool = False
+) -> Any:
+    """One parameter's kernel update with ``plan``'s state tensors and ``settings``
+    (:class:`~paddle_llrd.optim.updates.AdamSettings`): :func:`adamw_kernel`, or
+    in a legacy program :func:`legacy_adamw_op`."""
+    if not settings.dygraph:
+        if is_tensor(settings.beta1) or is_tensor(settings.beta2):
+            start_beta_pows(plan.moments[3], plan.moments[4], settings)
+        if not in_dynamic_or_pir_mode():
+            return legacy_adamw_op(block, param, grad, lr, plan, settings, coeff=coeff, adam_kernel=adam_kernel)
+    adamw_kernel(
+        param, grad, lr, plan.moments, plan.master_weight, settings.beta1_value, settings.beta2_value,
+        settings.epsilon, coeff, settings.lazy_mode, settings.amsgrad, plan.fp32_fallback,
+        found_inf=settings.found_inf, adam_kernel=adam_kernel,
+    )
+    if adam_kernel:
+        advance_beta_pows(plan.moments[3], plan.moments[4], settings)
+    return None
+
+
+def legacy_adamw_op(
+    block: Any, param: Any, grad: Any, lr: Any, plan: Any, settings: Any, *, coeff: float | None, adam_kernel: bool
+) -> Any:
+    """The update of :func:`adamw_update` as an ``adamw`` (or ``adam``) op of a legacy (non-PIR) program."""
+    moment1, moment2, moment2_max, beta1_pow, beta2_pow = plan.moments
+    master_weight = plan.master_weight
+    kernel_param, kernel_grad = param, grad
+    if plan.fp32_fallback:
+        kernel_param = master_weight
+        kernel_grad = block.create_var(
+            name=unique_name.generate(grad.name + "_fp32"),
+            shape=grad.shape,
+            dtype=core.VarDesc.VarType.FP32,
+            persistable=False,
+        )
+        block.append_op(
+            type="cast",
+            inputs={"X": [grad]},
+            outputs={"Out": [kernel_grad]},
+            attrs={"in_dtype": grad.dtype, "out_dtype": core.VarDesc.VarType.FP32},
+        )
+    inputs = {
+        "Param": [kernel_param], "Grad": [kernel_grad], "LearningRate": [lr],
+        "Moment1": [moment1], "Moment2": [moment2], "Beta1Pow": [beta1_pow], "Beta2Pow": [beta2_pow],
+    }
+    outputs = {
+        "ParamOut": [kernel_param], "Moment1Out": [moment1], "Moment2Out": [moment2],
+        "Beta1PowOut": [beta1_pow], "Beta2PowOut": [beta2_pow],
+    }
+    if settings.found_inf:
+        inputs["SkipUpdate"] = settings.found_inf
+    use_kernel_master = master_weight is not None and not plan.fp32_fallback
+    attrs = {
+        "lazy_mode": settings.lazy_mode,
+        "min_row_size_to_use_multithread": MIN_ROW_SIZE_TO_USE_MULTITHREAD,
+        "multi_precision": use_kernel_master,
+        "amsgrad": settings.amsgrad,
+    }
+    if adam_kernel:
+        attrs["use_global_beta_pow"] = True  # see advance_beta_pows
+    else:
+        attrs.update(with_decay=coeff is not None, coeff=0.0 if coeff is None else coeff, lr_ratio=1.0)
+    for key, tensor_key, value in (
+        ("beta1", "Beta1Tensor", settings.beta1),
+        ("beta2", "Beta2Tensor", settings.beta2),
+        ("epsilon", "EpsilonTensor", settings.epsilon),
+    ):
+        if isinstance(value, Variable):
+            inputs[tensor_key] = value
+        else:
+            attrs[key] = value
+    if settings.amsgrad:
+        inputs["Moment2Max"] = [moment2_max]
+        outputs["Moment2MaxOut"] = [moment2_max]
+    if use_kernel_master:
+        inputs["MasterParam"] = master_weight
+        outputs["MasterParamOut"] = master_weight
+    op = block.append_op(
+        type="adam" if adam_kernel else "adamw", inputs=inputs, outputs=outputs, attrs=attrs, stop_gradient=True
+    )
+    if plan.fp32_fallback:
+        block.append_op(
+            type="cast",
+            inputs={"X": [master_weight]},
+            outputs={"Out": [param]},
+            attrs={"in_dtype": core.VarDesc.VarType.FP32, "out_dtype": param.dtype},
+        )
+    if adam_kernel:
+        advance_beta_pows(beta1_pow, beta2_pow, settings)
+    return op
+
+
+def advance_beta_pows(beta1_pow: Any, beta2_pow: Any, settings: Any) -> None:
+    """``beta_pow *= beta`` after a sparse ``adam`` update (not on an overflow step).
+
+    Paddle 3.3.1's CPU ``adam`` kernel for SelectedRows gradients advances the
+    in-place beta powers before it reads them, so its bias correction is that
+    of step ``t + 1``. Running it with ``use_global_beta_pow=True`` (powers
+    left alone) and advancing them here gives step ``t``'s.
+    """
+    for beta_pow, beta in ((beta1_pow, settings.beta1), (beta2_pow, settings.beta2)):
+        if settings.dygraph:
+            if is_tensor(beta):
+                _C_ops.multiply_(beta_pow, paddle.cast(beta, beta_pow.dtype))
+            else:
+                _C_ops.scale_(beta_pow, float(beta), 0.0, True)
+            continue
+        advanced = beta_pow * beta
+        if is_tensor(settings.found_inf):
+            advanced = paddle.where(paddle.reshape(settings.found_inf, [1]), beta_pow, advanced)
+        paddle.assign(advanced, output=beta_pow)
+
+
+def decay_factor(lr: Any, coeff: Any, found_inf: Any) -> Any:
+    """``1 - lr * coeff``, the separate decay's factor; 1 on an AMP overflow step of a program.
+
+    Dygraph skips the whole pass on overflow (``found_inf`` None here); a
+    program has to turn the decay into a no-op itself.
+    """
+    factor = 1.0 - lr * coeff
+    if is_tensor(found_inf):
+        factor = paddle.where(paddle.reshape(found_inf, []), paddle.ones_like(factor), factor)
+    return factor
+
+
+def decoupled_decay(block: Any, target: Any, factor: Any) -> Any:
+    """The separate decay op: ``target *= factor`` (``factor`` cast to ``target``'s dtype)."""
+    if factor.dtype != target.dtype:
+        factor = paddle.cast(factor, target.dtype)
+    if in_dynamic_or_pir_mode():
+        _C_ops.multiply_(target, factor)
+        return None
+    return block.append_op(
+        type="elementwise_mul",
+        inputs={"X": [target], "Y": [factor]},
+        outputs={"Out": [target]},
+        attrs={"axis": -1},
+        stop_gradient=True,
+    )
+
+
+def start_beta_pows(beta1_pow: Any, beta2_pow: Any, settings: Any) -> None:
+    """In a program, ``beta_pow = beta`` where a Tensor beta's power is still :data:`UNSET_BETA_POW`.
+
+    Paddle 3.3.1's AdamW starts the powers at 0.9 and 0.999 whatever a Tensor
+    beta holds, which makes the bias correction that of other betas.
+    """
+    for beta_pow, beta in ((beta1_pow, settings.beta1), (beta2_pow, settings.beta2)):
+        if is_tensor(beta):
+            beta = paddle.cast(paddle.reshape(beta, [1]), beta_pow.dtype)
+            paddle.assign(paddle.where(beta_pow < 0, beta, beta_pow), output=beta_pow)
