@@ -12,7 +12,6 @@ overrides the Paddle hooks it must. One step, top to bottom:
 from __future__ import annotations
 
 import functools
-import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -20,31 +19,23 @@ from paddle.base import framework
 from paddle.base.layer_helper import LayerHelper
 from paddle.optimizer import AdamW
 
-from ..layer_decay.layerwise import layerwise_lr_decay, warn_if_n_layers_exceeds_read_blocks, warn_if_no_encoder_layers
+from ..layer_decay.layerwise import layerwise_lr_decay
 from ..schedules.weight_decay import WeightDecaySchedule, claim_schedule
-from .arguments import (
-    check_adamw_arguments,
-    check_added_group,
-    check_use_multi_tensor,
-    check_decay_factor,
-    check_layerwise_arguments,
-    checked_parameters,
-    group_with_weight_decay,
-    refuse_groups_in_program,
-)
-from .checkpoint import STRUCTURED_NAMES_KEY, has_saved_state, matched_state_dict, structured_names_record
+from .arguments import check_added_group, checked_adamwdl_arguments, group_with_weight_decay, refuse_groups_in_program
+from .checkpoint import STRUCTURED_NAMES_KEY, matched_state_dict, structured_names_record
 from .dispatch import multi_tensor_step, parameter_route
 from .eager import runs_eagerly_under_sot
-from .kernels import adamw_kernel, adamw_update, decoupled_decay, is_tensor
+from .kernels import adamw_kernel, adamw_update, decoupled_decay
 from .multi_tensor import MultiTensorStep
 from .param_lr_rows import ParamLrRow, param_lr_rows
+from .scheduled_decay import ScheduledDecay
 from .ratios import RatioCache, is_pure_in_name, resolve_update_scales, update_scale
 from .updates import (
     LrScale,
     UpdatePass,
     UpdatePlan,
+    accumulators_as_started,
     base_scale_of,
-    initial_beta_pow,
     lr_attributes,
     plan_update,
     refit_plans,
@@ -115,14 +106,9 @@ class AdamWDL(AdamW):
             usable cores divided among the local ranks.
 
     Raises:
-        TypeError: an argument (or a group's) has the wrong type, named.
-        ValueError: an argument (or a group's) is out of range (a negative or
-            non-finite rate, a beta outside [0, 1), a negative decay factor
-            :math:`1 - \eta s \lambda`, a parameter listed twice, another
-            optimizer's ``WeightDecaySchedule``, a layer index not below
-            ``n_layers``, ``layerwise_decay != 1.0`` without ``name_dict``);
-            at a step, a ratio that is negative or not finite (``TypeError``
-            for one that is not a number), before any parameter changes.
+        TypeError, ValueError: an argument (or a group's) of the wrong type or out of
+            range, named; at a step, a ratio that is no finite number >= 0, before any
+            parameter changes (the cases: :doc:`/adamwdl`).
         KeyError: a trainable parameter is missing from ``name_dict`` (default function).
 
     Examples:
@@ -168,23 +154,17 @@ class AdamWDL(AdamW):
         use_multi_tensor: bool | None = None,
         num_threads: int | None = None,
     ) -> None:
-        check_adamw_arguments(
-            learning_rate=learning_rate, beta1=beta1, beta2=beta2, epsilon=epsilon,
-            weight_decay=weight_decay, apply_decay_param_fun=apply_decay_param_fun,
+        parameters = checked_adamwdl_arguments(
+            learning_rate=learning_rate, beta1=beta1, beta2=beta2, epsilon=epsilon, parameters=parameters,
+            weight_decay=weight_decay, apply_decay_param_fun=apply_decay_param_fun, layerwise_decay=layerwise_decay,
+            n_layers=n_layers, set_param_lr_fun=set_param_lr_fun, name_dict=name_dict, use_multi_tensor=use_multi_tensor,
         )
-        parameters = checked_parameters(parameters)
-        check_decay_factor(learning_rate, weight_decay, parameters)
-        check_layerwise_arguments(layerwise_decay, n_layers, set_param_lr_fun, name_dict)
-        warn_if_no_encoder_layers(set_param_lr_fun, layerwise_decay, name_dict, parameters)
-        warn_if_n_layers_exceeds_read_blocks(set_param_lr_fun, layerwise_decay, n_layers, name_dict, parameters)
-        check_use_multi_tensor(use_multi_tensor)
         multi_tensor = MultiTensorStep(num_threads)  # (checks num_threads, whichever path)
         # Paddle's constructor adds the parameter groups (_add_param_group),
         # which notes the groups that follow the schedule.
-        self._weight_decay_schedule: WeightDecaySchedule | None = None
-        self._groups_following_schedule: list[dict[str, Any]] = []
+        self._scheduled_decay: ScheduledDecay | None = None
         if isinstance(weight_decay, WeightDecaySchedule):
-            self._weight_decay_schedule = weight_decay
+            self._scheduled_decay = ScheduledDecay(weight_decay)
             weight_decay = weight_decay()
         super().__init__(
             learning_rate=learning_rate, beta1=beta1, beta2=beta2, epsilon=epsilon, parameters=parameters,
@@ -214,8 +194,8 @@ class AdamWDL(AdamW):
                 self._params_name[param.name] = None
             if not param.stop_gradient and self._ratio_cache is not None:
                 self._ratio_cache.ratio(param)
-        if self._weight_decay_schedule is not None:
-            claim_schedule(self._weight_decay_schedule, self)  # last: a failed constructor claims nothing
+        if self._scheduled_decay is not None:
+            claim_schedule(self._scheduled_decay.schedule, self)  # last: a failed constructor claims nothing
 
     def __str__(self) -> str:
         return "Weight Decay, params: " + ",".join(self._params_name)
@@ -223,7 +203,7 @@ class AdamWDL(AdamW):
     @property
     def weight_decay_schedule(self) -> WeightDecaySchedule | None:
         """The :class:`~paddle_llrd.WeightDecaySchedule` given as ``weight_decay``, or None."""
-        return self._weight_decay_schedule
+        return None if self._scheduled_decay is None else self._scheduled_decay.schedule
 
     def _set_coeff(self, value: float) -> None:
         self._weight_decay = self._default_dict["weight_decay"] = float(value)
@@ -261,8 +241,8 @@ class AdamWDL(AdamW):
         group_with_weight_decay(param_group)  # PaddleNLP's `coeff`
         follows_schedule = "weight_decay" not in param_group
         super()._add_param_group(param_group)
-        if follows_schedule:
-            self._groups_following_schedule.append(param_group)
+        if follows_schedule and self._scheduled_decay is not None:
+            self._scheduled_decay.follow(param_group)
 
     # ------------------------------------------------------------ the step
     @runs_eagerly_under_sot
@@ -292,15 +272,12 @@ class AdamWDL(AdamW):
                 param for group in self._param_groups for param in group["params"]
                 if not param.stop_gradient and param._grad_ivar() is not None
             ])
-        schedule = self._weight_decay_schedule
-        if schedule is not None:
-            self._sync_weight_decay()
+        self._sync_weight_decay()
         try:
             super().step()
         finally:
             self._step_asked = None
-        if schedule is not None:
-            self._finish_scheduled_step()
+        self._finish_scheduled_step()
         return None
 
     def _listed_groups(self) -> list[tuple[dict[str, Any] | None, list[Any]]]:
@@ -330,7 +307,7 @@ class AdamWDL(AdamW):
         # One call per step without parameter groups: the schedule is read
         # before it and advanced after it. Groups call it once per group, and
         # step() follows the schedule around them.
-        if self._weight_decay_schedule is None or isinstance(params_grads, dict):
+        if self._scheduled_decay is None or isinstance(params_grads, dict):
             return super()._apply_optimize(loss, startup_program, params_grads, param_group_idx=param_group_idx)
         self._refuse_schedule_outside_dygraph()
         self._sync_weight_decay()
@@ -515,57 +492,23 @@ class AdamWDL(AdamW):
         return decoupled_decay(block, target, factor)
 
     def _add_moments_pows(self, p: Any) -> None:
-        """Paddle's accumulators, with beta powers that start at a Tensor beta's value
-        (Paddle 3.3.1 starts them at 0.9/0.999; a program starts at ``UNSET_BETA_POW``,
-        see :func:`~paddle_llrd.optim.kernels.start_beta_pows`)."""
-        holder = self._accumulators_holder
-        if holder and not has_saved_state(holder, p.name):
-            # A parameter that was frozen when the checkpoint was saved has no
-            # moments in it; Paddle asserts there, an uninterrupted run starts
-            # them at zero, and so does this one.
-            self._accumulators_holder = {}
-            try:
-                return self._add_moments_pows(p)
-            finally:
-                self._accumulators_holder = holder
-
-        beta1, beta2 = self._beta1, self._beta2
-        if not (is_tensor(beta1) or is_tensor(beta2)):
+        with accumulators_as_started(self, p):  # a parameter new to the checkpoint, Tensor betas
             return super()._add_moments_pows(p)
-
-        self._beta1, self._beta2 = initial_beta_pow(beta1), initial_beta_pow(beta2)
-        try:
-            return super()._add_moments_pows(p)
-        finally:
-            self._beta1, self._beta2 = beta1, beta2
 
     # ------------------------------------------------ the weight-decay schedule
     def _sync_weight_decay(self) -> None:
         """Set the coefficient of the next step from the schedule, if there is one."""
-        schedule = self._weight_decay_schedule
-        if schedule is None:
-            return
-        coeff = float(schedule())
-        self._coeff = coeff
-        for group in self._groups_following_schedule:
-            group["weight_decay"] = coeff
+        if self._scheduled_decay is not None:
+            self._coeff = self._scheduled_decay.coefficient()
 
     def _finish_scheduled_step(self) -> None:
-        """Advance the schedule after a step, unless the step was an AMP overflow (a no-op)."""
-        found_inf = self._get_auxiliary_var("found_inf")
-        if found_inf is not None and bool(found_inf.item() if is_tensor(found_inf) else found_inf):
-            return
-        self._weight_decay_schedule.step()
-        self._sync_weight_decay()
+        """Advance the schedule, if there is one, after a step that was no AMP overflow."""
+        if self._scheduled_decay is not None and self._scheduled_decay.finish_step(self._get_auxiliary_var("found_inf")):
+            self._sync_weight_decay()
 
     def _refuse_schedule_outside_dygraph(self) -> None:
-        if self._weight_decay_schedule is not None and not framework.in_dygraph_mode():
-            raise NotImplementedError(
-                "AdamWDL: a WeightDecaySchedule as `weight_decay` needs dygraph execution "
-                "(eager, or paddle.jit.to_static, whose optimizer step runs eagerly): a static "
-                "program fixes the weight-decay coefficient when it is built. Give a float "
-                "`weight_decay` for static programs."
-            )
+        if self._scheduled_decay is not None:
+            self._scheduled_decay.refuse_outside_dygraph()
 
     # ------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict[str, Any]:
@@ -588,8 +531,8 @@ class AdamWDL(AdamW):
         if any(key not in ("LR_Scheduler", WEIGHT_DECAY_SCHEDULE_KEY) for key in state):
             # with no parameter state an entry would make AdamW expect some (it asserts then)
             state[STRUCTURED_NAMES_KEY] = structured_names_record(self._listed_parameters(), self.name_dict)
-        if self._weight_decay_schedule is not None:
-            state[WEIGHT_DECAY_SCHEDULE_KEY] = self._weight_decay_schedule.state_dict()
+        if self._scheduled_decay is not None:
+            state[WEIGHT_DECAY_SCHEDULE_KEY] = self._scheduled_decay.schedule.state_dict()
         return state
 
     def set_state_dict(self, state_dict: dict[str, Any]) -> None:
@@ -605,22 +548,12 @@ class AdamWDL(AdamW):
             self._multi_tensor.invalidate()  # laid out afresh from the loaded state at the next step
         schedule_state = state_dict.get(WEIGHT_DECAY_SCHEDULE_KEY)
         state_dict = {k: v for k, v in state_dict.items() if k != WEIGHT_DECAY_SCHEDULE_KEY}
-        schedule = self._weight_decay_schedule
-        if schedule is not None and schedule_state is None:
-            warnings.warn(
-                f"AdamWDL.set_state_dict: the checkpoint has no {WEIGHT_DECAY_SCHEDULE_KEY!r} "
-                f"entry; the weight-decay schedule stays at step {schedule.current_step}.", UserWarning, stacklevel=2)
-        if schedule is None or schedule_state is None:
-            super().set_state_dict(state_dict)
-            return
-        previous_step = schedule.current_step
-        schedule.set_state_dict(schedule_state)  # checks the entry before changing anything
-        try:
-            super().set_state_dict(state_dict)
-        except BaseException:
-            schedule.current_step = previous_step
-            raise
+        if self._scheduled_decay is None:
+            return super().set_state_dict(state_dict)
+        self._scheduled_decay.load(schedule_state, lambda: super(AdamWDL, self).set_state_dict(state_dict),
+                                   WEIGHT_DECAY_SCHEDULE_KEY)
         self._sync_weight_decay()
+        return None
 
     @runs_eagerly_under_sot
     def clear_grad(self, set_to_zero: bool = True) -> None:

@@ -19,7 +19,12 @@ from paddle.base import framework
 from paddle.optimizer.lr import LRScheduler
 
 from ..argument_checks import checked_count, checked_layerwise_decay, is_real_number
-from ..layer_decay.layerwise import NAME_DICT_ADVICE, layerwise_lr_decay
+from ..layer_decay.layerwise import (
+    NAME_DICT_ADVICE,
+    layerwise_lr_decay,
+    warn_if_n_layers_exceeds_read_blocks,
+    warn_if_no_encoder_layers,
+)
 from .kernels import is_tensor
 from ..schedules.weight_decay import WeightDecaySchedule, check_unclaimed
 
@@ -458,3 +463,28 @@ def check_decay_factor(learning_rate: Any, weight_decay: Any, parameters: Any, *
                 f"1 - lr * weight_decay = {1.0 - group_lr * coefficient!r} negative (each step would flip "
                 f"the weights' sign); {name.split(' in ')[0]} must be <= 1 / lr = {1.0 / group_lr!r}."
             )
+
+
+def checked_adamwdl_arguments(
+    *, learning_rate: Any, beta1: Any, beta2: Any, epsilon: Any, parameters: Any, weight_decay: Any,
+    apply_decay_param_fun: Any, layerwise_decay: Any, n_layers: Any, set_param_lr_fun: Any, name_dict: Any,
+    use_multi_tensor: Any,
+) -> Any:
+    """Every check of :class:`~paddle_llrd.AdamWDL`'s constructor, before anything is built
+    (the warnings of a ratio function that reads no block, or fewer than ``n_layers``
+    blocks, included); the checked ``parameters``.
+
+    Raises:
+        TypeError, ValueError: as :class:`~paddle_llrd.AdamWDL` lists them, naming the argument.
+    """
+    check_adamw_arguments(
+        learning_rate=learning_rate, beta1=beta1, beta2=beta2, epsilon=epsilon,
+        weight_decay=weight_decay, apply_decay_param_fun=apply_decay_param_fun,
+    )
+    parameters = checked_parameters(parameters)
+    check_decay_factor(learning_rate, weight_decay, parameters)
+    check_layerwise_arguments(layerwise_decay, n_layers, set_param_lr_fun, name_dict)
+    warn_if_no_encoder_layers(set_param_lr_fun, layerwise_decay, name_dict, parameters)
+    warn_if_n_layers_exceeds_read_blocks(set_param_lr_fun, layerwise_decay, n_layers, name_dict, parameters)
+    check_use_multi_tensor(use_multi_tensor)
+    return parameters

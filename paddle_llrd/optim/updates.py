@@ -17,12 +17,15 @@ are :mod:`~paddle_llrd.optim.kernels`.
 """
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any, Callable, NamedTuple, Union
 
 import paddle
 from paddle import pir
 from paddle.base import core, framework
 
+from .checkpoint import has_saved_state
 from .kernels import decay_factor, is_tensor
 
 LrScale = Union[float, "paddle.Tensor"]
@@ -357,6 +360,23 @@ def initial_beta_pow(beta: Any) -> Any:
     if not is_tensor(beta):
         return beta
     return float(beta.item()) if framework.in_dygraph_mode() else UNSET_BETA_POW
+
+
+@contextlib.contextmanager
+def accumulators_as_started(optimizer: Any, param: Any) -> Iterator[None]:
+    """While Paddle creates ``param``'s accumulators (``_add_moments_pows``), start them
+    as an uninterrupted run would: with no loaded state for a parameter the loaded
+    checkpoint has none of (it was frozen then; Paddle would assert, the uninterrupted
+    run starts its moments at zero), and with beta powers at a Tensor beta's value
+    (:func:`initial_beta_pow`; Paddle 3.3.1 starts them at 0.9/0.999)."""
+    holder, beta1, beta2 = optimizer._accumulators_holder, optimizer._beta1, optimizer._beta2
+    if holder and not has_saved_state(holder, param.name):
+        optimizer._accumulators_holder = {}
+    optimizer._beta1, optimizer._beta2 = initial_beta_pow(beta1), initial_beta_pow(beta2)
+    try:
+        yield
+    finally:
+        optimizer._accumulators_holder, optimizer._beta1, optimizer._beta2 = holder, beta1, beta2
 
 
 def densify(param: Any, grad: Any) -> Any:

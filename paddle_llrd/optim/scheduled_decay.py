@@ -1,0 +1,87 @@
+"""An optimizer's weight-decay coefficient following a :class:`~paddle_llrd.WeightDecaySchedule`.
+
+:class:`ScheduledDecay` holds the schedule and the parameter groups that
+follow it (those given no ``weight_decay`` of their own); ``AdamWDL`` sets
+its coefficient from it before each step (:meth:`ScheduledDecay.coefficient`)
+and advances it after (:meth:`ScheduledDecay.finish_step`). See
+:doc:`/weight_decay`.
+"""
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from paddle.base import framework
+
+from ..schedules.weight_decay import WeightDecaySchedule
+from .kernels import is_tensor
+
+__all__ = ["ScheduledDecay"]
+
+
+class ScheduledDecay:
+    """A weight-decay schedule and the parameter groups whose ``weight_decay`` follows it.
+
+    Args:
+        schedule (WeightDecaySchedule): The schedule given as ``weight_decay``.
+
+    Examples:
+        >>> from paddle_llrd import WeightDecaySchedule
+        >>> decay = ScheduledDecay(WeightDecaySchedule(0.04, 0.4, total_steps=10))
+        >>> group = {"params": []}
+        >>> decay.follow(group)
+        >>> decay.coefficient(), group["weight_decay"]
+        (0.04, 0.04)
+    """
+
+    def __init__(self, schedule: WeightDecaySchedule) -> None:
+        self.schedule = schedule
+        self.groups: list[dict[str, Any]] = []
+
+    def follow(self, group: dict[str, Any]) -> None:
+        """Let ``group``'s ``weight_decay`` follow the schedule from the next step on."""
+        self.groups.append(group)
+
+    def coefficient(self) -> float:
+        """The schedule's coefficient for the coming step, set in every following group too."""
+        coeff = float(self.schedule())
+        for group in self.groups:
+            group["weight_decay"] = coeff
+        return coeff
+
+    def finish_step(self, found_inf: Any) -> bool:
+        """Advance the schedule after a step, unless the step was an AMP overflow (``found_inf``
+        set: it updated nothing); whether it advanced."""
+        if found_inf is not None and bool(found_inf.item() if is_tensor(found_inf) else found_inf):
+            return False
+        self.schedule.step()
+        return True
+
+    def refuse_outside_dygraph(self) -> None:
+        """``NotImplementedError`` when building a static program: it would fix the coefficient."""
+        if not framework.in_dygraph_mode():
+            raise NotImplementedError(
+                "AdamWDL: a WeightDecaySchedule as `weight_decay` needs dygraph execution "
+                "(eager, or paddle.jit.to_static, whose optimizer step runs eagerly): a static "
+                "program fixes the weight-decay coefficient when it is built. Give a float "
+                "`weight_decay` for static programs."
+            )
+
+    def load(self, schedule_state: Any, load_optimizer_state: Callable[[], None], key: str) -> None:
+        """Restore the schedule's position from ``schedule_state`` (the checkpoint's ``key``
+        entry) together with the optimizer state (``load_optimizer_state``): both or
+        neither; a checkpoint without the entry warns and leaves the schedule where it is."""
+        if schedule_state is None:
+            warnings.warn(
+                f"AdamWDL.set_state_dict: the checkpoint has no {key!r} entry; the weight-decay "
+                f"schedule stays at step {self.schedule.current_step}.", UserWarning, stacklevel=3)
+            load_optimizer_state()
+            return
+        previous_step = self.schedule.current_step
+        self.schedule.set_state_dict(schedule_state)  # checks the entry before changing anything
+        try:
+            load_optimizer_state()
+        except BaseException:
+            self.schedule.current_step = previous_step
+            raise
