@@ -114,6 +114,14 @@ def train(wrapper: str, optimizer_kind: str, out_dir: str, device: Optional[str]
             opt.step()
             opt.clear_grad()
             scheduler.step()
+        inner = opt
+        while not hasattr(inner, "_multi_tensor") and hasattr(inner, "_inner_opt"):
+            inner = inner._inner_opt  # fleet's wrappers hold the AdamWDL the user built
+        step = getattr(inner, "_multi_tensor", None)
+        if step is not None:  # the multi-tensor path's public counters
+            result["multi_tensor_steps"] = np.asarray(step.fused_steps)
+            result["multi_tensor_threads"] = np.asarray(step.threads.count)
+            result["multi_tensor_last_reason"] = np.asarray(str(step.last_reason))
         if hasattr(trained, "get_all_parameters"):  # stage 3 keeps only this rank's slice of each parameter
             trained.get_all_parameters()
         for name, param in model.named_parameters():
