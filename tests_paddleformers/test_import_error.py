@@ -31,7 +31,7 @@ def test_import_with_paddleformers_works_in_this_environment():
 
 
 @pytest.mark.parametrize("module", [f"paddle_llrd.integrations.{name}" for name in (
-    "_arguments", "_trainer", "averaging", "builders", "layer_logging", "plateau", "requirements", "run_state",
+    "arguments", "averaging", "builders", "layer_logging", "plateau", "requirements", "run_state", "trainer",
     "visualdl")])
 @pytest.mark.parametrize("framework", ["paddleformers", "paddlenlp"])
 def test_the_shared_implementation_imports_no_framework(module, framework):
