@@ -170,13 +170,13 @@ def environment_positive_int(name: str) -> int | None:
 
     Examples:
         >>> import os
-        >>> os.environ["PADDLE_LLRD_EXAMPLE"] = "two"
-        >>> environment_positive_int("PADDLE_LLRD_EXAMPLE")
+        >>> os.environ["LLRD_EXAMPLE"] = "two"
+        >>> environment_positive_int("LLRD_EXAMPLE")
         Traceback (most recent call last):
         ...
-        ValueError: environment variable PADDLE_LLRD_EXAMPLE must be an integer >= 1, got 'two'
-        >>> del os.environ["PADDLE_LLRD_EXAMPLE"]
-        >>> environment_positive_int("PADDLE_LLRD_EXAMPLE") is None
+        ValueError: environment variable LLRD_EXAMPLE must be an integer >= 1, got 'two'
+        >>> del os.environ["LLRD_EXAMPLE"]
+        >>> environment_positive_int("LLRD_EXAMPLE") is None
         True
     """
     text = os.environ.get(name, "").strip()

@@ -66,12 +66,13 @@ class AdamWDL(AdamW):
     .. math::
 
         p &\leftarrow p\,(1 - \eta_p \lambda)
-            \qquad\text{(where apply\_decay\_param\_fun(p.name) holds)}\\
+            \qquad\text{(for a parameter that decays)}\\
         m &\leftarrow \beta_1 m + (1-\beta_1)\, g, \qquad
         v \leftarrow \beta_2 v + (1-\beta_2)\, g^2\\
         p &\leftarrow p - \eta_p r_p\,\frac{\sqrt{1-\beta_2^t}}{1-\beta_1^t}\,
             \frac{m}{\sqrt{v} + \epsilon\sqrt{1-\beta_2^t}}
 
+    A parameter decays where ``apply_decay_param_fun(p.name)`` is true (all without one).
     With ``set_param_lr_fun=None`` the numbers are ``paddle.optimizer.AdamW``'s,
     bit for bit. How the ratios are asked and cached, the update paths, the
     multi-tensor step and the checks are described in :doc:`/adamwdl`.
@@ -574,7 +575,8 @@ class AdamWDL(AdamW):
             >>> import paddle
             >>> from paddle_llrd import AdamWDL
             >>> linear = paddle.nn.Linear(2, 2)
-            >>> opt = AdamWDL(learning_rate=0.1, parameters=linear.parameters(), set_param_lr_fun=None)
+            >>> opt = AdamWDL(learning_rate=0.1, parameters=linear.parameters(),
+            ...               set_param_lr_fun=None)
             >>> [(row.ratio, row.lr, row.weight_decay) for row in opt.param_lr_table()]
             [(1.0, 0.1, 0.01), (1.0, 0.1, 0.01)]
         """

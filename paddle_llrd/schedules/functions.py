@@ -126,7 +126,8 @@ def get_cosine_schedule_with_warmup(
     Examples:
         >>> from paddle_llrd import get_cosine_schedule_with_warmup
         >>> from paddle_llrd.schedules.table import lr_curve
-        >>> [round(lr, 6) for lr in lr_curve(get_cosine_schedule_with_warmup(1.0, 2, 6, min_lr=0.2), 7)]
+        >>> scheduler = get_cosine_schedule_with_warmup(1.0, 2, 6, min_lr=0.2)
+        >>> [round(lr, 6) for lr in lr_curve(scheduler, 7)]
         [0.0, 0.5, 1.0, 0.882843, 0.6, 0.317157, 0.2, 0.2]
     """
     return _cosine_with_min_lr(learning_rate, num_warmup_steps, num_training_steps, num_cycles, last_epoch,
@@ -161,7 +162,8 @@ def get_constant_schedule_with_warmup(
     Examples:
         >>> from paddle_llrd import get_constant_schedule_with_warmup
         >>> from paddle_llrd.schedules.table import lr_curve
-        >>> [round(lr, 6) for lr in lr_curve(get_constant_schedule_with_warmup(0.2, num_warmup_steps=4), 5)]
+        >>> scheduler = get_constant_schedule_with_warmup(0.2, num_warmup_steps=4)
+        >>> [round(lr, 6) for lr in lr_curve(scheduler, 5)]
         [0.0, 0.05, 0.1, 0.15, 0.2, 0.2]
     """
     return _constant_with_warmup(learning_rate, num_warmup_steps, last_epoch)
@@ -193,7 +195,8 @@ def get_polynomial_decay_schedule_with_warmup(
     Examples:
         >>> from paddle_llrd import get_polynomial_decay_schedule_with_warmup
         >>> from paddle_llrd.schedules.table import lr_curve
-        >>> [round(lr, 6) for lr in lr_curve(get_polynomial_decay_schedule_with_warmup(1.0, 0, 4, lr_end=0.2), 5)]
+        >>> scheduler = get_polynomial_decay_schedule_with_warmup(1.0, 0, 4, lr_end=0.2)
+        >>> [round(lr, 6) for lr in lr_curve(scheduler, 5)]
         [1.0, 0.8, 0.6, 0.4, 0.2, 0.2]
     """
     return _polynomial(learning_rate, num_warmup_steps, num_training_steps, lr_end, power, last_epoch, caller="get_polynomial_decay_schedule_with_warmup")
@@ -305,7 +308,8 @@ def get_inverse_sqrt_schedule(
     Examples:
         >>> from paddle_llrd.schedules.registry import get_inverse_sqrt_schedule
         >>> from paddle_llrd.schedules.table import lr_curve
-        >>> lrs = [round(lr, 6) for lr in lr_curve(get_inverse_sqrt_schedule(0.5, num_warmup_steps=4), 16)]
+        >>> scheduler = get_inverse_sqrt_schedule(0.5, num_warmup_steps=4)
+        >>> lrs = [round(lr, 6) for lr in lr_curve(scheduler, 16)]
         >>> lrs[:5], lrs[16]
         ([0.0, 0.125, 0.25, 0.375, 0.5], 0.25)
         >>> late = get_inverse_sqrt_schedule(
@@ -402,7 +406,9 @@ def get_cosine_with_min_lr_schedule_with_warmup(
     Examples:
         >>> from paddle_llrd import get_cosine_with_min_lr_schedule_with_warmup
         >>> from paddle_llrd.schedules.table import lr_curve
-        >>> lrs = lr_curve(get_cosine_with_min_lr_schedule_with_warmup(1.0, 2, 6, min_lr_rate=0.2), 7)
+        >>> scheduler = get_cosine_with_min_lr_schedule_with_warmup(
+        ...     1.0, 2, 6, min_lr_rate=0.2)
+        >>> lrs = lr_curve(scheduler, 7)
         >>> [round(lr, 6) for lr in lrs]
         [0.0, 0.5, 1.0, 0.882843, 0.6, 0.317157, 0.2, 0.2]
     """
@@ -628,7 +634,8 @@ def get_linear_annealing_schedule_with_warmup(
     Examples:
         >>> from paddle_llrd import get_linear_annealing_schedule_with_warmup
         >>> from paddle_llrd.schedules.table import lr_curve
-        >>> [round(lr, 6) for lr in lr_curve(get_linear_annealing_schedule_with_warmup(1.0, 2, 6, min_lr=0.2), 7)]
+        >>> scheduler = get_linear_annealing_schedule_with_warmup(1.0, 2, 6, min_lr=0.2)
+        >>> [round(lr, 6) for lr in lr_curve(scheduler, 7)]
         [0.0, 0.5, 1.0, 0.8, 0.6, 0.4, 0.2, 0.2]
     """
     return _linear_annealing(learning_rate, num_warmup_steps, num_training_steps, min_lr, last_epoch)

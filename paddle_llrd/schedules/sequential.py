@@ -112,7 +112,8 @@ class SequentialSchedule(LRScheduler):
         >>> warmup = get_scheduler("inverse_sqrt", 1.0, num_warmup_steps=2)
         >>> decay = LambdaDecay(0.5, lambda step: 0.5 ** step)
         >>> from paddle_llrd.schedules.table import lr_curve
-        >>> [round(lr, 6) for lr in lr_curve(SequentialSchedule([warmup, decay], milestones=[4]), 6)]
+        >>> scheduler = SequentialSchedule([warmup, decay], milestones=[4])
+        >>> [round(lr, 6) for lr in lr_curve(scheduler, 6)]
         [0.0, 0.5, 1.0, 0.816497, 0.5, 0.25, 0.125]
     """
 

@@ -180,7 +180,8 @@ class LinearDecayWithWarmup(_LambdaSchedule):
     Examples:
         >>> from paddle_llrd import LinearDecayWithWarmup
         >>> from paddle_llrd.schedules.table import lr_curve
-        >>> [round(lr, 6) for lr in lr_curve(LinearDecayWithWarmup(learning_rate=0.1, total_steps=10, warmup=2), 11)]
+        >>> scheduler = LinearDecayWithWarmup(learning_rate=0.1, total_steps=10, warmup=2)
+        >>> [round(lr, 6) for lr in lr_curve(scheduler, 11)]
         [0.0, 0.05, 0.1, 0.0875, 0.075, 0.0625, 0.05, 0.0375, 0.025, 0.0125, 0.0, 0.0]
     """
 
@@ -214,7 +215,8 @@ class ConstScheduleWithWarmup(_LambdaSchedule):
     Examples:
         >>> from paddle_llrd import ConstScheduleWithWarmup
         >>> from paddle_llrd.schedules.table import lr_curve
-        >>> [round(lr, 6) for lr in lr_curve(ConstScheduleWithWarmup(learning_rate=0.2, warmup=4), 6)]
+        >>> scheduler = ConstScheduleWithWarmup(learning_rate=0.2, warmup=4)
+        >>> [round(lr, 6) for lr in lr_curve(scheduler, 6)]
         [0.0, 0.05, 0.1, 0.15, 0.2, 0.2, 0.2]
         >>> ConstScheduleWithWarmup(0.2, warmup=0.25, total_steps=16).warmup_steps
         4
@@ -277,7 +279,8 @@ class CosineDecayWithWarmup(_LambdaSchedule):
     Examples:
         >>> from paddle_llrd import CosineDecayWithWarmup
         >>> from paddle_llrd.schedules.table import lr_curve
-        >>> [round(lr, 6) for lr in lr_curve(CosineDecayWithWarmup(learning_rate=1.0, total_steps=6, warmup=2), 7)]
+        >>> scheduler = CosineDecayWithWarmup(learning_rate=1.0, total_steps=6, warmup=2)
+        >>> [round(lr, 6) for lr in lr_curve(scheduler, 7)]
         [0.0, 0.5, 1.0, 0.853553, 0.5, 0.146447, 0.0, 0.0]
     """
 
@@ -354,7 +357,8 @@ class PolyDecayWithWarmup(_LambdaSchedule):
     Examples:
         >>> from paddle_llrd import PolyDecayWithWarmup
         >>> from paddle_llrd.schedules.table import lr_curve
-        >>> [round(lr, 6) for lr in lr_curve(PolyDecayWithWarmup(1.0, 6, 2, lr_end=0.1, power=2.0), 7)]
+        >>> scheduler = PolyDecayWithWarmup(1.0, 6, 2, lr_end=0.1, power=2.0)
+        >>> [round(lr, 6) for lr in lr_curve(scheduler, 7)]
         [0.0, 0.5, 1.0, 0.60625, 0.325, 0.15625, 0.1, 0.1]
     """
 
@@ -448,7 +452,8 @@ class CosineAnnealingWithWarmupDecay(_AnnealingWithWarmupDecay):
     Examples:
         >>> from paddle_llrd import CosineAnnealingWithWarmupDecay
         >>> from paddle_llrd.schedules.table import lr_curve
-        >>> [round(lr, 6) for lr in lr_curve(CosineAnnealingWithWarmupDecay(1.0, 0.2, 2, 6), 7)]
+        >>> scheduler = CosineAnnealingWithWarmupDecay(1.0, 0.2, 2, 6)
+        >>> [round(lr, 6) for lr in lr_curve(scheduler, 7)]
         [0.0, 0.5, 1.0, 0.882843, 0.6, 0.317157, 0.2, 0.2]
     """
 
@@ -475,7 +480,9 @@ class LinearAnnealingWithWarmupDecay(_AnnealingWithWarmupDecay):
     Examples:
         >>> from paddle_llrd import LinearAnnealingWithWarmupDecay
         >>> from paddle_llrd.schedules.table import lr_curve
-        >>> lr_curve(LinearAnnealingWithWarmupDecay(max_lr=1.0, min_lr=0.5, warmup_step=0, decay_step=2), 3)
+        >>> scheduler = LinearAnnealingWithWarmupDecay(
+        ...     max_lr=1.0, min_lr=0.5, warmup_step=0, decay_step=2)
+        >>> lr_curve(scheduler, 3)
         [1.0, 0.75, 0.5, 0.5]
     """
 
@@ -506,7 +513,8 @@ class InverseSquareRootSchedule(_CheckedResume, LRScheduler):
     Examples:
         >>> from paddle_llrd import InverseSquareRootSchedule
         >>> from paddle_llrd.schedules.table import lr_curve
-        >>> lrs = [round(lr, 6) for lr in lr_curve(InverseSquareRootSchedule(warmup_steps=4, learning_rate=0.5), 16)]
+        >>> scheduler = InverseSquareRootSchedule(warmup_steps=4, learning_rate=0.5)
+        >>> lrs = [round(lr, 6) for lr in lr_curve(scheduler, 16)]
         >>> lrs[:5], lrs[16]
         ([0.0, 0.125, 0.25, 0.375, 0.5], 0.25)
     """
