@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-from typing import Sequence
+from typing import Sequence, Union
 
 _BLOCKED_IMPORT = textwrap.dedent(
     """
@@ -19,22 +19,27 @@ _BLOCKED_IMPORT = textwrap.dedent(
 
     sys.meta_path.insert(0, Blocker())
     import paddle_llrd  # the package itself never needs a Trainer framework
-    try:
-        __import__(MODULE)
-    except ImportError as error:
-        print("MESSAGE:", error)
-        print("CAUSE:", type(error.__cause__).__name__)
+    for module in MODULES:
+        try:
+            __import__(module)
+        except ImportError as error:
+            print("MODULE:", module)
+            print("MESSAGE:", error)
+            print("CAUSE:", type(error.__cause__).__name__)
+            break
     else:
         print("IMPORTED")
     """
 )
 
 
-def import_output(module: str, blocked: str) -> str:
-    """What importing ``module`` prints (``IMPORTED``, or the ImportError's
-    ``MESSAGE:`` and ``CAUSE:``) when ``blocked`` cannot be imported."""
+def import_output(modules: Union[str, Sequence[str]], blocked: str) -> str:
+    """What importing ``modules`` (one name or several, in order) prints when
+    ``blocked`` cannot be imported: ``IMPORTED``, or for the first that fails
+    its name (``MODULE:``) and the ImportError's ``MESSAGE:`` and ``CAUSE:``."""
+    names = [modules] if isinstance(modules, str) else list(modules)
     result = subprocess.run(
-        [sys.executable, "-c", f"BLOCKED = {blocked!r}\nMODULE = {module!r}\n" + _BLOCKED_IMPORT],
+        [sys.executable, "-c", f"BLOCKED = {blocked!r}\nMODULES = {names!r}\n" + _BLOCKED_IMPORT],
         capture_output=True,
         text=True,
         timeout=300,
