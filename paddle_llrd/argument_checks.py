@@ -53,6 +53,16 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
     return f" Did you mean {by_folded[close[0]]!r}?" if close else ""
 
 
+def is_integer(value: Any) -> bool:
+    """Whether ``value`` is an integer where a count is expected: an int or a NumPy integer, not a bool.
+
+    Examples:
+        >>> is_integer(3), is_integer(True), is_integer(3.0)
+        (True, False, False)
+    """
+    return not isinstance(value, bool) and isinstance(value, numbers.Integral)
+
+
 def checked_count(value: Any, argument: str, *, owner: str, meaning: str, minimum: int = 0) -> int:
     """``value`` as an int >= ``minimum``, else an error naming ``owner``'s ``argument``.
 
@@ -75,7 +85,7 @@ def checked_count(value: Any, argument: str, *, owner: str, meaning: str, minimu
         ...
         ValueError: LLRDTrainer: `n_layers` must be >= 1, got 0.
     """
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+    if not is_integer(value):
         raise TypeError(
             f"{owner}: `{argument}` must be an int >= {minimum} ({meaning}), "
             f"got {type(value).__name__} {value!r}."
@@ -136,7 +146,7 @@ def checked_step_index(value: Any, argument: str = "last_epoch") -> int:
     """
     minimum, meaning = (-1, "the last step taken; -1 before the first") if argument == "last_epoch" else (
         0, "the step to move to")
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+    if not is_integer(value):
         raise TypeError(f"`{argument}` must be an int >= {minimum} ({meaning}), got {type(value).__name__} {value!r}.")
     if value < minimum:
         raise ValueError(f"`{argument}` must be an int >= {minimum} ({meaning}), got {value!r}.")
@@ -147,8 +157,8 @@ def checked_step_index(value: Any, argument: str = "last_epoch") -> int:
 def checked_positive_int(value: Any, what: str) -> int:
     """``value`` as an int >= 1, else an error starting with ``what`` (the owner and argument).
 
-    ``TypeError`` for anything but a Python int (a bool, a float, a str are
-    refused); ``ValueError`` below 1.
+    ``TypeError`` for anything but an integer (:func:`is_integer`: a bool, a
+    float, a str are refused); ``ValueError`` below 1.
 
     Examples:
         >>> checked_positive_int(2, "AdamWDL: `num_threads`")
@@ -158,11 +168,11 @@ def checked_positive_int(value: Any, what: str) -> int:
         ...
         ValueError: AdamWDL: `num_threads` must be an int >= 1, got 0
     """
-    if isinstance(value, bool) or not isinstance(value, int):
+    if not is_integer(value):
         raise TypeError(f"{what} must be an int >= 1 (or None), got {type(value).__name__} {value!r}")
     if value < 1:
         raise ValueError(f"{what} must be an int >= 1, got {value!r}")
-    return value
+    return int(value)
 
 
 def environment_positive_int(name: str) -> int | None:

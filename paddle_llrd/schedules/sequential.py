@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import bisect
 import copy
-import numbers
 from collections.abc import Mapping
 from typing import Any, Dict, List, Optional, Sequence
 
 from paddle.optimizer.lr import LRScheduler, ReduceOnPlateau
 
-from ..argument_checks import checked_non_negative_real, checked_step_count, checked_step_index
+from ..argument_checks import checked_non_negative_real, checked_step_count, checked_step_index, is_integer
 from .catalog import get_scheduler
 
 __all__ = ["SequentialSchedule", "get_sequential_schedule"]
@@ -68,7 +67,7 @@ def _check_milestones(milestones: Any, n_schedules: int) -> List[int]:
             f"schedules), got {len(milestones)}: {milestones!r}."
         )
     for index, milestone in enumerate(milestones):
-        if isinstance(milestone, bool) or not isinstance(milestone, numbers.Integral):
+        if not is_integer(milestone):
             raise TypeError(f"`milestones[{index}]` must be an int (a step), got {milestone!r}.")
     if milestones and milestones[0] < 1:
         raise ValueError(f"`milestones` must start at step 1 or later (the first stage starts at 0), got {milestones!r}.")

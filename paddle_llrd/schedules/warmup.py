@@ -38,6 +38,7 @@ from ..argument_checks import (
     checked_step_count,
     checked_step_index,
     checked_warmup,
+    is_integer,
     stacklevel_outside_package,
 )
 from . import factors
@@ -318,7 +319,7 @@ class CosineDecayWithWarmup(_LambdaSchedule):
                 )
             value = checked_finite_real(num_cycles, "num_cycles")
         else:
-            if isinstance(num_cycles, bool) or not isinstance(num_cycles, numbers.Integral):
+            if not is_integer(num_cycles):
                 raise TypeError(
                     "`num_cycles` must be an int (the number of full cosine waves) when "
                     f"with_hard_restarts=False, got {num_cycles!r} of type {type(num_cycles).__name__}; "
