@@ -374,7 +374,7 @@ class LLRDArgumentsMixin:
     layer_map: str = field(
         default="auto",
         metadata={"help": "How parameter names give block indices: 'auto', a family (bert, gpt, llama, vit) or "
-                          "a regular expression whose first group is the block index."},
+                          "a regular expression with one group, which captures the block index."},
     )
     weight_decay_end: Optional[float] = field(
         default=None,

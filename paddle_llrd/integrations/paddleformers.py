@@ -16,7 +16,7 @@ the fields that switch everything on from a config file or command line:
     ``d ** (L + 1)``, block ``i`` (``model.layers.i``) ``d ** (L - i)``, the
     final norm and the head ``1``. ``layer_map`` is ``"auto"``, a family
     (``bert``, ``gpt``, ``llama``, ``vit``) or a regular expression whose
-    first group is the block index; ``L`` is ``config.num_hidden_layers``,
+    one group captures the block index; ``L`` is ``config.num_hidden_layers``,
     else counted from the names. A tied head (``tie_word_embeddings=True``,
     LLaMA's default) *is* the embedding weight, one parameter that
     ``named_parameters()`` lists once, as ``model.embed_tokens.weight``: it

@@ -230,12 +230,18 @@ class AdamWDL(AdamW):
     def _decays(self, param: Any) -> bool:
         return self._apply_decay_param_fun is None or bool(self._apply_decay_param_fun(param.name))
 
-    def _decays_at_update(self, param: Any, answer: bool | None) -> bool:
-        """Whether ``param`` decays at this update: ``answer`` if asked already this step, else asked now."""
-        decays = self._decays(param) if answer is None else answer
-        if decays:
-            self._params_name[param.name] = None
-        return decays
+    def _plan_and_decays(self, param: Any, answer: bool | None) -> tuple[UpdatePlan, bool]:
+        """``param``'s kept plan (made now if need be) and whether it decays at this update:
+        the plan's kept answer, else ``answer`` if ``apply_decay_param_fun`` was asked already
+        this step, else asked now (a rule not pure in the name is asked at every update,
+        as ``paddle.optimizer.AdamW`` asks)."""
+        plan = self._plans.get(param.name) or self._plan(param, answer)
+        decays = plan.decays
+        if decays is None:
+            decays = self._decays(param) if answer is None else answer
+            if decays:
+                self._params_name[param.name] = None
+        return plan, decays
 
     def _add_param_group(self, param_group: dict[str, Any]) -> None:
         check_added_group(param_group, self._param_groups)  # before it changes anything
@@ -437,10 +443,7 @@ class AdamWDL(AdamW):
         if optimize_attr is not None:
             optimize_attr["learning_rate"] = update_scale  # for this update only
         try:
-            plan = self._plans.get(param.name) or self._plan(param, update.decay_answers.get(param.name))
-            decays = plan.decays
-            if decays is None:  # asked at every update (before the pass), as paddle.optimizer.AdamW asks
-                decays = self._decays_at_update(param, update.decay_answers.get(param.name))
+            plan, decays = self._plan_and_decays(param, update.decay_answers.get(param.name))
             grad, route = parameter_route(
                 param, grad, decays, self._weight_decay, base_scale, update_scale, update.settings(self),
                 with_ratio=self._decay_with_ratio, force_general=self._force_general_decay, memo=update.routes,

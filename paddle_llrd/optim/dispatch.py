@@ -80,13 +80,10 @@ def multi_tensor_step(optimizer: Any) -> bool:
     if reason is not None:
         multi_tensor.refuse(reason)
         return False
-    schedule = optimizer.weight_decay_schedule
-    if schedule is not None:
-        optimizer._sync_weight_decay()
+    optimizer._sync_weight_decay()  # (each a no-op without a weight-decay schedule)
     if not multi_tensor.step(multi_tensor_context(optimizer)):
         return False
-    if schedule is not None:
-        optimizer._finish_scheduled_step()
+    optimizer._finish_scheduled_step()
     return True
 
 
@@ -127,10 +124,7 @@ def layout_inputs(
             optimizer._create_accumulators(block, params if group is None else dict(group, params=params))
         group_inputs = []
         for param in params:
-            plan = optimizer._plans.get(param.name) or optimizer._plan(param)
-            decays = plan.decays
-            if decays is None:  # asked at every update (this step's answer if asked)
-                decays = optimizer._decays_at_update(param, decay_answers.get(id(param)))
+            plan, decays = optimizer._plan_and_decays(param, decay_answers.get(id(param)))
             group_inputs.append(LayoutInput(plan, 1.0 if cache is None else cache.ratio(param), decays))
         inputs.append(group_inputs)
     return inputs
