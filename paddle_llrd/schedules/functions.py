@@ -632,10 +632,12 @@ def get_linear_annealing_schedule_with_warmup(
     peak at step :math:`W` itself and the lr stays at ``min_lr`` after :math:`T`.
 
     Examples:
+        Steps 2 to 6, from the peak down to ``min_lr``:
+
         >>> from paddle_llrd import get_linear_annealing_schedule_with_warmup
         >>> from paddle_llrd.schedules.table import lr_curve
         >>> scheduler = get_linear_annealing_schedule_with_warmup(1.0, 2, 6, min_lr=0.2)
-        >>> [round(lr, 6) for lr in lr_curve(scheduler, 7)][2:7]  # from the peak down to min_lr
+        >>> [round(lr, 6) for lr in lr_curve(scheduler, 7)][2:7]
         [1.0, 0.8, 0.6, 0.4, 0.2]
     """
     return _linear_annealing(learning_rate, num_warmup_steps, num_training_steps, min_lr, last_epoch)
