@@ -1,7 +1,9 @@
 """The kernels of an AdamWDL update, for every IR: the one eager ``adamw_`` call and its graph counterpart.
 
-:func:`adamw_kernel` is the only place that calls ``_C_ops.adamw_`` (or
-``adam_``, for sparse gradients) in dygraph and PIR programs, with the
+:func:`adamw_kernel` (and :func:`bound_adamw_kernel`, the same call bound
+to its arguments once for the multi-tensor step, which repeats it every
+step) is the only place that calls ``_C_ops.adamw_`` (or ``adam_``, for
+sparse gradients) in dygraph and PIR programs, with the
 float32 fallback of float16/bfloat16 parameters on CPU (no half-precision
 kernel there: the float32 master weight takes the step, then is cast into the
 parameter). The per-parameter update (:func:`adamw_update`) and the
@@ -11,6 +13,8 @@ decay op is :func:`decoupled_decay` with the factor of :func:`decay_factor`.
 """
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 import paddle
@@ -19,8 +23,8 @@ from paddle.base import core, framework, unique_name
 from paddle.base.framework import Variable, in_dynamic_or_pir_mode
 
 __all__ = [
-    "MIN_ROW_SIZE_TO_USE_MULTITHREAD", "adamw_kernel", "adamw_update", "advance_beta_pows", "decay_factor",
-    "decoupled_decay", "is_tensor", "legacy_adamw_op", "start_beta_pows",
+    "MIN_ROW_SIZE_TO_USE_MULTITHREAD", "adamw_kernel", "adamw_update", "advance_beta_pows", "bound_adamw_kernel",
+    "decay_factor", "decoupled_decay", "is_tensor", "legacy_adamw_op", "start_beta_pows",
 ]
 
 # Paddle's own AdamW passes the same value.
@@ -76,25 +80,81 @@ def adamw_kernel(
         >>> [round(v, 4) for v in p.numpy().tolist()]  # 1 * (1 - 0.1 * 0.5) - 0.1
         [0.85, 0.85]
     """
-    moment1, moment2, moment2_max, beta1_pow, beta2_pow = moments
     if fp32_fallback:
         kernel_param, kernel_grad, kernel_master = master_weight, _C_ops.cast(grad, paddle.float32), None
     else:
         kernel_param, kernel_grad, kernel_master = param, grad, master_weight
     if adam_kernel:
+        moment1, moment2, moment2_max, beta1_pow, beta2_pow = moments
         _C_ops.adam_(
             kernel_param, kernel_grad, lr, moment1, moment2, moment2_max, beta1_pow, beta2_pow, kernel_master,
             found_inf, beta1, beta2, epsilon, lazy_mode, MIN_ROW_SIZE_TO_USE_MULTITHREAD,
             kernel_master is not None, True, amsgrad,
         )
     else:
-        _C_ops.adamw_(
-            kernel_param, kernel_grad, lr, moment1, moment2, moment2_max, beta1_pow, beta2_pow, kernel_master,
-            found_inf, beta1, beta2, epsilon, 1.0, 0.0 if coeff is None else coeff, coeff is not None,
-            lazy_mode, MIN_ROW_SIZE_TO_USE_MULTITHREAD, kernel_master is not None, global_beta_pow, amsgrad,
-        )
+        _C_ops.adamw_(*_adamw_arguments(
+            kernel_param, kernel_grad, lr, moments, kernel_master, beta1, beta2, epsilon, coeff, lazy_mode, amsgrad,
+            global_beta_pow, found_inf,
+        ))
     if fp32_fallback:
         _C_ops.assign_out_(_C_ops.cast(master_weight, param.dtype), param)
+
+
+def _adamw_arguments(
+    param: Any, grad: Any, lr: Any, moments: tuple[Any, ...], master_weight: Any, beta1: Any, beta2: Any,
+    epsilon: Any, coeff: float | None, lazy_mode: bool, amsgrad: bool, global_beta_pow: bool, found_inf: Any,
+) -> tuple[Any, ...]:
+    """The arguments of ``_C_ops.adamw_`` for :func:`adamw_kernel`'s (no fallback) call."""
+    moment1, moment2, moment2_max, beta1_pow, beta2_pow = moments
+    return (
+        param, grad, lr, moment1, moment2, moment2_max, beta1_pow, beta2_pow, master_weight,
+        found_inf, beta1, beta2, epsilon, 1.0, 0.0 if coeff is None else coeff, coeff is not None,
+        lazy_mode, MIN_ROW_SIZE_TO_USE_MULTITHREAD, master_weight is not None, global_beta_pow, amsgrad,
+    )
+
+
+def bound_adamw_kernel(
+    param: Any,
+    grad: Any,
+    lr: Any,
+    moments: tuple[Any, ...],
+    master_weight: Any,
+    beta1: Any,
+    beta2: Any,
+    epsilon: Any,
+    coeff: float | None,
+    lazy_mode: bool,
+    amsgrad: bool,
+    fp32_fallback: bool,
+    global_beta_pow: bool = False,
+) -> Callable[[], Any]:
+    """:func:`adamw_kernel` with these arguments, as a callable to call at every step.
+
+    For a caller that makes the same call at every step on the same tensors
+    (their values change, not the tensors): the arguments are put together
+    once, and without the float32 fallback the callable is the kernel itself
+    bound to them (no Python frame per call).
+
+    Examples:
+        >>> import paddle
+        >>> p, g = paddle.ones([2]), paddle.full([2], 0.5)
+        >>> moments = (paddle.zeros([2]), paddle.zeros([2]), None,
+        ...            paddle.full([1], 0.9), paddle.full([1], 0.999))
+        >>> update = bound_adamw_kernel(p, g, paddle.full([1], 0.1), moments, None, 0.9, 0.999, 1e-8,
+        ...                             coeff=None, lazy_mode=False, amsgrad=False, fp32_fallback=False)
+        >>> _ = update()
+        >>> [round(v, 4) for v in p.numpy().tolist()]  # 1 - 0.1
+        [0.9, 0.9]
+    """
+    if fp32_fallback:
+        return functools.partial(
+            adamw_kernel, param, grad, lr, moments, master_weight, beta1, beta2, epsilon, coeff, lazy_mode,
+            amsgrad, fp32_fallback, global_beta_pow,
+        )
+    return functools.partial(_C_ops.adamw_, *_adamw_arguments(
+        param, grad, lr, moments, master_weight, beta1, beta2, epsilon, coeff, lazy_mode, amsgrad,
+        global_beta_pow, None,
+    ))
 
 
 def adamw_update(

@@ -13,7 +13,6 @@ return False where the caller must take the per-parameter path. The story
 """
 from __future__ import annotations
 
-import functools
 import weakref
 from collections.abc import Callable
 from itertools import repeat
@@ -25,7 +24,7 @@ from paddle import _C_ops
 from paddle.base import core
 
 from .buffers import flat_copy, numel, own_storage, share_flat
-from .kernels import adamw_kernel, decoupled_decay, is_tensor
+from .kernels import bound_adamw_kernel, decoupled_decay, is_tensor
 from .threads import FlatThreads
 from .updates import AdamSettings, UpdatePass
 
@@ -161,6 +160,9 @@ class Bank:
         ]
         self._routes_key: tuple[float, bool, bool] | None = None
         self._routes_cache: list[Any] = []
+        self._calls_key: tuple[Any, ...] | None = None
+        self._calls_lrs: list[Any] | None = None
+        self._calls_cache: list[Any] = []
 
     def _grad_view(self, index: int) -> Any:
         """A new view of parameter ``index``'s range of the gradient buffer.
@@ -256,35 +258,48 @@ class Bank:
             self._routes_key = key
         return self._routes_cache
 
+    def _kernel_calls(self, lrs: list[Any], settings: AdamSettings, routes: list[Any]) -> list[Any]:
+        """The bank's kernel calls (:func:`~paddle_llrd.optim.kernels.bound_adamw_kernel`,
+        one per chunk), bound again only when what they are given changes:
+        the routes (the weight decay), the group's settings or the lr table."""
+        key = (self._routes_key, *(value if type(value) in (float, int, bool) else id(value) for value in (
+            settings.beta1_value, settings.beta2_value, settings.epsilon, settings.lazy_mode, settings.amsgrad,
+        )))  # (a Tensor by identity: the bound call reads its value when it runs)
+        if self._calls_key != key or self._calls_lrs is not lrs:
+            fp32_fallback = self.key.fp32_fallback
+            self._calls_cache = [
+                bound_adamw_kernel(
+                    param, grad, lrs[group.lr_index], moments, master, settings.beta1_value, settings.beta2_value,
+                    settings.epsilon, route.fused_coeff, settings.lazy_mode, settings.amsgrad, fp32_fallback, True,
+                )
+                for group, route in zip(self.groups, routes)
+                for param, grad, moments, master in group.chunks
+            ]
+            self._calls_key, self._calls_lrs = key, lrs
+        return self._calls_cache
+
     def update(self, lrs: list[Any], update: UpdatePass, settings: AdamSettings, coeff: float,
                context: StepContext) -> None:
-        """One Adam step of the bank: per :class:`KernelGroup` the per-parameter
-        path's ops (the separate decay op where its route says so, then
-        :func:`~paddle_llrd.optim.kernels.adamw_kernel`) on its ranges, then
-        the beta powers advance (one ``scale_`` each)."""
-        key = self.key
-        beta1, beta2, epsilon = settings.beta1_value, settings.beta2_value, settings.epsilon
-        lazy_mode, amsgrad = settings.lazy_mode, settings.amsgrad
-        calls = []
-        for group, route in zip(self.groups, self._routes(coeff, context)):
+        """One Adam step of the bank: the per-parameter path's ops on its
+        :class:`KernelGroup` ranges (the separate decay op where a group's
+        route says so, then :func:`~paddle_llrd.optim.kernels.adamw_kernel`),
+        then the beta powers advance (one ``scale_`` each)."""
+        routes = self._routes(coeff, context)
+        for group, route in zip(self.groups, routes):
             if route.separate_decay_scale is not None:  # as the per-parameter path: before the kernel
                 factor = update.decay_factor(update.lr(route.separate_decay_scale), coeff, None)
-                decoupled_decay(None, group.master if key.master else group.param, factor)
-            settings_of_call = (
-                beta1, beta2, epsilon, route.fused_coeff, lazy_mode, amsgrad, key.fp32_fallback, True,
-            )
-            lr = lrs[group.lr_index]
-            calls.extend((param, grad, lr, moments, master, *settings_of_call)
-                         for param, grad, moments, master in group.chunks)
-        # (each call touches only its own chunk's views: any thread may run it)
+                decoupled_decay(None, group.master if self.key.master else group.param, factor)
+        # (each call touches only its own chunk's views, and the decays above
+        # other ranges than theirs: any thread may run it, in any order)
+        calls = self._kernel_calls(lrs, settings, routes)
         if self.split:  # the chunks of large groups on the pool, small groups beside them
-            self.threads.run([functools.partial(adamw_kernel, *call) for call in calls])
+            self.threads.run(calls)
         else:
             for call in calls:
-                adamw_kernel(*call)
+                call()
         # What the kernel does to one parameter's powers (use_global_beta_pow=False), for all.
-        _C_ops.scale_(self.beta1_pows, float(beta1), 0.0, True)
-        _C_ops.scale_(self.beta2_pows, float(beta2), 0.0, True)
+        _C_ops.scale_(self.beta1_pows, float(settings.beta1_value), 0.0, True)
+        _C_ops.scale_(self.beta2_pows, float(settings.beta2_value), 0.0, True)
 
 
 class LayoutInput(NamedTuple):
