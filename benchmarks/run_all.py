@@ -44,6 +44,8 @@ LABELS = {
     "update_multi_tensor_layout_vs_adamw_ratio": "EMA update, multi-tensor layout",
     "loop_multi_tensor_ratio": "AdamWDL step+clear_grad, multi-tensor",
     "loop_per_parameter_ratio": "AdamWDL step+clear_grad, per-parameter",
+    "settled_loop_multi_tensor_ratio": "the same, multi-tensor, frees settled",
+    "settled_loop_per_parameter_ratio": "the same, per-parameter, frees settled",
     "kernel_calls_alone_ratio": "multi-tensor kernel calls alone (floor)",
     "memory_floor_ratio": "memory floor (28 B/parameter at measured GB/s)",
 }
