@@ -288,6 +288,28 @@ def test_param_groups_amsgrad_lr_scheduler_and_general_decay(small_chunks: None,
     assert both_paths(forced, num_threads=num_threads)[3]._multi_tensor.fused_steps == 5
 
 
+def test_group_settings_changed_between_steps_are_used_without_a_new_layout() -> None:
+    # The kernel calls are bound to their arguments once: a change of a group's
+    # beta1, epsilon or weight decay must reach the next step all the same.
+    def groups(model):
+        layers = [p for n, p in model.named_parameters() if "encoder" in n]
+        return [{"params": layers}, {"params": [p for n, p in model.named_parameters() if "encoder" not in n]}]
+
+    changes = {2: ("beta1", 0.5), 3: ("epsilon", 1e-3), 4: ("weight_decay", 0.4)}
+
+    def changing(model, optimizer, step):
+        if step in changes:
+            key, value = changes[step]
+            optimizer._param_groups[0][key] = value
+        default_step(model, optimizer, step)
+
+    multi = both_paths(changing, steps=6, parameters=groups)
+    assert multi[3]._multi_tensor.fused_steps == 6 and multi[3]._multi_tensor.rebuilds == 1
+    unchanged = run(None, steps=6, parameters=groups)
+    name = next(n for n in unchanged[0][-1] if n.startswith("encoder"))
+    assert not np.array_equal(multi[0][-1][name], unchanged[0][-1][name])
+
+
 def test_amp_overflow_step_changes_nothing() -> None:
     def overflow_at_2(model, optimizer, step):
         if step == 2:
