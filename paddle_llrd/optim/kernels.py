@@ -140,8 +140,9 @@ def bound_adamw_kernel(
         >>> p, g = paddle.ones([2]), paddle.full([2], 0.5)
         >>> moments = (paddle.zeros([2]), paddle.zeros([2]), None,
         ...            paddle.full([1], 0.9), paddle.full([1], 0.999))
-        >>> update = bound_adamw_kernel(p, g, paddle.full([1], 0.1), moments, None, 0.9, 0.999, 1e-8,
-        ...                             coeff=None, lazy_mode=False, amsgrad=False, fp32_fallback=False)
+        >>> lr = paddle.full([1], 0.1)
+        >>> update = bound_adamw_kernel(p, g, lr, moments, None, 0.9, 0.999, 1e-8, coeff=None,
+        ...                             lazy_mode=False, amsgrad=False, fp32_fallback=False)
         >>> _ = update()
         >>> [round(v, 4) for v in p.numpy().tolist()]  # 1 - 0.1
         [0.9, 0.9]
