@@ -70,10 +70,8 @@ def run_in_own_interpreter(bench: str, argv: list[str]) -> dict:
             "results = bench.main(sys.argv[3:]); "
             "json.dump(results, open(sys.argv[2], 'w'), default=str)"
         )
-        sys.stdout.flush()
-        completed = subprocess.run([sys.executable, "-c", code, HERE, out, *argv], stdout=subprocess.PIPE,
-                                   stderr=subprocess.STDOUT, text=True)
-        print(completed.stdout, end="")
+        sys.stdout.flush()  # (the child writes to the same stdout, after what is printed here)
+        completed = subprocess.run([sys.executable, "-c", code, HERE, out, *argv])
         if completed.returncode != 0:
             raise RuntimeError(f"bench_{bench}.py {' '.join(argv)} exited with {completed.returncode}")
         with open(out) as handle:
