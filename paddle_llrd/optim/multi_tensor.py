@@ -99,7 +99,7 @@ class KernelGroup:
     __slots__ = ("key", "params", "start", "stop", "param", "grad", "moment1", "moment2", "moment2_max", "master",
                  "beta1_pow", "beta2_pow", "lr_index", "chunks")
 
-    def __init__(self, key: KernelKey, params: list[Any], bank: Bank, start: int, stop: int, first_plan: Any) -> None:
+    def __init__(self, key: KernelKey, params: list[Any], bank: Bank, start: int, stop: int, bank_first_plan: Any) -> None:
         self.key = key
         self.params = params
         self.start, self.stop = start, stop
@@ -109,8 +109,10 @@ class KernelGroup:
             return tuple(None if flat is None else flat._slice(a, b) for flat in flats)
 
         self.param, self.grad, self.moment1, self.moment2, self.moment2_max, self.master = own = views(start, stop)
-        # The kernel reads one beta power pair for the range: all of the bank's are equal.
-        self.beta1_pow, self.beta2_pow = first_plan.moments[3], first_plan.moments[4]
+        # The kernel reads one beta power pair for the range. All of the bank's
+        # are equal (BankKey), and every range reads the bank's first pair: a
+        # step right after a backward finds fewer tensors out of the cache.
+        self.beta1_pow, self.beta2_pow = bank_first_plan.moments[3], bank_first_plan.moments[4]
         bounds = bank.threads.bounds(start, stop, bank.params[0].place)
         self.chunks = [self._kernel_views(own)] if len(bounds) == 1 else [
             self._kernel_views(views(a, b)) for a, b in bounds
@@ -152,12 +154,12 @@ class Bank:
         self.tensors = list(self.params) + [t for plan in plans for t in plan.moments if t is not None]
         self.tensors += [plan.master_weight for plan in plans if plan.master_weight is not None]
         self.groups = []
-        start = index = 0
+        start = 0
         for kernel_key, kernel_members in members.items():
             stop = start + sum(numel(param) for param, _, _ in kernel_members)
             group_params = [param for param, _, _ in kernel_members]
-            self.groups.append(KernelGroup(kernel_key, group_params, self, start, stop, plans[index]))
-            start, index = stop, index + len(kernel_members)
+            self.groups.append(KernelGroup(kernel_key, group_params, self, start, stop, plans[0]))
+            start = stop
         self.split = any(len(group.chunks) > 1 for group in self.groups)
         self.grad_chunks = [
             self.grad_flat._slice(a, b) for a, b in threads.bounds(0, start, self.params[0].place)
