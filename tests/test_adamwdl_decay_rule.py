@@ -275,3 +275,38 @@ def test_a_rule_pure_in_the_name_raising_at_the_first_step_changes_nothing(use_m
     for key, value in before.items():
         np.testing.assert_array_equal(after[key], value, err_msg=key)
     assert not any(tensor.any() for key, tensor in after.items() if "moment" in key)
+
+
+class SecondWeightLaterRule:
+    """The first layer's weight decays from the start, the second layer's only from
+    step ``WARMUP`` on, the biases never: answers ``1``/``0``/``None``, not bools, as
+    AdamW reads any truthy value. The answer that changes is not the first one asked."""
+
+    def __init__(self) -> None:
+        self.step = 0
+        self.calls = 0
+
+    def __call__(self, param_name: str) -> int | None:
+        self.calls += 1
+        if param_name.endswith(".b_0"):
+            return None
+        return 1 if param_name.startswith("linear_0.") else int(self.step >= WARMUP)
+
+
+def test_an_answer_that_changes_mid_list_is_taken_at_that_step_and_each_name_asked_once():
+    batches = _batches()
+    ours, theirs = _model(), _model()
+    ours_rule, theirs_rule = SecondWeightLaterRule(), SecondWeightLaterRule()
+    optimizer = _adamwdl(ours, ours_rule)
+    _train(ours, optimizer, ours_rule, batches)
+    _train(theirs, paddle.optimizer.AdamW(LR, parameters=theirs.parameters(), weight_decay=WEIGHT_DECAY,
+                                          apply_decay_param_fun=theirs_rule), theirs_rule, batches)
+    expected = _weights(theirs)
+    for name, value in _weights(ours).items():
+        np.testing.assert_allclose(value, expected[name], rtol=1e-6, atol=1e-7, err_msg=name)
+    # every step on the multi-tensor path, laid out at the first step and again when the answer changed
+    assert optimizer._multi_tensor.fused_steps == STEPS
+    assert optimizer._multi_tensor.rebuilds == 2
+    n_params = len(list(ours.parameters()))
+    assert theirs_rule.calls == STEPS * n_params
+    assert ours_rule.calls == (STEPS + 1) * n_params
