@@ -77,7 +77,7 @@ class AskedDecays(NamedTuple):
         """None if ``decays`` answers as at the layout; else its answers now, by id of the parameter.
 
         Each name is asked once. No list of the answers is built while they
-        agree: see :meth:`Bank.check` on what a list costs in a step.
+        agree (see :meth:`Bank.check` on lists in a step).
         """
         asked = map(truth, map(decays, self.names))
         first_changed = next(compress(count(), map(ne, asked, self.answers)), None)
@@ -190,9 +190,10 @@ class Bank:
         # frame per tensor): this runs at every step for every parameter.
         # Nothing is collected into a list either: right after a backward, the
         # first request of 1 KiB or more (a list of 128 items) has glibc sort
-        # every chunk the backward freed into its bins, work the loop does not
-        # otherwise do (docs/benchmarks.rst: about 0.5 ms of loop time here
-        # with 1,537 parameters).
+        # every chunk the backward freed into its bins. That work is the
+        # backward's and goes to whatever asks next (the next forward, in
+        # whole rounds, docs/benchmarks.rst); a step that asks for nothing
+        # that large is timed on its own work.
         params, param_flat = self.params, self.param_flat
         if (
             any(map(_STOP_GRADIENT, params))
