@@ -24,9 +24,12 @@ Rounds alternate between two timings: right after the backward ("as
 timed"), and after :func:`bench_common.settle_freed_memory` has paid the
 work glibc's ``malloc`` defers from the backward's frees to the next
 request of 1 KiB or more ("settled"). That work is the backward's: as
-timed, it falls on whichever step asks for memory first (about 1.4 ms here
-after the small-params backward, a quarter of the multi-tensor step, a few
-percent of AdamW's). The target is judged on both, printed each.
+timed, it falls on whichever step asks for such a block first. AdamW's step
+does (its lists are as long as the parameter list: 0.4-3 ms here after the
+small-params backward, a few percent of its step); the multi-tensor step
+asks for none, and the work goes to what runs after it (in a loop, the next
+forward). "Settled" compares the steps' own work. The target is judged on
+both, printed each.
 
 Beside the ratios: the thread count of the multi-tensor step
 (``--num-threads``, default as ``AdamWDL``'s: ``PADDLE_LLRD_NUM_THREADS`` or
