@@ -99,7 +99,7 @@ class KernelGroup:
     __slots__ = ("key", "params", "start", "stop", "param", "grad", "moment1", "moment2", "moment2_max", "master",
                  "beta1_pow", "beta2_pow", "lr_index", "chunks")
 
-    def __init__(self, key: KernelKey, params: list[Any], bank: Bank, start: int, stop: int, bank_first_plan: Any) -> None:
+    def __init__(self, key: KernelKey, params: list[Any], bank: Bank, start: int, stop: int) -> None:
         self.key = key
         self.params = params
         self.start, self.stop = start, stop
@@ -109,10 +109,7 @@ class KernelGroup:
             return tuple(None if flat is None else flat._slice(a, b) for flat in flats)
 
         self.param, self.grad, self.moment1, self.moment2, self.moment2_max, self.master = own = views(start, stop)
-        # The kernel reads one beta power pair for the range. All of the bank's
-        # are equal (BankKey), and every range reads the bank's first pair: a
-        # step right after a backward finds fewer tensors out of the cache.
-        self.beta1_pow, self.beta2_pow = bank_first_plan.moments[3], bank_first_plan.moments[4]
+        self.beta1_pow, self.beta2_pow = bank.beta_pows
         bounds = bank.threads.bounds(start, stop, bank.params[0].place)
         self.chunks = [self._kernel_views(own)] if len(bounds) == 1 else [
             self._kernel_views(views(a, b)) for a, b in bounds
@@ -150,6 +147,11 @@ class Bank:
         self.moment2_max = None if moments[2][0] is None else share_flat(moments[2])
         self.beta1_pows = share_flat(moments[3])
         self.beta2_pows = share_flat(moments[4])
+        # The one pair every kernel call of the bank reads: all of its powers
+        # are equal (BankKey), the kernel leaves them alone (update() advances
+        # them all), and one pair keeps fewer small tensors out of the cache
+        # after a backward.
+        self.beta_pows = (moments[3][0], moments[4][0])
         self.master_flat = share_flat([plan.master_weight for plan in plans]) if key.master else None
         self.tensors = list(self.params) + [t for plan in plans for t in plan.moments if t is not None]
         self.tensors += [plan.master_weight for plan in plans if plan.master_weight is not None]
@@ -158,7 +160,7 @@ class Bank:
         for kernel_key, kernel_members in members.items():
             stop = start + sum(numel(param) for param, _, _ in kernel_members)
             group_params = [param for param, _, _ in kernel_members]
-            self.groups.append(KernelGroup(kernel_key, group_params, self, start, stop, plans[0]))
+            self.groups.append(KernelGroup(kernel_key, group_params, self, start, stop))
             start = stop
         self.split = any(len(group.chunks) > 1 for group in self.groups)
         self.grad_chunks = [
