@@ -109,7 +109,7 @@ class KernelGroup:
             return tuple(None if flat is None else flat._slice(a, b) for flat in flats)
 
         self.param, self.grad, self.moment1, self.moment2, self.moment2_max, self.master = own = views(start, stop)
-        self.beta1_pow, self.beta2_pow = bank.beta_pows
+        self.beta1_pow, self.beta2_pow = bank.beta_pow_pair
         bounds = bank.threads.bounds(start, stop, bank.params[0].place)
         self.chunks = [self._kernel_views(own)] if len(bounds) == 1 else [
             self._kernel_views(views(a, b)) for a, b in bounds
@@ -151,7 +151,7 @@ class Bank:
         # are equal (BankKey), the kernel leaves them alone (update() advances
         # them all), and one pair keeps fewer small tensors out of the cache
         # after a backward.
-        self.beta_pows = (moments[3][0], moments[4][0])
+        self.beta_pow_pair = (moments[3][0], moments[4][0])
         self.master_flat = share_flat([plan.master_weight for plan in plans]) if key.master else None
         self.tensors = list(self.params) + [t for plan in plans for t in plan.moments if t is not None]
         self.tensors += [plan.master_weight for plan in plans if plan.master_weight is not None]
