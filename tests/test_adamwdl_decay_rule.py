@@ -13,6 +13,7 @@ import paddle
 import pytest
 
 from paddle_llrd import AdamWDL
+from reference_adamw import ReferenceAdamW
 
 WARMUP, STEPS, LR, WEIGHT_DECAY = 3, 6, 0.05, 0.2
 
@@ -298,7 +299,20 @@ def test_an_answer_that_changes_mid_list_is_taken_at_that_step_and_each_name_ask
     ours, theirs = _model(), _model()
     ours_rule, theirs_rule = SecondWeightLaterRule(), SecondWeightLaterRule()
     optimizer = _adamwdl(ours, ours_rule)
-    _train(ours, optimizer, ours_rule, batches)
+    # the float64 reference takes our gradients, decaying what the rule says at each step
+    reference = ReferenceAdamW({p.name: p.numpy() for p in ours.parameters()}, weight_decay=WEIGHT_DECAY)
+    reference_rule = SecondWeightLaterRule()
+    for step, (x, y) in enumerate(batches):
+        paddle.nn.functional.mse_loss(ours(x), y).backward()
+        grads = {p.name: p.grad.numpy() for p in ours.parameters()}
+        reference_rule.step = step
+        reference.step(grads, LR, decay=lambda name: bool(reference_rule(name)))
+        optimizer.step()
+        optimizer.clear_grad()
+        ours_rule.step += 1
+        for param in ours.parameters():
+            np.testing.assert_allclose(param.numpy(), reference.params[param.name], rtol=1e-5, atol=1e-6,
+                                       err_msg=f"{param.name} after step {step + 1}")
     _train(theirs, paddle.optimizer.AdamW(LR, parameters=theirs.parameters(), weight_decay=WEIGHT_DECAY,
                                           apply_decay_param_fun=theirs_rule), theirs_rule, batches)
     expected = _weights(theirs)
