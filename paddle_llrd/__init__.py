@@ -83,25 +83,41 @@ from .optim.adamw import AdamW  # noqa: E402
 from .optim.adamwdl import AdamWDL  # noqa: E402
 from .optim.ema import ExponentialMovingAverage  # noqa: E402
 from .schedules.weight_decay import WeightDecaySchedule  # noqa: E402
+from .warning_classes import (  # noqa: E402
+    CheckpointMatchWarning,
+    DecayAboveOneWarning,
+    EMAHorizonWarning,
+    LayerMapWarning,
+    LLRDWarning,
+    LongWarmupWarning,
+    TrainerSettingWarning,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AdamW",
     "AdamWDL",
+    "CheckpointMatchWarning",
     "ConstScheduleWithWarmup",
     "CosineAnnealingWithWarmupDecay",
     "CosineDecayWithWarmup",
+    "DecayAboveOneWarning",
+    "EMAHorizonWarning",
     "ExponentialMovingAverage",
     "InverseSquareRootSchedule",
+    "LLRDWarning",
     "LayerMap",
+    "LayerMapWarning",
     "LinearAnnealingWithWarmupDecay",
     "LinearDecayWithWarmup",
+    "LongWarmupWarning",
     "PolyDecayWithWarmup",
     "ReduceOnPlateauSchedule",
     "SchedulerType",
     "SequentialSchedule",
     "TYPE_TO_SCHEDULER_FUNCTION",
+    "TrainerSettingWarning",
     "WeightDecaySchedule",
     "build_name_dict",
     "get_constant_schedule",

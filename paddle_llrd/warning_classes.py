@@ -1,0 +1,66 @@
+"""The warnings ``paddle_llrd`` gives, as classes under one base, :class:`LLRDWarning`.
+
+Every warning the package gives is an instance of one of these classes, so
+that a user (and the package itself) filters them by class, never by the
+text of the message::
+
+    import warnings
+    import paddle_llrd
+
+    warnings.filterwarnings("ignore", category=paddle_llrd.LongWarmupWarning)
+    warnings.filterwarnings("error", category=paddle_llrd.LLRDWarning)
+
+All derive from :class:`UserWarning`, so ``pytest.warns(UserWarning)`` and
+``-W error::UserWarning`` see them as before.
+
+Examples:
+    >>> import warnings
+    >>> from paddle_llrd import LLRDWarning, LongWarmupWarning
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warnings.warn("a warmup longer than training", LongWarmupWarning)
+    >>> issubclass(caught[0].category, LLRDWarning), issubclass(LLRDWarning, UserWarning)
+    (True, True)
+"""
+from __future__ import annotations
+
+__all__ = [
+    "CheckpointMatchWarning",
+    "DecayAboveOneWarning",
+    "EMAHorizonWarning",
+    "LLRDWarning",
+    "LayerMapWarning",
+    "LongWarmupWarning",
+    "TrainerSettingWarning",
+]
+
+
+class LLRDWarning(UserWarning):
+    """The base of every warning of ``paddle_llrd``."""
+
+
+class LongWarmupWarning(LLRDWarning):
+    """A warmup longer than the training it is part of: the lr is still climbing when training ends."""
+
+
+class DecayAboveOneWarning(LLRDWarning):
+    """A ``layerwise_decay`` above 1: lower layers train faster than the head."""
+
+
+class LayerMapWarning(LLRDWarning):
+    """Layer ratios that probably do not fit the model: no layer found in its names, or ``n_layers``
+    deeper than the deepest block the ratios read."""
+
+
+class CheckpointMatchWarning(LLRDWarning):
+    """A resumed state that could not be matched in full: checkpoint entries left unused, a parameter
+    or a piece of state (a schedule's position, an EMA) the checkpoint does not hold."""
+
+
+class EMAHorizonWarning(LLRDWarning):
+    """A moving average whose horizon, ``1 / (1 - decay)`` updates, is longer than the planned run."""
+
+
+class TrainerSettingWarning(LLRDWarning):
+    """A Trainer or ``python -m paddle_llrd train`` setting that will not do what it says
+    (a warmup for a schedule that has none, a default the command changes)."""
