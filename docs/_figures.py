@@ -1,6 +1,6 @@
 """The schedule figures and tables of the documentation, drawn at build time by ``docs/conf.py``.
 
-Every lr is read from a real scheduler (:func:`paddle_llrd.schedules.table.lr_curve`),
+Every lr is read from a real scheduler (:func:`paddle_llrd.schedules.curve.lr_curve`),
 never from a formula; the plots are those of ``python -m paddle_llrd schedules``.
 """
 from __future__ import annotations
@@ -12,7 +12,8 @@ from paddle.optimizer.lr import LRScheduler
 
 from paddle_llrd.cli.schedules import draw_curves, legend_below, matplotlib_figure, plot_schedules, save_figure
 from paddle_llrd.schedules import registry
-from paddle_llrd.schedules.table import (
+from paddle_llrd.schedules.functions import DEFAULT_INVERSE_SQRT_TIMESCALE
+from paddle_llrd.cli.schedule_table import (
     DEFAULT_LEARNING_RATE,
     DEFAULT_TOTAL_STEPS,
     DEFAULT_WARMUP_STEPS,
@@ -51,9 +52,9 @@ def _inverse_sqrt_timescale_schedules(learning_rate: float, warmup_steps: int, t
         )
 
     return [
-        (f"warmup {warmup_steps} (timescale {warmup_steps or registry.DEFAULT_INVERSE_SQRT_TIMESCALE})",
+        (f"warmup {warmup_steps} (timescale {warmup_steps or DEFAULT_INVERSE_SQRT_TIMESCALE})",
          "isr_warmup", factory(warmup_steps, None)),
-        (f"no warmup (timescale {registry.DEFAULT_INVERSE_SQRT_TIMESCALE})", "isr_default", factory(0, None)),
+        (f"no warmup (timescale {DEFAULT_INVERSE_SQRT_TIMESCALE})", "isr_default", factory(0, None)),
         (f"no warmup, timescale={short}", "isr_short", factory(0, short)),
     ]
 

@@ -69,7 +69,7 @@ def test_type_to_scheduler_function_maps_every_type():
         (get_cosine_schedule_with_warmup,
          "(learning_rate, num_warmup_steps, num_training_steps, num_cycles=0.5, last_epoch=-1, min_lr=0.0)"),
         (get_constant_schedule, "(learning_rate, last_epoch=-1)"),
-        (get_constant_schedule_with_warmup, "(learning_rate, num_warmup_steps, last_epoch=-1)"),
+        (get_constant_schedule_with_warmup, "(learning_rate, num_warmup_steps, last_epoch=-1, *, num_training_steps=None)"),
         (get_polynomial_decay_schedule_with_warmup,
          "(learning_rate, num_warmup_steps, num_training_steps, lr_end=1e-07, power=1.0, last_epoch=-1)"),
         (get_scheduler, "(name, learning_rate, num_warmup_steps=None, num_training_steps=None, num_cycles=0.5, "

@@ -43,12 +43,13 @@ SPEC_SIGNATURES = [
 ]
 
 
-# Issue 26: Megatron-LM's warmup start is a keyword-only argument of every warmup class (after SPEC.md's
-# arguments, so positional calls are unchanged); the classes that warn about a warmup longer than training
-# can be told not to (the registry functions warn under their own argument names instead).
+# Megatron-LM's warmup start is a keyword-only argument of every warmup class (after PaddleNLP's arguments,
+# so positional calls are unchanged); the classes that warn about a warmup longer than training
+# (docs/schedules.rst) can be told not to (the registry functions warn under their own argument names instead).
 KEYWORD_ONLY = {cls: ("warmup_start",) for cls, _ in SPEC_SIGNATURES}
 KEYWORD_ONLY.update({cls: ("warmup_start", "warn_long_warmup")
-                     for cls in (LinearDecayWithWarmup, CosineDecayWithWarmup, PolyDecayWithWarmup)})
+                     for cls in (LinearDecayWithWarmup, ConstScheduleWithWarmup, CosineDecayWithWarmup,
+                                 PolyDecayWithWarmup)})
 
 
 @pytest.mark.parametrize("cls,text", SPEC_SIGNATURES, ids=[cls.__name__ for cls, _ in SPEC_SIGNATURES])
@@ -461,7 +462,8 @@ ERROR_CASES = [
     (lambda: CosineDecayWithWarmup(0.1, 10, 2, num_cycles="2"), TypeError, "num_cycles"),
     (lambda: CosineDecayWithWarmup(0.1, 10, 2, num_cycles=True), TypeError, "num_cycles"),
     (lambda: CosineDecayWithWarmup(0.1, 10, 2, num_cycles=-1), ValueError, "num_cycles"),
-    (lambda: CosineDecayWithWarmup(0.1, 10, 2, with_hard_restarts=True, num_cycles=2), TypeError, "num_cycles"),
+    (lambda: CosineDecayWithWarmup(0.1, 10, 2, with_hard_restarts=True, num_cycles="2"), TypeError, "num_cycles"),
+    (lambda: CosineDecayWithWarmup(0.1, 10, 2, with_hard_restarts=True, num_cycles=True), TypeError, "num_cycles"),
     (lambda: CosineDecayWithWarmup(0.1, 10, 2, with_hard_restarts=True, num_cycles=-0.5), ValueError, "num_cycles"),
     (lambda: CosineDecayWithWarmup(0.1, 10, 2, with_hard_restarts=True, num_cycles=float("nan")), ValueError, "num_cycles"),
     (lambda: CosineDecayWithWarmup(0.1, 10, 2, with_hard_restarts="yes"), TypeError, "with_hard_restarts"),
@@ -578,7 +580,8 @@ CLASS_BUILDERS = {
 @pytest.mark.parametrize("bad, error", BAD_EPOCHS)
 @pytest.mark.parametrize("name", list(CLASS_BUILDERS))
 def test_step_epoch_is_checked_by_name_on_every_scheduler_class(name, bad, error):
-    # Issue 26: the rule of the constructor and set_state_dict, on step(epoch) of every class too.
+    # The rule of the constructor and set_state_dict (docs/schedules.rst, "Resuming"), on step(epoch) of every
+    # class too.
     metric = 1.0 if name == "ReduceOnPlateauSchedule" else None
     scheduler, fresh = CLASS_BUILDERS[name](), CLASS_BUILDERS[name]()
     with pytest.raises(error, match=r"`epoch` must be an int >= 0 \(the step to move to\), got .*"):
