@@ -59,6 +59,21 @@ def _inverse_sqrt_timescale_schedules(learning_rate: float, warmup_steps: int, t
     ]
 
 
+def _hugging_face_wsd_schedules(learning_rate: float, warmup_steps: int, total_steps: int) -> List[Schedule]:
+    """``"warmup_stable_decay"`` with Hugging Face's keywords: three warmup/decay types, the last 30 %
+    decaying, the warmup from a tenth of the peak."""
+    decay = int(0.3 * total_steps)
+
+    def factory(warmup_type: str, decay_type: str) -> Callable[[], LRScheduler]:
+        return lambda: registry.get_scheduler(
+            "warmup_stable_decay", learning_rate, num_warmup_steps=warmup_steps, num_training_steps=total_steps,
+            num_decay_steps=decay, warmup_type=warmup_type, decay_type=decay_type, min_lr_ratio=0.1,
+        )
+
+    pairs = [("linear", "cosine"), ("cosine", "1-sqrt"), ("1-sqrt", "linear")]
+    return [(f"warmup {w}, decay {d}", f"hf_wsd_{w}_{d}", factory(w, d)) for w, d in pairs]
+
+
 def write_doc_figures(
     directory: str,
     learning_rate: float = DEFAULT_LEARNING_RATE,
@@ -71,6 +86,7 @@ def write_doc_figures(
     name (plus ``_num_cycles`` / ``_hard_restarts`` for the cosine variants)
     for the scheduler classes. ``registry_warmup_stable_decay_styles.png``
     shows :func:`wsd_style_schedules` together,
+    ``registry_warmup_stable_decay_hugging_face.png`` Hugging Face's warmup and decay types,
     ``registry_cosine_with_restarts_cycles.png`` three ``num_cycles`` and
     ``registry_inverse_sqrt_timescales.png`` the ``timescale`` with and
     without warmup, ``registry_lr_warmup_init.png``
@@ -84,6 +100,8 @@ def write_doc_figures(
     last_step = total_steps + max(1, total_steps // 10)
     groups = [
         ("warmup_stable_decay: the decay styles", "registry_warmup_stable_decay_styles", wsd_style_schedules),
+        ("warmup_stable_decay: Hugging Face's types", "registry_warmup_stable_decay_hugging_face",
+         _hugging_face_wsd_schedules),
         ("cosine_with_restarts: num_cycles", "registry_cosine_with_restarts_cycles", _restart_cycle_schedules),
         ("inverse_sqrt: warmup and timescale", "registry_inverse_sqrt_timescales", _inverse_sqrt_timescale_schedules),
         ("lr_warmup_init: the warmup starts above 0", "registry_lr_warmup_init", warmup_init_schedules),

@@ -2,12 +2,11 @@
 (docs/schedules.rst, "warmup_stable_decay"): its warmup from ``min_lr_ratio``, its three warmup and
 decay types, ``num_stable_steps`` and ``num_cycles``, through ``get_wsd_schedule``, ``get_scheduler``
 and the Trainer fields (``lr_scheduler_kwargs``), checked against Hugging Face's formula written out
-below; Megatron-LM's keywords keep Megatron-LM's numbers (tests/test_registry_family.py), and a call
-that mixes the two families, or that could be either, is refused naming the keywords."""
+in schedule_formulas.py; Megatron-LM's keywords keep Megatron-LM's numbers (tests/test_registry_family.py),
+and a call that mixes the two families, or that could be either, is refused naming the keywords."""
 from __future__ import annotations
 
 import json
-import math
 import os
 import subprocess
 import sys
@@ -17,7 +16,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from schedule_formulas import run
+from schedule_formulas import hugging_face_wsd, run
 
 from paddle_llrd import get_scheduler, get_wsd_schedule, warning_classes
 from paddle_llrd.integrations.arguments import check_fields
@@ -25,33 +24,6 @@ from paddle_llrd.integrations.builders import build_scheduler
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TYPES = ["linear", "cosine", "1-sqrt"]
-
-
-def hugging_face_wsd(lr, s, warmup, stable, decay, warmup_type="linear", decay_type="cosine", min_ratio=0.0,
-                     cycles=0.5):
-    """transformers' get_wsd_schedule at step ``s``: the rise from min_ratio over the warmup, the stable stage,
-    the decay back to min_ratio, min_ratio afterwards; written out from its documented formula."""
-    if s < warmup:
-        p = s / max(1, warmup)
-        if warmup_type == "linear":
-            rise = p
-        elif warmup_type == "cosine":
-            rise = 0.5 * (1.0 - math.cos(math.pi * p))
-        else:
-            rise = 1.0 - math.sqrt(1.0 - p)
-        return lr * max(0.0, rise * (1.0 - min_ratio) + min_ratio)
-    if s < warmup + stable:
-        return lr
-    if s < warmup + stable + decay:
-        p = (s - warmup - stable) / max(1, decay)
-        if decay_type == "linear":
-            left = 1.0 - p
-        elif decay_type == "cosine":
-            left = 0.5 * (1.0 + math.cos(math.pi * cycles * 2.0 * p))
-        else:
-            left = 1.0 - math.sqrt(p)
-        return lr * max(0.0, left * (1.0 - min_ratio) + min_ratio)
-    return lr * min_ratio
 
 
 def expected_lrs(lr, n_steps, **stages):

@@ -447,7 +447,7 @@ def _wsd_decay_style(decay_style: Any) -> str:
 def _hugging_face_type(value: Any, argument: str, choices: "tuple[str, ...]") -> str:
     """``warmup_type`` / ``decay_type``: one of Hugging Face's ``choices``, else an error naming ``argument``."""
     if not isinstance(value, str) or value not in choices:
-        hint = " ('exponential' is Megatron-LM's decay_style)" if value == "exponential" else ""
+        hint = " ('exponential' is a `decay_style` of Megatron-LM's keywords)" if value == "exponential" else ""
         raise ValueError(
             f"`{argument}` must be one of {', '.join(map(repr, choices))} (Hugging Face's), got {value!r}{hint}."
             f"{did_you_mean(str(value), choices)}"
