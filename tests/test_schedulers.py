@@ -1,5 +1,5 @@
 """The scheduler classes against their formulas, written out in float64 in
-schedule_formulas.py (the SPEC.md formulas), never against the package's own code.
+schedule_formulas.py (the formulas of docs/schedules.rst), never against the package's own code.
 """
 from __future__ import annotations
 
@@ -30,8 +30,8 @@ from paddle_llrd import (
 PROPERTY_SETTINGS = settings(max_examples=50, deadline=None)
 
 
-# SPEC.md's signatures: positional calls written for PaddleNLP keep working.
-SPEC_SIGNATURES = [
+# PaddleNLP's signatures (docs/schedules.rst): positional calls written for PaddleNLP keep working.
+PADDLENLP_SIGNATURES = [
     (LinearDecayWithWarmup, "(learning_rate, total_steps, warmup, last_epoch=-1, verbose=False)"),
     (ConstScheduleWithWarmup, "(learning_rate, warmup, total_steps=None, last_epoch=-1, verbose=False)"),
     (CosineDecayWithWarmup,
@@ -46,13 +46,13 @@ SPEC_SIGNATURES = [
 # Megatron-LM's warmup start is a keyword-only argument of every warmup class (after PaddleNLP's arguments,
 # so positional calls are unchanged); the classes that warn about a warmup longer than training
 # (docs/schedules.rst) can be told not to (the registry functions warn under their own argument names instead).
-KEYWORD_ONLY = {cls: ("warmup_start",) for cls, _ in SPEC_SIGNATURES}
+KEYWORD_ONLY = {cls: ("warmup_start",) for cls, _ in PADDLENLP_SIGNATURES}
 KEYWORD_ONLY.update({cls: ("warmup_start", "warn_long_warmup")
                      for cls in (LinearDecayWithWarmup, ConstScheduleWithWarmup, CosineDecayWithWarmup,
                                  PolyDecayWithWarmup)})
 
 
-@pytest.mark.parametrize("cls,text", SPEC_SIGNATURES, ids=[cls.__name__ for cls, _ in SPEC_SIGNATURES])
+@pytest.mark.parametrize("cls,text", PADDLENLP_SIGNATURES, ids=[cls.__name__ for cls, _ in PADDLENLP_SIGNATURES])
 def test_signatures_are_specs(cls, text):
     extra = ", *, " + ", ".join(f"{name}={'True' if name == 'warn_long_warmup' else '0.0'}"
                                for name in KEYWORD_ONLY[cls])

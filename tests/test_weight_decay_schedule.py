@@ -445,7 +445,7 @@ def test_bad_schedule_entry_leaves_the_optimizer_unchanged():
 @pytest.mark.parametrize("bad, error", [(-5, ValueError), (float("nan"), TypeError), (1.5, TypeError),
                                         (True, TypeError)])
 def test_the_coefficient_at_a_bad_step_is_refused_by_name_and_changes_nothing(bad, error):
-    # Issue 26: the schedule's step index follows the rule of its constructor and set_state_dict.
+    # The schedule's step index follows the rule of its constructor and set_state_dict (docs/weight_decay.rst).
     schedule = WeightDecaySchedule(0.0, 0.1, total_steps=4)
     schedule.step()
     with pytest.raises(error, match=r"WeightDecaySchedule: `step` must be"):

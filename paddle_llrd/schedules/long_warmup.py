@@ -38,6 +38,15 @@ def called_as(owner: str) -> Iterator[None]:
     :func:`~paddle_llrd.get_scheduler`'s too (``num_warmup_steps``,
     ``num_training_steps``). Nested calls (a ``"sequential"`` schedule's
     stages) name their own.
+
+    Examples:
+        >>> import warnings
+        >>> from paddle_llrd import get_linear_schedule_with_warmup
+        >>> with called_as("my_trainer"), warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     _ = get_linear_schedule_with_warmup(1.0, 8, 4)
+        >>> str(caught[0].message).split(":")[0]
+        'my_trainer'
     """
     token = _CALLER.set(owner)
     try:

@@ -2,8 +2,9 @@ r"""Schedules by name: the one table of the schedules, and :func:`get_scheduler`
 
 Hugging Face's shape: each schedule is a factor function (:mod:`.factors`),
 a ``get_*`` function (:mod:`.functions`, :mod:`.sequential`,
-:mod:`.plateau`) and one entry of :data:`BUILTIN_SCHEDULES` below, its name
+:mod:`.plateau`) and one line of the table below: its name, its function
 and whether it has a warmup. Everything else is read from there:
+:data:`BUILTIN_SCHEDULES` (each name's :class:`ScheduleInfo`),
 :class:`SchedulerType` (the names), :data:`TYPE_TO_SCHEDULER_FUNCTION`
 (PaddleNLP's dict), and each schedule's options, their types and defaults
 (:func:`schedule_options`, read once from the function's signature), which
