@@ -39,7 +39,8 @@ def warmup_fraction(step: int, warmup_steps: int, start: float = 0.0) -> float:
 def factor_with_warmup(
     step: int, *, warmup_steps: int, decay: Callable[..., float], warmup_start: float = 0.0, **decay_args: Any
 ) -> float:
-    """:func:`warmup_fraction` from ``warmup_start`` before ``warmup_steps``, then ``decay(step, warmup_steps=W, ...)``."""
+    """:func:`warmup_fraction` from ``warmup_start`` before ``warmup_steps``, then ``decay(step, warmup_steps=W, ...)``.
+    """
     if step < warmup_steps:
         return warmup_fraction(step, warmup_steps, warmup_start)
     return decay(step, warmup_steps=warmup_steps, **decay_args)
@@ -84,7 +85,9 @@ def cosine_waves(
     floor: float = 0.0,
     hold_after_end: bool = False,
 ) -> float:
-    r""":math:`f(s) = m + (1 - m) \max\!\left(0, \tfrac12 (1 + \cos(2 \pi c\, p))\right)` (``"cosine"``, ``"cosine_with_min_lr"``).
+    r"""The cosine waves of ``"cosine"`` and ``"cosine_with_min_lr"`` down to a floor.
+
+    .. math:: f(s) = m + (1 - m) \max\!\left(0, \tfrac12 (1 + \cos(2 \pi c\, p))\right)
 
     :math:`c` = ``num_cycles``, :math:`m` = ``floor``, :math:`p` of
     :func:`decay_progress`; ``hold_after_end`` caps :math:`p` at 1, so a
@@ -99,7 +102,10 @@ def cosine_waves(
 
 
 def cosine_hard_restarts(step: int, *, warmup_steps: int, total_steps: int, num_cycles: float) -> float:
-    r""":math:`f(s) = \max\!\left(0, \tfrac12 (1 + \cos(\pi ((c\, p) \bmod 1)))\right)` for :math:`p < 1`, then 0 (``"cosine_with_restarts"``)."""
+    r"""``"cosine_with_restarts"``, 0 from :math:`p = 1`.
+
+    .. math:: f(s) = \max\!\left(0, \tfrac12 (1 + \cos(\pi ((c\, p) \bmod 1)))\right), \quad p < 1
+    """
     progress = decay_progress(step, warmup_steps, total_steps)
     if progress >= 1.0:
         return 0.0
@@ -109,7 +115,10 @@ def cosine_hard_restarts(step: int, *, warmup_steps: int, total_steps: int, num_
 def polynomial_decay(
     step: int, *, warmup_steps: int, total_steps: int, lr_init: float, lr_end: float, power: float
 ) -> float:
-    r""":math:`f(s) = \frac{(\eta - \eta_{end}) (1 - p)^{power} + \eta_{end}}{\eta}` up to :math:`T`, then :math:`\eta_{end}/\eta` (``"polynomial"``)."""
+    r"""``"polynomial"``, :math:`\eta_{end}/\eta` from :math:`s > T` on.
+
+    .. math:: f(s) = \frac{(\eta - \eta_{end}) (1 - p)^{power} + \eta_{end}}{\eta}, \quad s \le T
+    """
     if step > total_steps:
         return lr_end / lr_init
     remaining = 1.0 - decay_progress(step, warmup_steps, total_steps)
@@ -117,7 +126,10 @@ def polynomial_decay(
 
 
 def inverse_sqrt_decay(step: int, *, warmup_steps: int, timescale: int) -> float:
-    r""":math:`f(s) = \sqrt{\tau / (s + \tau - W)}`: 1 at the end of warmup, then :math:`\sim 1/\sqrt{s}` (``"inverse_sqrt"``)."""
+    r"""``"inverse_sqrt"``: 1 at the end of warmup, then :math:`\sim 1/\sqrt{s}`.
+
+    .. math:: f(s) = \sqrt{\tau / (s + \tau - W)}
+    """
     return math.sqrt(timescale / (step + timescale - warmup_steps))
 
 
@@ -161,7 +173,7 @@ def stable_then_decay(
     anneal: Callable[[float], float],
     floor: float,
 ) -> float:
-    r"""Megatron-LM's WSD after the warmup: 1 until :math:`T - D`, then :math:`m + (1 - m)\, a(r)`, :math:`m` from :math:`T`.
+    r"""Megatron-LM's WSD after the warmup: 1 until :math:`T - D`, then :math:`m + (1 - m)\, a(r)`, then :math:`m`.
 
     :math:`D` = ``decay_steps``, :math:`m` = ``floor``, :math:`a` = ``anneal``
     and :math:`r = (s - (T - D)) / D`.

@@ -597,9 +597,13 @@ def get_wsd_schedule(
     learning_rate = checked_non_negative_real(learning_rate)
     num_cycles = checked_cycle_count(num_cycles)
     hugging_face, megatron = _keyword_families(num_cycles, {
-        "warmup_type": warmup_type is not None, "decay_type": decay_type is not None,
-        "num_stable_steps": num_stable_steps is not None, "decay_style": not isinstance(decay_style, _CosineByDefault),
-        "decay_ratio": decay_ratio is not None, "min_lr": min_lr is not None, "lr_warmup_init": lr_warmup_init is not None,
+        "warmup_type": warmup_type is not None,
+        "decay_type": decay_type is not None,
+        "num_stable_steps": num_stable_steps is not None,
+        "decay_style": not isinstance(decay_style, _CosineByDefault),
+        "decay_ratio": decay_ratio is not None,
+        "min_lr": min_lr is not None,
+        "lr_warmup_init": lr_warmup_init is not None,
     })
     warmup = checked_step_count(num_warmup_steps, "num_warmup_steps")
     if hugging_face:
@@ -623,13 +627,14 @@ def get_wsd_schedule(
     return _LambdaSchedule(learning_rate, factor, checked_step_index(last_epoch))
 
 
-def _hugging_face_wsd(learning_rate: float, warmup: int, num_training_steps: Any, num_decay_steps: Any, num_stable_steps: Any,
-                      warmup_type: Any, decay_type: Any, min_lr_ratio: Any, num_cycles: float):
+def _hugging_face_wsd(learning_rate: float, warmup: int, num_training_steps: Any, num_decay_steps: Any,
+                      num_stable_steps: Any, warmup_type: Any, decay_type: Any, min_lr_ratio: Any, num_cycles: float):
     """Hugging Face's WSD factor (:func:`~.factors.hugging_face_wsd`) from ``get_wsd_schedule``'s arguments."""
     warmup_type = _hugging_face_type("linear" if warmup_type is None else warmup_type, "warmup_type",
                                      tuple(HF_WSD_WARMUP_TYPES))
     decay_type = _hugging_face_type("cosine" if decay_type is None else decay_type, "decay_type", HF_WSD_DECAY_TYPES)
-    floor = _floor_ratio(learning_rate, None, min_lr_ratio, "min_lr_ratio", schedule="warmup_stable_decay", required=False)
+    floor = _floor_ratio(learning_rate, None, min_lr_ratio, "min_lr_ratio", schedule="warmup_stable_decay",
+                         required=False)
     if num_stable_steps is not None:
         stable = checked_step_count(num_stable_steps, "num_stable_steps")
         if num_decay_steps is None:
