@@ -1,6 +1,6 @@
 """The schedule figures and tables of the documentation, drawn at build time by ``docs/conf.py``.
 
-Every lr is read from a real scheduler (:func:`paddle_llrd.schedules.table.lr_curve`),
+Every lr is read from a real scheduler (:func:`paddle_llrd.schedules.curve.lr_curve`),
 never from a formula; the plots are those of ``python -m paddle_llrd schedules``.
 """
 from __future__ import annotations
@@ -12,7 +12,8 @@ from paddle.optimizer.lr import LRScheduler
 
 from paddle_llrd.cli.schedules import draw_curves, legend_below, matplotlib_figure, plot_schedules, save_figure
 from paddle_llrd.schedules import registry
-from paddle_llrd.schedules.table import (
+from paddle_llrd.schedules.functions import DEFAULT_INVERSE_SQRT_TIMESCALE
+from paddle_llrd.cli.schedule_table import (
     DEFAULT_LEARNING_RATE,
     DEFAULT_TOTAL_STEPS,
     DEFAULT_WARMUP_STEPS,
@@ -51,11 +52,26 @@ def _inverse_sqrt_timescale_schedules(learning_rate: float, warmup_steps: int, t
         )
 
     return [
-        (f"warmup {warmup_steps} (timescale {warmup_steps or registry.DEFAULT_INVERSE_SQRT_TIMESCALE})",
+        (f"warmup {warmup_steps} (timescale {warmup_steps or DEFAULT_INVERSE_SQRT_TIMESCALE})",
          "isr_warmup", factory(warmup_steps, None)),
-        (f"no warmup (timescale {registry.DEFAULT_INVERSE_SQRT_TIMESCALE})", "isr_default", factory(0, None)),
+        (f"no warmup (timescale {DEFAULT_INVERSE_SQRT_TIMESCALE})", "isr_default", factory(0, None)),
         (f"no warmup, timescale={short}", "isr_short", factory(0, short)),
     ]
+
+
+def _hugging_face_wsd_schedules(learning_rate: float, warmup_steps: int, total_steps: int) -> List[Schedule]:
+    """``"warmup_stable_decay"`` with Hugging Face's keywords: three warmup/decay types, the last 30 %
+    decaying, the warmup from a tenth of the peak."""
+    decay = int(0.3 * total_steps)
+
+    def factory(warmup_type: str, decay_type: str) -> Callable[[], LRScheduler]:
+        return lambda: registry.get_scheduler(
+            "warmup_stable_decay", learning_rate, num_warmup_steps=warmup_steps, num_training_steps=total_steps,
+            num_decay_steps=decay, warmup_type=warmup_type, decay_type=decay_type, min_lr_ratio=0.1,
+        )
+
+    pairs = [("linear", "cosine"), ("cosine", "1-sqrt"), ("1-sqrt", "linear")]
+    return [(f"warmup {w}, decay {d}", f"hf_wsd_{w}_{d}", factory(w, d)) for w, d in pairs]
 
 
 def write_doc_figures(
@@ -70,6 +86,7 @@ def write_doc_figures(
     name (plus ``_num_cycles`` / ``_hard_restarts`` for the cosine variants)
     for the scheduler classes. ``registry_warmup_stable_decay_styles.png``
     shows :func:`wsd_style_schedules` together,
+    ``registry_warmup_stable_decay_hugging_face.png`` Hugging Face's warmup and decay types,
     ``registry_cosine_with_restarts_cycles.png`` three ``num_cycles`` and
     ``registry_inverse_sqrt_timescales.png`` the ``timescale`` with and
     without warmup, ``registry_lr_warmup_init.png``
@@ -83,6 +100,8 @@ def write_doc_figures(
     last_step = total_steps + max(1, total_steps // 10)
     groups = [
         ("warmup_stable_decay: the decay styles", "registry_warmup_stable_decay_styles", wsd_style_schedules),
+        ("warmup_stable_decay: Hugging Face's types", "registry_warmup_stable_decay_hugging_face",
+         _hugging_face_wsd_schedules),
         ("cosine_with_restarts: num_cycles", "registry_cosine_with_restarts_cycles", _restart_cycle_schedules),
         ("inverse_sqrt: warmup and timescale", "registry_inverse_sqrt_timescales", _inverse_sqrt_timescale_schedules),
         ("lr_warmup_init: the warmup starts above 0", "registry_lr_warmup_init", warmup_init_schedules),

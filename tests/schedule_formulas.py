@@ -1,4 +1,4 @@
-"""The schedule formulas of SPEC.md (PaddleNLP's, Hugging Face's, Megatron-LM's),
+"""The schedule formulas of docs/schedules.rst (PaddleNLP's, Hugging Face's, Megatron-LM's),
 written out in float64 with the math module, and the helpers that run a
 scheduler against them; shared by the scheduler, registry and table tests.
 
@@ -112,8 +112,35 @@ def wsd(lr, warmup, total, decay, style, min_ratio, s):
     return lr * (min_ratio + (1.0 - min_ratio) * shape)
 
 
+def hugging_face_wsd(lr, s, warmup, stable, decay, warmup_type="linear", decay_type="cosine", min_ratio=0.0,
+                     cycles=0.5):
+    """transformers' get_wsd_schedule at step ``s``: the rise from min_ratio over the warmup, the stable stage,
+    the decay back to min_ratio, min_ratio afterwards; written out from its documented formula."""
+    if s < warmup:
+        p = s / max(1, warmup)
+        if warmup_type == "linear":
+            rise = p
+        elif warmup_type == "cosine":
+            rise = 0.5 * (1.0 - math.cos(math.pi * p))
+        else:
+            rise = 1.0 - math.sqrt(1.0 - p)
+        return lr * max(0.0, rise * (1.0 - min_ratio) + min_ratio)
+    if s < warmup + stable:
+        return lr
+    if s < warmup + stable + decay:
+        p = (s - warmup - stable) / max(1, decay)
+        if decay_type == "linear":
+            left = 1.0 - p
+        elif decay_type == "cosine":
+            left = 0.5 * (1.0 + math.cos(math.pi * cycles * 2.0 * p))
+        else:
+            left = 1.0 - math.sqrt(p)
+        return lr * max(0.0, left * (1.0 - min_ratio) + min_ratio)
+    return lr * min_ratio
+
+
 def signature_text(fn):
-    """``fn``'s signature as SPEC.md writes it: names and defaults, no annotations."""
+    """``fn``'s signature as docs/schedules.rst writes it: names and defaults, no annotations."""
     signature = inspect.signature(fn)
     plain = [parameter.replace(annotation=inspect.Parameter.empty) for parameter in signature.parameters.values()]
     return str(signature.replace(parameters=plain, return_annotation=inspect.Signature.empty))

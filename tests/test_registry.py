@@ -69,7 +69,7 @@ def test_type_to_scheduler_function_maps_every_type():
         (get_cosine_schedule_with_warmup,
          "(learning_rate, num_warmup_steps, num_training_steps, num_cycles=0.5, last_epoch=-1, min_lr=0.0)"),
         (get_constant_schedule, "(learning_rate, last_epoch=-1)"),
-        (get_constant_schedule_with_warmup, "(learning_rate, num_warmup_steps, last_epoch=-1)"),
+        (get_constant_schedule_with_warmup, "(learning_rate, num_warmup_steps, last_epoch=-1, *, num_training_steps=None)"),
         (get_polynomial_decay_schedule_with_warmup,
          "(learning_rate, num_warmup_steps, num_training_steps, lr_end=1e-07, power=1.0, last_epoch=-1)"),
         (get_scheduler, "(name, learning_rate, num_warmup_steps=None, num_training_steps=None, num_cycles=0.5, "
@@ -225,7 +225,7 @@ def test_get_scheduler_passes_each_option_where_it_belongs(name):
 
 @pytest.mark.parametrize("name", PADDLENLP_NAMES)
 def test_get_scheduler_defaults_are_the_documented_numbers(name):
-    # SPEC: num_cycles=0.5, lr_end=1e-7, power=1.0, min_lr=0.0 when the caller passes none of them.
+    # docs/schedules.rst: num_cycles=0.5, lr_end=1e-7, power=1.0, min_lr=0.0 when the caller passes none of them.
     scheduler = get_scheduler(name, 1e-3, num_warmup_steps=5, num_training_steps=30)
     assert_run(scheduler, reference_for(name, 1e-3, 5, 30, num_cycles=0.5, lr_end=1e-7, power=1.0, min_lr=0.0), 36)
 

@@ -23,26 +23,23 @@ import schedule_formulas as formula
 from schedule_formulas import assert_run, expected, run
 
 from paddle_llrd import (
-    TYPE_TO_SCHEDULER_FUNCTION,
     CosineAnnealingWithWarmupDecay,
     CosineDecayWithWarmup,
     InverseSquareRootSchedule,
     LinearAnnealingWithWarmupDecay,
     SchedulerType,
-    get_scheduler,
-)
-from paddle_llrd.schedules.registry import (
-    DEFAULT_INVERSE_SQRT_TIMESCALE,
-    DEFAULT_WSD_DECAY_RATIO,
+    TYPE_TO_SCHEDULER_FUNCTION,
     get_cosine_annealing_schedule_with_warmup,
     get_cosine_with_hard_restarts_schedule_with_warmup,
     get_cosine_with_min_lr_schedule_with_warmup,
     get_inverse_sqrt_schedule,
     get_linear_annealing_schedule_with_warmup,
     get_reduce_on_plateau_schedule,
+    get_scheduler,
     get_sequential_schedule,
     get_wsd_schedule,
 )
+from paddle_llrd.schedules.functions import DEFAULT_INVERSE_SQRT_TIMESCALE, DEFAULT_WSD_DECAY_RATIO
 
 PROPERTY_SETTINGS = settings(max_examples=40, deadline=None)
 WSD_STYLES = ["linear", "cosine", "exponential", "1-sqrt"]

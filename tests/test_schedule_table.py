@@ -16,7 +16,7 @@ from schedule_formulas import restore_registry  # noqa: F401 (the fixture)
 
 from paddle_llrd import LinearDecayWithWarmup, register_scheduler
 from paddle_llrd.cli import schedules as schedule_cli
-from paddle_llrd.schedules import table as schedule_table
+from paddle_llrd.cli import schedule_table
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 DOCS = os.path.join(os.path.dirname(__file__), os.pardir, "docs")

@@ -1,5 +1,5 @@
 """The scheduler classes against their formulas, written out in float64 in
-schedule_formulas.py (the SPEC.md formulas), never against the package's own code.
+schedule_formulas.py (the formulas of docs/schedules.rst), never against the package's own code.
 """
 from __future__ import annotations
 
@@ -30,8 +30,8 @@ from paddle_llrd import (
 PROPERTY_SETTINGS = settings(max_examples=50, deadline=None)
 
 
-# SPEC.md's signatures: positional calls written for PaddleNLP keep working.
-SPEC_SIGNATURES = [
+# PaddleNLP's signatures (docs/schedules.rst): positional calls written for PaddleNLP keep working.
+PADDLENLP_SIGNATURES = [
     (LinearDecayWithWarmup, "(learning_rate, total_steps, warmup, last_epoch=-1, verbose=False)"),
     (ConstScheduleWithWarmup, "(learning_rate, warmup, total_steps=None, last_epoch=-1, verbose=False)"),
     (CosineDecayWithWarmup,
@@ -43,15 +43,16 @@ SPEC_SIGNATURES = [
 ]
 
 
-# Issue 26: Megatron-LM's warmup start is a keyword-only argument of every warmup class (after SPEC.md's
-# arguments, so positional calls are unchanged); the classes that warn about a warmup longer than training
-# can be told not to (the registry functions warn under their own argument names instead).
-KEYWORD_ONLY = {cls: ("warmup_start",) for cls, _ in SPEC_SIGNATURES}
+# Megatron-LM's warmup start is a keyword-only argument of every warmup class (after PaddleNLP's arguments,
+# so positional calls are unchanged); the classes that warn about a warmup longer than training
+# (docs/schedules.rst) can be told not to (the registry functions warn under their own argument names instead).
+KEYWORD_ONLY = {cls: ("warmup_start",) for cls, _ in PADDLENLP_SIGNATURES}
 KEYWORD_ONLY.update({cls: ("warmup_start", "warn_long_warmup")
-                     for cls in (LinearDecayWithWarmup, CosineDecayWithWarmup, PolyDecayWithWarmup)})
+                     for cls in (LinearDecayWithWarmup, ConstScheduleWithWarmup, CosineDecayWithWarmup,
+                                 PolyDecayWithWarmup)})
 
 
-@pytest.mark.parametrize("cls,text", SPEC_SIGNATURES, ids=[cls.__name__ for cls, _ in SPEC_SIGNATURES])
+@pytest.mark.parametrize("cls,text", PADDLENLP_SIGNATURES, ids=[cls.__name__ for cls, _ in PADDLENLP_SIGNATURES])
 def test_signatures_are_specs(cls, text):
     extra = ", *, " + ", ".join(f"{name}={'True' if name == 'warn_long_warmup' else '0.0'}"
                                for name in KEYWORD_ONLY[cls])
@@ -461,7 +462,8 @@ ERROR_CASES = [
     (lambda: CosineDecayWithWarmup(0.1, 10, 2, num_cycles="2"), TypeError, "num_cycles"),
     (lambda: CosineDecayWithWarmup(0.1, 10, 2, num_cycles=True), TypeError, "num_cycles"),
     (lambda: CosineDecayWithWarmup(0.1, 10, 2, num_cycles=-1), ValueError, "num_cycles"),
-    (lambda: CosineDecayWithWarmup(0.1, 10, 2, with_hard_restarts=True, num_cycles=2), TypeError, "num_cycles"),
+    (lambda: CosineDecayWithWarmup(0.1, 10, 2, with_hard_restarts=True, num_cycles="2"), TypeError, "num_cycles"),
+    (lambda: CosineDecayWithWarmup(0.1, 10, 2, with_hard_restarts=True, num_cycles=True), TypeError, "num_cycles"),
     (lambda: CosineDecayWithWarmup(0.1, 10, 2, with_hard_restarts=True, num_cycles=-0.5), ValueError, "num_cycles"),
     (lambda: CosineDecayWithWarmup(0.1, 10, 2, with_hard_restarts=True, num_cycles=float("nan")), ValueError, "num_cycles"),
     (lambda: CosineDecayWithWarmup(0.1, 10, 2, with_hard_restarts="yes"), TypeError, "with_hard_restarts"),
@@ -578,7 +580,8 @@ CLASS_BUILDERS = {
 @pytest.mark.parametrize("bad, error", BAD_EPOCHS)
 @pytest.mark.parametrize("name", list(CLASS_BUILDERS))
 def test_step_epoch_is_checked_by_name_on_every_scheduler_class(name, bad, error):
-    # Issue 26: the rule of the constructor and set_state_dict, on step(epoch) of every class too.
+    # The rule of the constructor and set_state_dict (docs/schedules.rst, "Resuming"), on step(epoch) of every
+    # class too.
     metric = 1.0 if name == "ReduceOnPlateauSchedule" else None
     scheduler, fresh = CLASS_BUILDERS[name](), CLASS_BUILDERS[name]()
     with pytest.raises(error, match=r"`epoch` must be an int >= 0 \(the step to move to\), got .*"):

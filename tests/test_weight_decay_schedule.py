@@ -14,7 +14,7 @@ import paddle
 import pytest
 from paddle import nn
 
-from paddle_llrd import AdamWDL, WeightDecaySchedule
+from paddle_llrd import AdamWDL, CheckpointMatchWarning, WeightDecaySchedule
 from reference_adamw import ReferenceAdamW
 from test_adamwdl import (
     batches,
@@ -116,7 +116,7 @@ def test_state_dict_round_trip_restores_position_only():
     assert resumed() == pytest.approx(megatron_wd(6, 0.0, 0.1, 10, "cosine"), rel=1e-12)
 
     changed = WeightDecaySchedule(0.0, 0.2, 10, "cosine")
-    with pytest.warns(UserWarning, match="end_wd"):
+    with pytest.warns(CheckpointMatchWarning, match="end_wd"):
         changed.set_state_dict(state)
     assert changed.current_step == 6 and changed.end_wd == 0.2
 
@@ -445,7 +445,7 @@ def test_bad_schedule_entry_leaves_the_optimizer_unchanged():
 @pytest.mark.parametrize("bad, error", [(-5, ValueError), (float("nan"), TypeError), (1.5, TypeError),
                                         (True, TypeError)])
 def test_the_coefficient_at_a_bad_step_is_refused_by_name_and_changes_nothing(bad, error):
-    # Issue 26: the schedule's step index follows the rule of its constructor and set_state_dict.
+    # The schedule's step index follows the rule of its constructor and set_state_dict (docs/weight_decay.rst).
     schedule = WeightDecaySchedule(0.0, 0.1, total_steps=4)
     schedule.step()
     with pytest.raises(error, match=r"WeightDecaySchedule: `step` must be"):

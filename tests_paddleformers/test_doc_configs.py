@@ -39,7 +39,7 @@ SHELL = harness.SHELL_LANGUAGES
 MARKERS = {
     "readme-cli-config", "readme-cli-commands", "cli-config", "cli-commands", "cli-lora", "cli-nproc",
     "cli-minimal", "readme-example-config", "readme-example-command", "paddleformers-example-config",
-    "schedules-warmup-init-config", "paddleformers-example-commands",
+    "schedules-warmup-init-config", "paddleformers-example-commands", "schedules-wsd-hugging-face-config",
 }
 #: What the command chooses on this CPU-only machine for a key the config leaves out, one line each.
 CHOSEN_ON_CPU = {
@@ -207,7 +207,7 @@ def test_do_train_false_is_kept(workspace, tmp_path):
 
 
 @pytest.mark.parametrize("config_marker", ["readme-example-config", "paddleformers-example-config",
-                                           "schedules-warmup-init-config"])
+                                           "schedules-warmup-init-config", "schedules-wsd-hugging-face-config"])
 def test_trainer_config_runs_with_the_readme_example_command(tmp_path, config_marker):
     """The Trainer configs (the example's config.json and the schedule pages' fragments of one), run by
     README's `python examples/paddleformers_llama.py config.json`; a fragment gets output_dir."""

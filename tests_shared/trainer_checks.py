@@ -456,7 +456,8 @@ BAD_FIELDS = [
     ({"max_steps": "1.5"}, ValueError, "max_steps must be an int, got the string '1.5'"),
     ({"lr_scheduler_type": "warmup_stable_decay", "lr_scheduler_kwargs": {"decay_styl": "linear"}}, ValueError,
      "lr_scheduler_kwargs has the key 'decay_styl', which lr_scheduler_type='warmup_stable_decay' does not take; "
-     "valid keys: decay_ratio, decay_style, lr_warmup_init, min_lr, min_lr_ratio, num_decay_steps"),
+     "valid keys: decay_ratio, decay_style, decay_type, lr_warmup_init, min_lr, min_lr_ratio, num_cycles, "
+     "num_decay_steps, num_stable_steps, warmup_type"),
     ({"lr_scheduler_type": "cosine", "lr_scheduler_kwargs": {"num_training_steps": 5}}, ValueError,
      "lr_scheduler_kwargs has the key 'num_training_steps', which the Trainer sets itself"),
     ({"lr_scheduler_type": "warmup_stable_decay", "lr_scheduler_kwargs": {"min_lr_ratio": "low"}}, ValueError,

@@ -127,6 +127,46 @@ def test_each_step_uses_the_learning_rate_of_the_named_schedule(kit, tmp_path, n
     check_step_learning_rates(kit, tmp_path, name, **SCHEDULES[name])
 
 
+def _hugging_face_wsd_factor(s, warmup, stable, decay, warmup_type, decay_type, min_ratio, cycles):
+    """transformers' get_wsd_schedule factor at step s, written out: rise from min_ratio, stable, decay to it."""
+    if s < warmup:
+        p = s / max(1, warmup)
+        rise = {"linear": p, "cosine": 0.5 * (1.0 - math.cos(math.pi * p)), "1-sqrt": 1.0 - math.sqrt(1.0 - p)}
+        return max(0.0, rise[warmup_type] * (1.0 - min_ratio) + min_ratio)
+    if s < warmup + stable:
+        return 1.0
+    if s < warmup + stable + decay:
+        p = (s - warmup - stable) / max(1, decay)
+        left = {"linear": 1.0 - p, "cosine": 0.5 * (1.0 + math.cos(math.pi * cycles * 2.0 * p)),
+                "1-sqrt": 1.0 - math.sqrt(p)}
+        return max(0.0, left[decay_type] * (1.0 - min_ratio) + min_ratio)
+    return min_ratio
+
+
+@pytest.mark.parametrize("warmup_type,decay_type", [("cosine", "1-sqrt"), ("1-sqrt", "cosine"), ("linear", "linear")])
+def test_a_hugging_face_wsd_config_trains_with_hugging_faces_numbers(kit, tmp_path, warmup_type, decay_type):
+    """A transformers user's warmup_stable_decay config, as written for Hugging Face's Trainer (docs/schedules.rst,
+    "warmup_stable_decay"): the warmup from min_lr_ratio, its warmup and decay types, num_stable_steps."""
+    lr, warmup, stable, decay, steps = 2e-3, 3, 2, 5, 10
+    kwargs = {"warmup_type": warmup_type, "decay_type": decay_type, "num_stable_steps": stable,
+              "num_decay_steps": decay, "min_lr_ratio": 0.1}
+    recorder = make_recorder(kit)
+    args = kit.args(tmp_path, max_steps=steps, learning_rate=lr, warmup_steps=warmup,
+                    lr_scheduler_type="warmup_stable_decay", lr_scheduler_kwargs=kwargs)
+    kit.trainer(args, callbacks=[recorder], layerwise_decay=0.8).train()
+    expected = [lr * _hugging_face_wsd_factor(s, warmup, stable, decay, warmup_type, decay_type, 0.1, 0.5)
+                for s in range(steps)]
+    assert recorder.lrs == pytest.approx(expected, rel=1e-6, abs=1e-12)
+    assert recorder.lrs[0] == pytest.approx(0.1 * lr)
+
+
+def test_a_wsd_config_mixing_hugging_faces_and_megatrons_keywords_is_refused_naming_both(kit, tmp_path):
+    args = kit.args(tmp_path, max_steps=4, warmup_steps=1, lr_scheduler_type="warmup_stable_decay",
+                    lr_scheduler_kwargs={"warmup_type": "cosine", "decay_style": "linear", "num_decay_steps": 2})
+    with pytest.raises(ValueError, match="`warmup_type`.*`decay_style`"):
+        kit.trainer(args).create_optimizer_and_scheduler(num_training_steps=4)
+
+
 def test_lr_warmup_init_from_lr_scheduler_kwargs_starts_the_warmup_there(kit, tmp_path):
     """Megatron-LM's warmup from an initial lr, from a config: init + (peak - init) * s / W, then the schedule."""
     lr, init, warmup, steps = 2e-3, 5e-4, 4, 10

@@ -2,7 +2,7 @@
 
 The table lists each registered schedule (and with ``--classes`` the
 scheduler classes) at the steps of
-:func:`paddle_llrd.schedules.table.characteristic_steps`; the curves are drawn
+:func:`paddle_llrd.cli.schedule_table.characteristic_steps`; the curves are drawn
 with matplotlib when it is installed (``pip install paddle_llrd[plot]``).
 Options left unset keep each schedule's own defaults; an option goes only to
 the schedules that take it.
@@ -16,7 +16,7 @@ import warnings
 from typing import Any, Dict, Optional, Sequence
 
 from paddle_llrd.cli.arguments import finite_number, integer_at_least
-from paddle_llrd.schedules.table import (
+from paddle_llrd.cli.schedule_table import (
     DEFAULT_LEARNING_RATE,
     DEFAULT_MIN_LR_RATE,
     DEFAULT_TOTAL_STEPS,
@@ -28,7 +28,7 @@ from paddle_llrd.schedules.table import (
     registry_schedules,
     schedule_curves,
 )
-from paddle_llrd.schedules.warmup import LONG_WARMUP_TEXT
+from paddle_llrd.warning_classes import LongWarmupWarning
 
 __all__ = ["draw_curves", "legend_below", "main", "matplotlib_figure", "plot_schedules", "save_figure",
            "schedule_table_text"]
@@ -206,7 +206,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         )
     with warnings.catch_warnings():
         # The note above says it once, for every schedule.
-        warnings.filterwarnings("ignore", message=f".*{LONG_WARMUP_TEXT}", category=UserWarning)
+        warnings.simplefilter("ignore", LongWarmupWarning)
         return _table_and_plot(args, options)
 
 

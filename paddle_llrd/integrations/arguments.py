@@ -222,14 +222,13 @@ def _option_number_kind(option: ScheduleOption) -> Optional[type]:
 
 
 def schedule_takes_warmup(name: str) -> bool:
-    """Whether schedule ``name`` takes ``num_warmup_steps`` (or any keyword).
+    """Whether schedule ``name`` has a warmup: the registry's answer (``ScheduleInfo.warmup``).
 
     Examples:
-        >>> schedule_takes_warmup("cosine"), schedule_takes_warmup("constant")
+        >>> schedule_takes_warmup("cosine"), schedule_takes_warmup("reduce_lr_on_plateau")
         (True, False)
     """
-    info = registry.schedule_info(name)
-    return info.any_option or "num_warmup_steps" in info.options
+    return registry.schedule_info(name).warmup
 
 
 def check_scheduler_kwargs(name: str, options: Mapping[str, Any]) -> SchedulerKwargs:
@@ -252,7 +251,7 @@ def check_scheduler_kwargs(name: str, options: Mapping[str, Any]) -> SchedulerKw
         >>> check_scheduler_kwargs("warmup_stable_decay", {"decay_styl": "linear"})
         Traceback (most recent call last):
         ...
-        ValueError: lr_scheduler_kwargs has the key 'decay_styl', which lr_scheduler_type='warmup_stable_decay' does not take; valid keys: decay_ratio, decay_style, lr_warmup_init, min_lr, min_lr_ratio, num_decay_steps. Did you mean 'decay_style'?
+        ValueError: lr_scheduler_kwargs has the key 'decay_styl', which lr_scheduler_type='warmup_stable_decay' does not take; valid keys: decay_ratio, decay_style, decay_type, lr_warmup_init, min_lr, min_lr_ratio, num_cycles, num_decay_steps, num_stable_steps, warmup_type. Did you mean 'decay_style'?
     """
     info = registry.schedule_info(name)
     named, takes_any = info.options, info.any_option

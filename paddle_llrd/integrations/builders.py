@@ -333,8 +333,8 @@ def _scheduler_options(args: Any) -> Dict[str, Any]:
 def build_scheduler(args: Any, num_training_steps: int) -> LRScheduler:
     """The schedule ``lr_scheduler_type`` names, from :func:`paddle_llrd.get_scheduler`.
 
-    Warmup is :func:`warmup_steps` (a ``UserWarning`` when the schedule takes
-    none); the schedule spans ``decay_steps`` when the arguments have a
+    Warmup is :func:`warmup_steps` (a schedule without one, by the registry's
+    answer, warns and is built without it); the schedule spans ``decay_steps`` when the arguments have a
     positive one, else ``num_training_steps``; ``num_cycles``, ``lr_end``,
     ``power`` and (PaddleFormers) a non-zero ``min_lr`` pass through, as in
     the frameworks' ``Trainer.create_scheduler``, and so does
@@ -356,7 +356,8 @@ def build_scheduler(args: Any, num_training_steps: int) -> LRScheduler:
     """
     name = plain_name(args.lr_scheduler_type)
     warmup = warmup_steps(args, num_training_steps)
-    if warmup > 0 and not schedule_takes_warmup(name):
+    has_warmup = schedule_takes_warmup(name)
+    if warmup > 0 and not has_warmup:
         warnings.warn(
             f"lr_scheduler_type={name!r} has no warmup: the {warmup} warmup steps that warmup_steps/"
             "warmup_ratio ask for are not taken",
@@ -367,7 +368,7 @@ def build_scheduler(args: Any, num_training_steps: int) -> LRScheduler:
     scheduler = get_scheduler(
         name,
         learning_rate=args.learning_rate,
-        num_warmup_steps=warmup,
+        num_warmup_steps=warmup if has_warmup else 0,
         num_training_steps=decay_steps if decay_steps > 0 else num_training_steps,
         **_scheduler_options(args),
     )

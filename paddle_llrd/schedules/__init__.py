@@ -1,8 +1,10 @@
-"""Learning-rate and weight-decay schedules: the lr factors (:mod:`.factors`),
-the warmup scheduler classes (:mod:`.warmup`), the schedule functions behind
-the registry names (:mod:`.functions`), schedules run one after another
-(:mod:`.sequential`), Paddle's ``ReduceOnPlateau`` with checked arguments
-(:mod:`.plateau`), lookup by name (:mod:`.catalog`, declared in
-:mod:`.registry`), the weight-decay schedule (:mod:`.weight_decay`) and the
-curves and tables of every schedule (:mod:`.table`).
+"""Learning-rate and weight-decay schedules.
+
+One schedule is a factor function (:mod:`.factors`), a ``get_*`` function
+(:mod:`.functions`; :mod:`.sequential`, :mod:`.plateau`) and one entry of the
+registry (:mod:`.registry`: the names, their options and
+``get_scheduler``). Beside them: the PaddleNLP scheduler classes
+(:mod:`.warmup`), the rule of a warmup longer than training
+(:mod:`.long_warmup`), reading a schedule's lr curve (:mod:`.curve`) and the
+weight-decay schedule (:mod:`.weight_decay`).
 """

@@ -1,18 +1,15 @@
 r"""The schedule functions behind the registry names, one per schedule (Hugging Face's ``get_*_schedule``).
 
-Every function takes ``learning_rate`` first. All but the annealing ones
-return a :class:`paddle.optimizer.lr.LambdaDecay` whose lr at step :math:`s`
-is ``learning_rate * f(s)``, with :math:`W` = ``num_warmup_steps``,
-:math:`T` = ``num_training_steps`` and the linear warmup
-:math:`f(s) = s / \max(1, W)` for :math:`s < W`. Every function with a
-warmup takes Megatron-LM's ``lr_warmup_init`` through ``get_scheduler``: the
-warmup then rises from it instead of 0, and every later step keeps its value.
+Every function takes ``learning_rate`` first and returns a
+:class:`paddle.optimizer.lr.LRScheduler`; all but the annealing ones a
+:class:`paddle.optimizer.lr.LambdaDecay` whose lr at step :math:`s` is
+``learning_rate * f(s)`` (:math:`f` of :mod:`.factors`), with :math:`W` =
+``num_warmup_steps``, :math:`T` = ``num_training_steps`` and the linear
+warmup :math:`f(s) = s / \max(1, W)` for :math:`s < W`. Each function is one
+entry of :mod:`.registry`, which reads its options from its signature.
 
-Each public ``get_*`` function keeps PaddleNLP's / Hugging Face's signature
-and calls its private builder (``_linear`` for ``get_linear_...``), which also
-takes ``lr_warmup_init`` and ``caller``, the name a warning about a warmup
-longer than training gives; :data:`~paddle_llrd.schedules.registry.BUILTIN_SCHEDULES`
-hands the builders to ``get_scheduler``.
+The long-warmup rule (:mod:`.long_warmup`) is applied once per call, after
+the schedule is built, naming the function's arguments.
 """
 from __future__ import annotations
 
@@ -29,9 +26,11 @@ from ..argument_checks import (
     checked_step_count,
     checked_step_index,
     checked_warmup_start,
+    did_you_mean,
 )
 from . import factors
-from .factors import WSD_DECAY_STYLES, lr_lambda
+from .factors import HF_WSD_DECAY_TYPES, HF_WSD_WARMUP_TYPES, WSD_DECAY_STYLES, lr_lambda
+from .long_warmup import warn_if_warmup_outlasts_training
 from .warmup import (
     ConstScheduleWithWarmup,
     CosineAnnealingWithWarmupDecay,
@@ -40,7 +39,7 @@ from .warmup import (
     LinearDecayWithWarmup,
     PolyDecayWithWarmup,
     _LambdaSchedule,
-    warn_if_warmup_outlasts_training,
+    checked_cycle_count,
 )
 
 __all__ = [
@@ -50,23 +49,20 @@ __all__ = [
     # the newer ones: Hugging Face's, Megatron-LM's
     "get_cosine_with_hard_restarts_schedule_with_warmup", "get_inverse_sqrt_schedule",
     "DEFAULT_INVERSE_SQRT_TIMESCALE", "get_cosine_with_min_lr_schedule_with_warmup",
-    "get_wsd_schedule", "DEFAULT_WSD_DECAY_RATIO", "get_cosine_annealing_schedule_with_warmup",
-    "get_linear_annealing_schedule_with_warmup",
+    "get_wsd_schedule", "DEFAULT_WSD_DECAY_RATIO", "WSD_HUGGING_FACE_KEYWORDS", "WSD_MEGATRON_KEYWORDS",
+    "get_cosine_annealing_schedule_with_warmup", "get_linear_annealing_schedule_with_warmup",
 ]
 
 
-def _warmup_and_total(
-    num_warmup_steps: Any, num_training_steps: Any, caller: Optional[str] = None
-) -> "tuple[int, int]":
-    """``num_warmup_steps`` (``>= 0``) and ``num_training_steps`` (``>= 1``) as step counts.
-
-    With ``caller``, a warmup longer than training warns, naming ``caller``.
-    """
+def _warmup_and_total(num_warmup_steps: Any, num_training_steps: Any) -> "tuple[int, int]":
+    """``num_warmup_steps`` (``>= 0``) and ``num_training_steps`` (``>= 1``) as step counts."""
     warmup = checked_step_count(num_warmup_steps, "num_warmup_steps")
-    total = checked_step_count(num_training_steps, "num_training_steps", minimum=1)
-    if caller is not None:
-        warn_if_warmup_outlasts_training(warmup, total, caller, "num_warmup_steps", "num_training_steps")
-    return warmup, total
+    return warmup, checked_step_count(num_training_steps, "num_training_steps", minimum=1)
+
+
+def _long_warmup_rule(warmup: int, total: int, owner: str) -> None:
+    """:func:`~.long_warmup.warn_if_warmup_outlasts_training` with the functions' argument names."""
+    warn_if_warmup_outlasts_training(warmup, total, owner, "num_warmup_steps", "num_training_steps")
 
 
 def get_linear_schedule_with_warmup(
@@ -76,24 +72,21 @@ def get_linear_schedule_with_warmup(
 
     .. math:: f(s) = \max\!\left(0, \frac{T - s}{\max(1, T - W)}\right), \quad s \ge W
 
-    Returns a :class:`~paddle_llrd.LinearDecayWithWarmup`.
+    Returns a :class:`~paddle_llrd.LinearDecayWithWarmup`; a warmup longer
+    than training warns (:class:`~paddle_llrd.LongWarmupWarning`).
 
     Examples:
         >>> from paddle_llrd import get_linear_schedule_with_warmup
-        >>> from paddle_llrd.schedules.table import lr_curve
+        >>> from paddle_llrd.schedules.curve import lr_curve
         >>> scheduler = get_linear_schedule_with_warmup(
         ...     0.1, num_warmup_steps=2, num_training_steps=10)
         >>> [round(lr, 6) for lr in lr_curve(scheduler, 4)]
         [0.0, 0.05, 0.1, 0.0875, 0.075]
     """
-    return _linear(learning_rate, num_warmup_steps, num_training_steps, last_epoch, caller="get_linear_schedule_with_warmup")
-
-
-def _linear(learning_rate, num_warmup_steps, num_training_steps, last_epoch=-1, *, lr_warmup_init=0.0, caller=None):
-    warmup, total = _warmup_and_total(num_warmup_steps, num_training_steps, caller)
-    start = _start(lr_warmup_init, learning_rate)
-    return LinearDecayWithWarmup(learning_rate, total, warmup, last_epoch=last_epoch, warmup_start=start,
-                                 warn_long_warmup=False)
+    warmup, total = _warmup_and_total(num_warmup_steps, num_training_steps)
+    scheduler = LinearDecayWithWarmup(learning_rate, total, warmup, last_epoch=last_epoch, warn_long_warmup=False)
+    _long_warmup_rule(warmup, total, "get_linear_schedule_with_warmup")
+    return scheduler
 
 
 def get_cosine_schedule_with_warmup(
@@ -109,11 +102,10 @@ def get_cosine_schedule_with_warmup(
 
         f(s) = m + (1 - m) \max\!\left(0, \tfrac12 \left(1 + \cos(2 \pi c\, p)\right)\right), \quad s \ge W
 
-    The default ``num_cycles=0.5`` is a half cosine reaching ``min_lr`` at
-    :math:`T`. With ``min_lr=0`` the values are PaddleNLP's up to :math:`T`;
-    after :math:`T` the value reached at :math:`T` is held (PaddleNLP's curve
-    climbs back up). It is :func:`get_cosine_with_min_lr_schedule_with_warmup`
-    with the floor given as ``min_lr``, which it returns.
+    (:func:`~paddle_llrd.schedules.factors.cosine_waves`). The default
+    ``num_cycles=0.5`` is a half cosine reaching ``min_lr`` at :math:`T`. With
+    ``min_lr=0`` the values are PaddleNLP's up to :math:`T`; after :math:`T`
+    the value reached at :math:`T` is held (PaddleNLP's curve climbs back up).
 
     Args:
         learning_rate (float): The peak learning rate.
@@ -123,25 +115,37 @@ def get_cosine_schedule_with_warmup(
         last_epoch (int, optional): The last step already taken. Default: ``-1``.
         min_lr (float, optional): The floor, ``0 <= min_lr <= learning_rate``. Default: ``0.0``.
 
+    Raises:
+        ValueError: a negative or non-finite argument, ``min_lr > learning_rate``.
+
     Examples:
         >>> from paddle_llrd import get_cosine_schedule_with_warmup
-        >>> from paddle_llrd.schedules.table import lr_curve
+        >>> from paddle_llrd.schedules.curve import lr_curve
         >>> scheduler = get_cosine_schedule_with_warmup(1.0, 2, 6, min_lr=0.2)
         >>> [round(lr, 6) for lr in lr_curve(scheduler, 7)]
         [0.0, 0.5, 1.0, 0.882843, 0.6, 0.317157, 0.2, 0.2]
     """
-    return _cosine_with_min_lr(learning_rate, num_warmup_steps, num_training_steps, num_cycles, last_epoch,
-                               min_lr=min_lr, caller="get_cosine_schedule_with_warmup")
+    learning_rate = checked_non_negative_real(learning_rate)
+    warmup, total = _warmup_and_total(num_warmup_steps, num_training_steps)
+    num_cycles = checked_cycle_count(num_cycles)
+    min_lr = checked_floor_lr(min_lr, learning_rate, "learning_rate")
+    floor = min_lr / learning_rate if learning_rate > 0 else 0.0
+    return _cosine_to_floor(learning_rate, warmup, total, num_cycles, last_epoch, floor,
+                            "get_cosine_schedule_with_warmup")
 
 
-def _cosine(learning_rate, num_warmup_steps, num_training_steps, num_cycles=0.5, last_epoch=-1, min_lr=0.0, *,
-            lr_warmup_init=0.0, caller=None):
-    return _cosine_with_min_lr(learning_rate, num_warmup_steps, num_training_steps, num_cycles, last_epoch,
-                               min_lr=min_lr, lr_warmup_init=lr_warmup_init, caller=caller)
+def _cosine_to_floor(learning_rate: float, warmup: int, total: int, num_cycles: float, last_epoch: Any,
+                     floor: float, owner: str) -> LambdaDecay:
+    """The cosine of ``"cosine"`` and ``"cosine_with_min_lr"`` down to ``floor`` (a fraction of the peak)."""
+    factor = lr_lambda(factors.cosine_waves, warmup, total_steps=total, num_cycles=num_cycles, floor=floor,
+                       hold_after_end=True)
+    scheduler = _LambdaSchedule(learning_rate, factor, checked_step_index(last_epoch))
+    _long_warmup_rule(warmup, total, owner)
+    return scheduler
 
 
 def get_constant_schedule(learning_rate: float, last_epoch: int = -1) -> LambdaDecay:
-    r"""A constant ``learning_rate`` (``"constant"``): :math:`f(s) = 1`.
+    r"""A constant ``learning_rate`` (``"constant"``): :math:`f(s) = 1`, no warmup.
 
     Examples:
         >>> from paddle_llrd import get_constant_schedule
@@ -153,26 +157,29 @@ def get_constant_schedule(learning_rate: float, last_epoch: int = -1) -> LambdaD
 
 
 def get_constant_schedule_with_warmup(
-    learning_rate: float, num_warmup_steps: int, last_epoch: int = -1
+    learning_rate: float, num_warmup_steps: int, last_epoch: int = -1, *, num_training_steps: Optional[int] = None
 ) -> LambdaDecay:
     r"""Linear warmup, then constant (``"constant_with_warmup"``): :math:`f(s) = 1` for :math:`s \ge W`.
 
-    Returns a :class:`~paddle_llrd.ConstScheduleWithWarmup`.
+    Returns a :class:`~paddle_llrd.ConstScheduleWithWarmup`. The schedule has
+    no end; ``num_training_steps``, when given (``get_scheduler`` and the
+    Trainers give it), only makes a warmup longer than training warn
+    (:class:`~paddle_llrd.LongWarmupWarning`), as for the other warmup schedules.
 
     Examples:
         >>> from paddle_llrd import get_constant_schedule_with_warmup
-        >>> from paddle_llrd.schedules.table import lr_curve
+        >>> from paddle_llrd.schedules.curve import lr_curve
         >>> scheduler = get_constant_schedule_with_warmup(0.2, num_warmup_steps=4)
         >>> [round(lr, 6) for lr in lr_curve(scheduler, 5)]
         [0.0, 0.05, 0.1, 0.15, 0.2, 0.2]
     """
-    return _constant_with_warmup(learning_rate, num_warmup_steps, last_epoch)
-
-
-def _constant_with_warmup(learning_rate, num_warmup_steps, last_epoch=-1, *, lr_warmup_init=0.0, caller=None):
     warmup = checked_step_count(num_warmup_steps, "num_warmup_steps")
-    start = _start(lr_warmup_init, learning_rate)
-    return ConstScheduleWithWarmup(learning_rate, warmup, last_epoch=last_epoch, warmup_start=start)
+    total = None if num_training_steps is None else checked_step_count(num_training_steps, "num_training_steps",
+                                                                       minimum=1)
+    scheduler = ConstScheduleWithWarmup(learning_rate, warmup, total, last_epoch, warn_long_warmup=False)
+    if total is not None:
+        _long_warmup_rule(warmup, total, "get_constant_schedule_with_warmup")
+    return scheduler
 
 
 def get_polynomial_decay_schedule_with_warmup(
@@ -189,24 +196,23 @@ def get_polynomial_decay_schedule_with_warmup(
             \eta_{end} / \eta & s > T
         \end{cases}
 
-    ``lr_end >= learning_rate`` raises ``ValueError``. Returns a
-    :class:`~paddle_llrd.PolyDecayWithWarmup`.
+    Returns a :class:`~paddle_llrd.PolyDecayWithWarmup`.
+
+    Raises:
+        ValueError: ``lr_end >= learning_rate``, a negative ``power``, a bad step count.
 
     Examples:
         >>> from paddle_llrd import get_polynomial_decay_schedule_with_warmup
-        >>> from paddle_llrd.schedules.table import lr_curve
+        >>> from paddle_llrd.schedules.curve import lr_curve
         >>> scheduler = get_polynomial_decay_schedule_with_warmup(1.0, 0, 4, lr_end=0.2)
         >>> [round(lr, 6) for lr in lr_curve(scheduler, 5)]
         [1.0, 0.8, 0.6, 0.4, 0.2, 0.2]
     """
-    return _polynomial(learning_rate, num_warmup_steps, num_training_steps, lr_end, power, last_epoch, caller="get_polynomial_decay_schedule_with_warmup")
-
-
-def _polynomial(learning_rate, num_warmup_steps, num_training_steps, lr_end=1e-7, power=1.0, last_epoch=-1, *,
-                lr_warmup_init=0.0, caller=None):
-    warmup, total = _warmup_and_total(num_warmup_steps, num_training_steps, caller)
-    return PolyDecayWithWarmup(learning_rate, total, warmup, lr_end=lr_end, power=power, last_epoch=last_epoch,
-                               warmup_start=_start(lr_warmup_init, learning_rate), warn_long_warmup=False)
+    warmup, total = _warmup_and_total(num_warmup_steps, num_training_steps)
+    scheduler = PolyDecayWithWarmup(learning_rate, total, warmup, lr_end=lr_end, power=power, last_epoch=last_epoch,
+                                    warn_long_warmup=False)
+    _long_warmup_rule(warmup, total, "get_polynomial_decay_schedule_with_warmup")
+    return scheduler
 
 
 def get_cosine_with_hard_restarts_schedule_with_warmup(
@@ -231,10 +237,12 @@ def get_cosine_with_hard_restarts_schedule_with_warmup(
     at :math:`T`; ``num_cycles=0.5`` falls to half the peak, then to 0.
 
     This is exactly :class:`~paddle_llrd.CosineDecayWithWarmup` with
-    ``with_hard_restarts=True`` and ``num_cycles=float(c)``, which it returns.
-    Only the defaults differ: Hugging Face's ``1`` here, PaddleNLP's ``0.5``
-    for the class. :func:`get_scheduler` uses the ``num_cycles`` its caller
-    passes and ``1`` when none is passed; PaddleNLP's ``Trainer`` always passes
+    ``with_hard_restarts=True`` and ``num_cycles=c``, which it returns; both
+    take ``num_cycles`` by one rule (an ``int`` or a ``float``, finite and
+    ``>= 0``: :func:`~paddle_llrd.schedules.warmup.checked_cycle_count`). Only the
+    defaults differ: Hugging Face's ``1`` here, PaddleNLP's ``0.5`` for the
+    class. :func:`get_scheduler` uses the ``num_cycles`` its caller passes and
+    ``1`` when none is passed; PaddleNLP's ``Trainer`` always passes
     ``TrainingArguments.num_cycles`` (``0.5`` by default), so set
     ``num_cycles`` to 1 or more there for whole cycles.
 
@@ -242,32 +250,26 @@ def get_cosine_with_hard_restarts_schedule_with_warmup(
         learning_rate (float): The peak learning rate, ``>= 0``.
         num_warmup_steps (int): Warmup steps :math:`W`, ``>= 0``.
         num_training_steps (int): Training steps :math:`T`, ``>= 1``.
-        num_cycles (float, optional): The number of cycles :math:`c \ge 0`
-            (an ``int`` is accepted). Default: ``1.0``.
+        num_cycles (int|float, optional): The number of cycles :math:`c \ge 0`. Default: ``1.0``.
         last_epoch (int, optional): The last step already taken. Default: ``-1``.
 
+    Raises:
+        TypeError: ``num_cycles`` is not a number.
+        ValueError: ``num_cycles`` negative, NaN or infinite; a bad step count.
+
     Examples:
-        >>> from paddle_llrd.schedules import registry
-        >>> from paddle_llrd.schedules.table import lr_curve
-        >>> scheduler = registry.get_cosine_with_hard_restarts_schedule_with_warmup(
+        >>> from paddle_llrd import get_cosine_with_hard_restarts_schedule_with_warmup
+        >>> from paddle_llrd.schedules.curve import lr_curve
+        >>> scheduler = get_cosine_with_hard_restarts_schedule_with_warmup(
         ...     1.0, 2, 10, num_cycles=2)
         >>> [round(lr, 6) for lr in lr_curve(scheduler, 11)]
         [0.0, 0.5, 1.0, 0.853553, 0.5, 0.146447, 1.0, 0.853553, 0.5, 0.146447, 0.0, 0.0]
     """
-    return _cosine_with_hard_restarts(learning_rate, num_warmup_steps, num_training_steps, num_cycles, last_epoch, 
-                                      caller="get_cosine_with_hard_restarts_schedule_with_warmup")
-
-
-def _cosine_with_hard_restarts(learning_rate, num_warmup_steps, num_training_steps, num_cycles=1.0, last_epoch=-1, *,
-                               lr_warmup_init=0.0, caller=None):
     warmup, total = _warmup_and_total(num_warmup_steps, num_training_steps)
-    num_cycles = _cycle_count(num_cycles)
-    if caller is not None:
-        warn_if_warmup_outlasts_training(warmup, total, caller, "num_warmup_steps", "num_training_steps")
-    return CosineDecayWithWarmup(
-        learning_rate, total, warmup, with_hard_restarts=True, num_cycles=num_cycles, last_epoch=last_epoch,
-        warmup_start=_start(lr_warmup_init, learning_rate), warn_long_warmup=False,
-    )
+    scheduler = CosineDecayWithWarmup(learning_rate, total, warmup, with_hard_restarts=True, num_cycles=num_cycles,
+                                      last_epoch=last_epoch, warn_long_warmup=False)
+    _long_warmup_rule(warmup, total, "get_cosine_with_hard_restarts_schedule_with_warmup")
+    return scheduler
 
 
 #: The ``timescale`` of ``"inverse_sqrt"`` without warmup (Hugging Face's and big_vision's).
@@ -306,8 +308,8 @@ def get_inverse_sqrt_schedule(
         last_epoch (int, optional): The last step already taken. Default: ``-1``.
 
     Examples:
-        >>> from paddle_llrd.schedules.registry import get_inverse_sqrt_schedule
-        >>> from paddle_llrd.schedules.table import lr_curve
+        >>> from paddle_llrd import get_inverse_sqrt_schedule
+        >>> from paddle_llrd.schedules.curve import lr_curve
         >>> scheduler = get_inverse_sqrt_schedule(0.5, num_warmup_steps=4)
         >>> lrs = [round(lr, 6) for lr in lr_curve(scheduler, 16)]
         >>> lrs[:5], lrs[16]
@@ -317,26 +319,13 @@ def get_inverse_sqrt_schedule(
         >>> late()
         0.5
     """
-    return _inverse_sqrt(learning_rate, num_warmup_steps, timescale, last_epoch)
-
-
-def _inverse_sqrt(learning_rate, num_warmup_steps, timescale=None, last_epoch=-1, *, lr_warmup_init=0.0,
-                  caller=None):
     learning_rate = checked_non_negative_real(learning_rate)
     warmup = checked_step_count(num_warmup_steps, "num_warmup_steps")
     if timescale is None:
         timescale = warmup if warmup > 0 else DEFAULT_INVERSE_SQRT_TIMESCALE
     timescale = checked_step_count(timescale, "timescale", minimum=1)
-    factor = lr_lambda(factors.inverse_sqrt_decay, warmup, _start(lr_warmup_init, learning_rate), timescale=timescale)
+    factor = lr_lambda(factors.inverse_sqrt_decay, warmup, timescale=timescale)
     return _LambdaSchedule(learning_rate, factor, checked_step_index(last_epoch))
-
-
-def _cycle_count(num_cycles: Any) -> float:
-    """``num_cycles`` as a finite float ``>= 0``; ``TypeError``/``ValueError`` naming it."""
-    num_cycles = checked_finite_real(num_cycles, "num_cycles")
-    if num_cycles < 0:
-        raise ValueError(f"`num_cycles` must be >= 0 (the number of cycles), got {num_cycles!r}.")
-    return num_cycles
 
 
 def _floor_ratio(
@@ -405,42 +394,40 @@ def get_cosine_with_min_lr_schedule_with_warmup(
 
     Examples:
         >>> from paddle_llrd import get_cosine_with_min_lr_schedule_with_warmup
-        >>> from paddle_llrd.schedules.table import lr_curve
+        >>> from paddle_llrd.schedules.curve import lr_curve
         >>> scheduler = get_cosine_with_min_lr_schedule_with_warmup(
         ...     1.0, 2, 6, min_lr_rate=0.2)
         >>> lrs = lr_curve(scheduler, 7)
         >>> [round(lr, 6) for lr in lrs]
         [0.0, 0.5, 1.0, 0.882843, 0.6, 0.317157, 0.2, 0.2]
     """
-    return _cosine_with_min_lr(learning_rate, num_warmup_steps, num_training_steps, num_cycles, last_epoch, min_lr,
-                               min_lr_rate, 
-                               caller="get_cosine_with_min_lr_schedule_with_warmup")
-
-
-def _cosine_with_min_lr(learning_rate, num_warmup_steps, num_training_steps, num_cycles=0.5, last_epoch=-1,
-                        min_lr=None, min_lr_rate=None, *, lr_warmup_init=0.0, caller=None):
     learning_rate = checked_non_negative_real(learning_rate)
     warmup, total = _warmup_and_total(num_warmup_steps, num_training_steps)
-    num_cycles = _cycle_count(num_cycles)
-    floor = _floor_ratio(
-        learning_rate, min_lr, min_lr_rate, "min_lr_rate", schedule="cosine_with_min_lr", required=True
-    )
-    start = _start(lr_warmup_init, learning_rate)
-    if caller is not None:
-        warn_if_warmup_outlasts_training(warmup, total, caller, "num_warmup_steps", "num_training_steps")
-    factor = lr_lambda(
-        factors.cosine_waves, warmup, start, total_steps=total, num_cycles=num_cycles, floor=floor,
-        hold_after_end=True,
-    )
-    return _LambdaSchedule(learning_rate, factor, checked_step_index(last_epoch))
+    num_cycles = checked_cycle_count(num_cycles)
+    floor = _floor_ratio(learning_rate, min_lr, min_lr_rate, "min_lr_rate", schedule="cosine_with_min_lr",
+                         required=True)
+    return _cosine_to_floor(learning_rate, warmup, total, num_cycles, last_epoch, floor,
+                            "get_cosine_with_min_lr_schedule_with_warmup")
 
 
 #: The share of ``num_training_steps`` that ``"warmup_stable_decay"`` decays over when
-#: neither ``num_decay_steps`` nor ``decay_ratio`` is given.
+#: ``num_decay_steps`` is not given (nor Megatron-LM's ``decay_ratio``).
 DEFAULT_WSD_DECAY_RATIO = 0.1
+#: ``get_wsd_schedule``'s keywords that only Hugging Face's ``get_wsd_schedule`` has
+#: (``num_cycles`` counts when it is not the half cosine, 0.5, which both families' cosine is).
+WSD_HUGGING_FACE_KEYWORDS = ("warmup_type", "decay_type", "num_stable_steps", "num_cycles")
+#: ``get_wsd_schedule``'s keywords that only Megatron-LM's WSD has.
+WSD_MEGATRON_KEYWORDS = ("decay_style", "decay_ratio", "min_lr", "lr_warmup_init")
 
 # Megatron-LM calls the 1-sqrt style "minus_sqrt".
 _WSD_STYLE_ALIASES = {"minus_sqrt": "1-sqrt"}
+
+
+class _CosineByDefault(str):
+    """``decay_style``'s default, ``"cosine"``, told apart from a ``"cosine"`` the caller passes
+    (which names Megatron-LM's keywords, see :func:`get_wsd_schedule`)."""
+
+    __slots__ = ()
 
 
 def _wsd_decay_style(decay_style: Any) -> str:
@@ -457,6 +444,17 @@ def _wsd_decay_style(decay_style: Any) -> str:
     return style
 
 
+def _hugging_face_type(value: Any, argument: str, choices: "tuple[str, ...]") -> str:
+    """``warmup_type`` / ``decay_type``: one of Hugging Face's ``choices``, else an error naming ``argument``."""
+    if not isinstance(value, str) or value not in choices:
+        hint = " ('exponential' is a `decay_style` of Megatron-LM's keywords)" if value == "exponential" else ""
+        raise ValueError(
+            f"`{argument}` must be one of {', '.join(map(repr, choices))} (Hugging Face's), got {value!r}{hint}."
+            f"{did_you_mean(str(value), choices)}"
+        )
+    return value
+
+
 def _wsd_decay_steps(num_decay_steps: Any, decay_ratio: Any, total: int) -> int:
     if num_decay_steps is not None and decay_ratio is not None:
         raise ValueError(
@@ -471,85 +469,14 @@ def _wsd_decay_steps(num_decay_steps: Any, decay_ratio: Any, total: int) -> int:
     return int(math.floor(ratio * total))
 
 
-def get_wsd_schedule(
-    learning_rate: float, num_warmup_steps: int, num_training_steps: int, num_decay_steps: Optional[int] = None,
-    decay_ratio: Optional[float] = None, decay_style: str = "cosine", min_lr_ratio: Optional[float] = None,
-    min_lr: Optional[float] = None, last_epoch: int = -1,
-) -> LambdaDecay:
-    r"""Warmup, a stable stage at the peak, then a decay to a floor by the end (``"warmup_stable_decay"``).
-
-    The WSD schedule (MiniCPM; Megatron-LM's ``--lr-decay-style WSD``, Hugging
-    Face's ``get_wsd_schedule``). The decay stage is the last :math:`D` of the
-    :math:`T` training steps: :math:`D` = ``num_decay_steps``, or
-    :math:`\lfloor` ``decay_ratio`` :math:`\cdot T \rfloor`, or
-    :math:`\lfloor 0.1\, T \rfloor` when neither is given; the stable stage
-    fills :math:`[W, T - D)`, so :math:`W + D \le T` is required. With the
-    floor :math:`m` = ``min_lr_ratio`` or ``min_lr`` :math:`/\eta` (at most one
-    of them; 0 when neither) and :math:`r = (s - (T - D)) / D`:
-
-    .. math::
-
-        f(s) = \begin{cases}
-            s / \max(1, W) & s < W \\
-            1 & W \le s < T - D \\
-            m + (1 - m)\, a(r) & T - D \le s < T \\
-            m & s \ge T
-        \end{cases}
-
-    with the decay shape :math:`a(r)` named by ``decay_style`` (each falls from
-    1 at :math:`r = 0` to 0 at :math:`r = 1`):
-
-    * ``"linear"``: :math:`a(r) = 1 - r`
-    * ``"cosine"``: :math:`a(r) = \tfrac12 (1 + \cos(\pi r))`
-    * ``"exponential"``: :math:`a(r) = 2 \cdot 0.5^{r} - 1`
-    * ``"1-sqrt"`` (Megatron-LM's ``"minus_sqrt"`` is accepted too):
-      :math:`a(r) = 1 - \sqrt{r}`
-
-    These are Megatron-LM's ``WSD`` formulas (its ``lr_decay_steps`` is
-    :math:`T`, ``wsd_decay_steps`` is :math:`D`, ``init_lr`` 0) and, for the
-    styles they share, Hugging Face's, with two differences from the latter:
-    the warmup always starts at 0 (Hugging Face's starts at
-    :math:`m \eta`), and the cosine is the half cosine (no ``num_cycles``).
-    ``decay_style`` is Hugging Face's ``decay_type``; the stable stage is
-    :math:`T - W - D` steps rather than a ``num_stable_steps``.
-
-    Args:
-        learning_rate (float): The peak learning rate :math:`\eta`, ``>= 0``.
-        num_warmup_steps (int): Warmup steps :math:`W`, ``>= 0``.
-        num_training_steps (int): Training steps :math:`T`, ``>= 1``; the decay ends here.
-        num_decay_steps (int, optional): Decay steps :math:`D`, ``<= T - W``.
-        decay_ratio (float, optional): :math:`D` as a fraction of :math:`T`, in
-            ``[0, 1]``. Default (with ``num_decay_steps`` also ``None``): ``0.1``.
-        decay_style (str, optional): ``"linear"``, ``"cosine"``,
-            ``"exponential"`` or ``"1-sqrt"``. Default: ``"cosine"``.
-        min_lr_ratio (float, optional): The floor as a fraction of ``learning_rate``, in ``[0, 1]``.
-        min_lr (float, optional): The floor as an lr, ``<= learning_rate``.
-        last_epoch (int, optional): The last step already taken. Default: ``-1``.
-
-    Examples:
-        >>> from paddle_llrd.schedules.registry import get_wsd_schedule
-        >>> from paddle_llrd.schedules.table import lr_curve
-        >>> scheduler = get_wsd_schedule(
-        ...     1.0, num_warmup_steps=2, num_training_steps=10, num_decay_steps=4,
-        ...     decay_style="linear", min_lr_ratio=0.2)
-        >>> [round(lr, 6) for lr in lr_curve(scheduler, 11)]
-        [0.0, 0.5, 1.0, 1.0, 1.0, 1.0, 1.0, 0.8, 0.6, 0.4, 0.2, 0.2]
-        >>> def lr_half_way(style):
-        ...     return round(get_wsd_schedule(1.0, 0, 4, num_decay_steps=4,
-        ...                                   decay_style=style, last_epoch=1)(), 6)
-        >>> half_way = {style: lr_half_way(style)
-        ...             for style in ["linear", "cosine", "exponential", "1-sqrt"]}
-        >>> half_way
-        {'linear': 0.5, 'cosine': 0.5, 'exponential': 0.414214, '1-sqrt': 0.292893}
-    """
-    return _wsd(learning_rate, num_warmup_steps, num_training_steps, num_decay_steps, decay_ratio, decay_style,
-                min_lr_ratio, min_lr, last_epoch)
-
-
-def _wsd(learning_rate, num_warmup_steps, num_training_steps, num_decay_steps=None, decay_ratio=None,
-         decay_style="cosine", min_lr_ratio=None, min_lr=None, last_epoch=-1, *, lr_warmup_init=0.0, caller=None):
-    learning_rate = checked_non_negative_real(learning_rate)
-    warmup, total = _warmup_and_total(num_warmup_steps, num_training_steps)
+def _total_and_decay(warmup: int, num_training_steps: Any, num_decay_steps: Any, decay_ratio: Any) -> "tuple[int, int]":
+    """:math:`T` and :math:`D` of a WSD schedule that ends at ``num_training_steps``, the decay after the warmup."""
+    if num_training_steps is None:
+        raise ValueError(
+            "Scheduler 'warmup_stable_decay' requires `num_training_steps` (or Hugging Face's "
+            "`num_stable_steps` with `num_decay_steps`), please provide that argument."
+        )
+    total = checked_step_count(num_training_steps, "num_training_steps", minimum=1)
     decay_steps = _wsd_decay_steps(num_decay_steps, decay_ratio, total)
     if warmup + decay_steps > total:
         given = "num_decay_steps" if num_decay_steps is not None else "decay_ratio"
@@ -557,24 +484,184 @@ def _wsd(learning_rate, num_warmup_steps, num_training_steps, num_decay_steps=No
             f"`num_warmup_steps` ({warmup}) plus the decay steps ({decay_steps}, from `{given}`) must not exceed "
             f"`num_training_steps` ({total}): the decay stage is the end of training, after warmup."
         )
-    style = _wsd_decay_style(decay_style)
-    floor = _floor_ratio(
-        learning_rate, min_lr, min_lr_ratio, "min_lr_ratio", schedule="warmup_stable_decay", required=False
-    )
-    factor = lr_lambda(
-        factors.stable_then_decay,
-        warmup,
-        _start(lr_warmup_init, learning_rate),
-        total_steps=total,
-        decay_steps=decay_steps,
-        anneal=WSD_DECAY_STYLES[style],
-        floor=floor,
-    )
+    return total, decay_steps
+
+
+def _keyword_families(num_cycles: float, given: "dict[str, bool]") -> "tuple[list[str], list[str]]":
+    """The Hugging Face and the Megatron-LM keywords of a ``get_wsd_schedule`` call."""
+    given = {**given, "num_cycles": num_cycles != 0.5}
+    hugging_face = [key for key in WSD_HUGGING_FACE_KEYWORDS if given[key]]
+    megatron = [key for key in WSD_MEGATRON_KEYWORDS if given[key]]
+    if hugging_face and megatron:
+        raise ValueError(
+            f"warmup_stable_decay takes Hugging Face's keywords or Megatron-LM's, not both: got "
+            f"{', '.join(f'`{key}`' for key in hugging_face)} (Hugging Face's get_wsd_schedule) and "
+            f"{', '.join(f'`{key}`' for key in megatron)} (Megatron-LM's). The two warm up differently "
+            "(Hugging Face's from min_lr_ratio * learning_rate, Megatron-LM's from lr_warmup_init): "
+            "keep one family's (docs/schedules.rst, 'warmup_stable_decay')."
+        )
+    return hugging_face, megatron
+
+
+def get_wsd_schedule(
+    learning_rate: float, num_warmup_steps: int, num_training_steps: Optional[int] = None,
+    num_decay_steps: Optional[int] = None, decay_ratio: Optional[float] = None,
+    decay_style: str = _CosineByDefault("cosine"), min_lr_ratio: Optional[float] = None,
+    min_lr: Optional[float] = None, last_epoch: int = -1, *, warmup_type: Optional[str] = None,
+    decay_type: Optional[str] = None, num_stable_steps: Optional[int] = None, num_cycles: float = 0.5,
+    lr_warmup_init: Optional[float] = None,
+) -> LambdaDecay:
+    r"""Warmup, a stable stage at the peak, then a decay to a floor (``"warmup_stable_decay"``).
+
+    The WSD schedule (MiniCPM), with the keywords of Megatron-LM's
+    ``--lr-decay-style WSD`` or with those of Hugging Face's
+    ``get_wsd_schedule``, each giving its own numbers; the rule for a call is
+    in docs/schedules.rst ("warmup_stable_decay"):
+
+    * Hugging Face's keywords (:data:`WSD_HUGGING_FACE_KEYWORDS`):
+      ``warmup_type``, ``decay_type``, ``num_stable_steps``, ``num_cycles``
+      other than 0.5. The numbers are
+      :func:`~paddle_llrd.schedules.factors.hugging_face_wsd`'s: the warmup
+      rises from :math:`m\eta` (:math:`m` = ``min_lr_ratio``) as
+      ``warmup_type`` says, the stable stage lasts ``num_stable_steps`` (by
+      default :math:`T - W - D`), and the decay ``decay_type`` falls to
+      :math:`m\eta` over :math:`D` = ``num_decay_steps`` steps.
+    * Megatron-LM's (:data:`WSD_MEGATRON_KEYWORDS`): ``decay_style``,
+      ``decay_ratio``, ``min_lr``, ``lr_warmup_init``. The warmup rises
+      linearly from ``lr_warmup_init`` (0 by default), the decay stage is
+      the last :math:`D` of :math:`T` steps (:math:`D` = ``num_decay_steps``
+      or :math:`\lfloor` ``decay_ratio`` :math:`\cdot T \rfloor`), then:
+
+      .. math::
+
+          f(s) = \begin{cases}
+              1 & W \le s < T - D \\
+              m + (1 - m)\, a(r) & T - D \le s < T, \quad r = (s - (T - D)) / D \\
+              m & s \ge T
+          \end{cases}
+
+      with :math:`a(r)` of ``decay_style``: ``"linear"`` :math:`1 - r`,
+      ``"cosine"`` :math:`\tfrac12 (1 + \cos(\pi r))`, ``"exponential"``
+      :math:`2 \cdot 0.5^{r} - 1`, ``"1-sqrt"`` (also ``"minus_sqrt"``)
+      :math:`1 - \sqrt{r}`.
+
+    Keywords of both families raise ``ValueError`` naming them. With neither,
+    the two give the same numbers (:math:`D` = ``num_decay_steps`` or
+    :math:`\lfloor 0.1\, T \rfloor`, a cosine decay), except where the warmup
+    starts when ``min_lr_ratio > 0``: that call raises ``ValueError`` asking
+    for ``warmup_type`` (Hugging Face's) or ``decay_style`` (Megatron-LM's).
+
+    Args:
+        learning_rate (float): The peak learning rate :math:`\eta`, ``>= 0``.
+        num_warmup_steps (int): Warmup steps :math:`W`, ``>= 0``.
+        num_training_steps (int, optional): Training steps :math:`T`, ``>= 1``;
+            required but with Hugging Face's ``num_stable_steps``, which then
+            must make :math:`W + S + D = T` when it is given.
+        num_decay_steps (int, optional): Decay steps :math:`D` (``W + D <= T``).
+        decay_ratio (float, optional): Megatron-LM's :math:`D / T`, in ``[0, 1]``. Default: ``0.1``.
+        decay_style (str, optional): Megatron-LM's decay shape (above). Default: ``"cosine"``.
+        min_lr_ratio (float, optional): The floor :math:`m` as a fraction of ``learning_rate``, in ``[0, 1]``.
+        min_lr (float, optional): Megatron-LM's floor as an lr, ``<= learning_rate``.
+        last_epoch (int, optional): The last step already taken. Default: ``-1``.
+        warmup_type (str, optional): Hugging Face's warmup: ``"linear"`` (its default), ``"cosine"``, ``"1-sqrt"``.
+        decay_type (str, optional): Hugging Face's decay: ``"linear"``, ``"cosine"`` (its default), ``"1-sqrt"``.
+        num_stable_steps (int, optional): Hugging Face's stable stage :math:`S`.
+        num_cycles (float, optional): Hugging Face's cosine waves of the decay. Default: ``0.5``.
+        lr_warmup_init (float, optional): Megatron-LM's warmup start, an lr in ``[0, learning_rate]``.
+
+    Raises:
+        ValueError: keywords of both families; ``min_lr_ratio > 0`` with a
+            warmup and neither family named; a stage that does not fit; an
+            unknown type or style; a value out of range.
+        TypeError: a value of the wrong type.
+
+    Examples:
+        Megatron-LM's keywords, a linear decay over the last 4 of 10 steps to a fifth of the peak:
+
+        >>> from paddle_llrd import get_wsd_schedule
+        >>> from paddle_llrd.schedules.curve import lr_curve
+        >>> scheduler = get_wsd_schedule(
+        ...     1.0, num_warmup_steps=2, num_training_steps=10, num_decay_steps=4,
+        ...     decay_style="linear", min_lr_ratio=0.2)
+        >>> [round(lr, 6) for lr in lr_curve(scheduler, 11)]
+        [0.0, 0.5, 1.0, 1.0, 1.0, 1.0, 1.0, 0.8, 0.6, 0.4, 0.2, 0.2]
+
+        Hugging Face's: the same stages, the warmup from a fifth of the peak:
+
+        >>> scheduler = get_wsd_schedule(
+        ...     1.0, num_warmup_steps=2, num_training_steps=10, num_decay_steps=4,
+        ...     warmup_type="linear", decay_type="linear", min_lr_ratio=0.2)
+        >>> [round(lr, 6) for lr in lr_curve(scheduler, 11)]
+        [0.2, 0.6, 1.0, 1.0, 1.0, 1.0, 1.0, 0.8, 0.6, 0.4, 0.2, 0.2]
+    """
+    learning_rate = checked_non_negative_real(learning_rate)
+    num_cycles = checked_cycle_count(num_cycles)
+    hugging_face, megatron = _keyword_families(num_cycles, {
+        "warmup_type": warmup_type is not None,
+        "decay_type": decay_type is not None,
+        "num_stable_steps": num_stable_steps is not None,
+        "decay_style": not isinstance(decay_style, _CosineByDefault),
+        "decay_ratio": decay_ratio is not None,
+        "min_lr": min_lr is not None,
+        "lr_warmup_init": lr_warmup_init is not None,
+    })
+    warmup = checked_step_count(num_warmup_steps, "num_warmup_steps")
+    if hugging_face:
+        factor = _hugging_face_wsd(learning_rate, warmup, num_training_steps, num_decay_steps, num_stable_steps,
+                                   warmup_type, decay_type, min_lr_ratio, num_cycles)
+    else:
+        total, decay_steps = _total_and_decay(warmup, num_training_steps, num_decay_steps, decay_ratio)
+        style = _wsd_decay_style(decay_style)
+        floor = _floor_ratio(learning_rate, min_lr, min_lr_ratio, "min_lr_ratio", schedule="warmup_stable_decay",
+                             required=False)
+        if not megatron and floor > 0 and warmup > 0:
+            raise ValueError(
+                f"warmup_stable_decay with `min_lr_ratio` = {floor!r} and a warmup (`num_warmup_steps` = {warmup}) "
+                "reads two ways: Hugging Face's get_wsd_schedule warms up from min_lr_ratio * learning_rate, "
+                "Megatron-LM's from lr_warmup_init (0). Name the family: add warmup_type='linear' (Hugging "
+                "Face's) or decay_style='cosine' (Megatron-LM's), as docs/schedules.rst says."
+            )
+        start = 0.0 if lr_warmup_init is None else checked_warmup_start(lr_warmup_init, learning_rate)
+        factor = lr_lambda(factors.stable_then_decay, warmup, start, total_steps=total, decay_steps=decay_steps,
+                           anneal=WSD_DECAY_STYLES[style], floor=floor)
     return _LambdaSchedule(learning_rate, factor, checked_step_index(last_epoch))
 
 
-def _annealing(cls, learning_rate, num_warmup_steps, num_training_steps, min_lr=0.0, last_epoch=-1, *,
-               lr_warmup_init=0.0, caller=None):
+def _hugging_face_wsd(learning_rate: float, warmup: int, num_training_steps: Any, num_decay_steps: Any,
+                      num_stable_steps: Any, warmup_type: Any, decay_type: Any, min_lr_ratio: Any, num_cycles: float):
+    """Hugging Face's WSD factor (:func:`~.factors.hugging_face_wsd`) from ``get_wsd_schedule``'s arguments."""
+    warmup_type = _hugging_face_type("linear" if warmup_type is None else warmup_type, "warmup_type",
+                                     tuple(HF_WSD_WARMUP_TYPES))
+    decay_type = _hugging_face_type("cosine" if decay_type is None else decay_type, "decay_type", HF_WSD_DECAY_TYPES)
+    floor = _floor_ratio(learning_rate, None, min_lr_ratio, "min_lr_ratio", schedule="warmup_stable_decay",
+                         required=False)
+    if num_stable_steps is not None:
+        stable = checked_step_count(num_stable_steps, "num_stable_steps")
+        if num_decay_steps is None:
+            raise ValueError(
+                "Hugging Face's `num_stable_steps` needs `num_decay_steps` (the decay stage after it), "
+                "as in Hugging Face's get_wsd_schedule."
+            )
+        decay_steps = checked_step_count(num_decay_steps, "num_decay_steps")
+        if num_training_steps is not None:
+            total = checked_step_count(num_training_steps, "num_training_steps", minimum=1)
+            if warmup + stable + decay_steps != total:
+                raise ValueError(
+                    f"`num_warmup_steps` ({warmup}) + `num_stable_steps` ({stable}) + `num_decay_steps` "
+                    f"({decay_steps}) = {warmup + stable + decay_steps} must equal `num_training_steps` ({total}), "
+                    "or the schedule ends elsewhere than training: leave `num_stable_steps` out (the stable "
+                    "stage is then the steps between warmup and decay) or make the stages add up."
+                )
+    else:
+        total, decay_steps = _total_and_decay(warmup, num_training_steps, num_decay_steps, None)
+        stable = total - warmup - decay_steps
+    return functools.partial(factors.hugging_face_wsd, warmup_steps=warmup, stable_steps=stable,
+                             decay_steps=decay_steps, warmup_type=warmup_type, decay_type=decay_type, floor=floor,
+                             num_cycles=num_cycles)
+
+
+def _annealing(cls, learning_rate: Any, num_warmup_steps: Any, num_training_steps: Any, min_lr: Any,
+               last_epoch: Any):
     """``cls`` (one of the annealing classes) built from the registry's arguments, checked under their names."""
     learning_rate = checked_non_negative_real(learning_rate)
     min_lr = checked_floor_lr(min_lr, learning_rate, "learning_rate")
@@ -584,12 +671,7 @@ def _annealing(cls, learning_rate, num_warmup_steps, num_training_steps, min_lr=
             f"`num_training_steps` ({total}) must be greater than `num_warmup_steps` ({warmup}) "
             "for the annealing schedules (they anneal between the two)."
         )
-    return cls(learning_rate, min_lr, warmup, total, last_epoch=last_epoch,
-               warmup_start=_start(lr_warmup_init, learning_rate))
-
-
-_cosine_annealing = functools.partial(_annealing, CosineAnnealingWithWarmupDecay)
-_linear_annealing = functools.partial(_annealing, LinearAnnealingWithWarmupDecay)
+    return cls(learning_rate, min_lr, warmup, total, last_epoch=last_epoch)
 
 
 def get_cosine_annealing_schedule_with_warmup(
@@ -611,14 +693,20 @@ def get_cosine_annealing_schedule_with_warmup(
             \eta_{\min} & s > T
         \end{cases}
 
+    Raises:
+        ValueError: ``num_training_steps <= num_warmup_steps`` (the decay must fit), ``min_lr > learning_rate``.
+
     Examples:
+        Warmup to the peak at step 2, half way down at step 4, ``min_lr`` from step 6 on:
+
         >>> from paddle_llrd import get_cosine_annealing_schedule_with_warmup
-        >>> from paddle_llrd.schedules.table import lr_curve
-        >>> scheduler = get_cosine_annealing_schedule_with_warmup(1.0, 2, 6, min_lr=0.2)
-        >>> [round(lr, 6) for lr in lr_curve(scheduler, 7)]
-        [0.0, 0.5, 1.0, 0.882843, 0.6, 0.317157, 0.2, 0.2]
+        >>> from paddle_llrd.schedules.curve import lr_curve
+        >>> lrs = lr_curve(get_cosine_annealing_schedule_with_warmup(1.0, 2, 6, min_lr=0.2), 7)
+        >>> [round(lrs[step], 6) for step in (1, 2, 4, 6, 7)]
+        [0.5, 1.0, 0.6, 0.2, 0.2]
     """
-    return _cosine_annealing(learning_rate, num_warmup_steps, num_training_steps, min_lr, last_epoch)
+    return _annealing(CosineAnnealingWithWarmupDecay, learning_rate, num_warmup_steps, num_training_steps, min_lr,
+                      last_epoch)
 
 
 def get_linear_annealing_schedule_with_warmup(
@@ -635,14 +723,10 @@ def get_linear_annealing_schedule_with_warmup(
         Steps 2 to 6, from the peak down to ``min_lr``:
 
         >>> from paddle_llrd import get_linear_annealing_schedule_with_warmup
-        >>> from paddle_llrd.schedules.table import lr_curve
+        >>> from paddle_llrd.schedules.curve import lr_curve
         >>> scheduler = get_linear_annealing_schedule_with_warmup(1.0, 2, 6, min_lr=0.2)
         >>> [round(lr, 6) for lr in lr_curve(scheduler, 7)][2:7]
         [1.0, 0.8, 0.6, 0.4, 0.2]
     """
-    return _linear_annealing(learning_rate, num_warmup_steps, num_training_steps, min_lr, last_epoch)
-
-
-def _start(lr_warmup_init: Any, learning_rate: Any) -> float:
-    """``lr_warmup_init`` as ``warmup_start``, the fraction of the peak where the warmup starts."""
-    return checked_warmup_start(lr_warmup_init, checked_non_negative_real(learning_rate))
+    return _annealing(LinearAnnealingWithWarmupDecay, learning_rate, num_warmup_steps, num_training_steps, min_lr,
+                      last_epoch)

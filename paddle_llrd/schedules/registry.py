@@ -1,109 +1,560 @@
-r"""Schedules by name: ``get_scheduler("cosine", ...)``, as PaddleNLP's Trainer calls it.
+r"""Schedules by name: the one table of the schedules, and :func:`get_scheduler`, as PaddleNLP's Trainer calls it.
 
-The names are the ``lr_scheduler_type`` strings of PaddleNLP's
-``TrainingArguments``, then Hugging Face's ``cosine_with_restarts``,
-``inverse_sqrt``, ``cosine_with_min_lr`` and ``warmup_stable_decay`` (with
-Megatron-LM's decay styles), the Megatron-style annealing schedulers,
-``sequential`` (stages one after another, :class:`~paddle_llrd.SequentialSchedule`)
-and ``reduce_lr_on_plateau`` (Paddle's ``ReduceOnPlateau``, stepped with a
-metric). :data:`BUILTIN_SCHEDULES` below declares each of them once; the
-functions are in :mod:`.functions`, :mod:`.sequential` and :mod:`.plateau`,
-the lookup (:func:`get_scheduler`, :func:`register_scheduler`,
-:func:`schedule_options`) in :mod:`.catalog`. Everything is importable from here.
+Hugging Face's shape: each schedule is a factor function (:mod:`.factors`),
+a ``get_*`` function (:mod:`.functions`, :mod:`.sequential`,
+:mod:`.plateau`) and one line of the table below: its name, its function
+and whether it has a warmup. Everything else is read from there:
+:data:`BUILTIN_SCHEDULES` (each name's :class:`ScheduleInfo`),
+:class:`SchedulerType` (the names), :data:`TYPE_TO_SCHEDULER_FUNCTION`
+(PaddleNLP's dict), and each schedule's options, their types and defaults
+(:func:`schedule_options`, read once from the function's signature), which
+:func:`get_scheduler`, the Trainers' ``lr_scheduler_kwargs`` check and
+``python -m paddle_llrd schedules`` use. :func:`register_scheduler` adds a
+schedule; the story is in docs/schedules.rst.
 """
 from __future__ import annotations
 
-from typing import Dict
+import enum
+import inspect
+import types
+import typing
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union
 
+from paddle.optimizer.lr import LRScheduler
+
+from ..argument_checks import checked_non_negative_real, checked_warmup_start, did_you_mean
 from . import functions
-from .catalog import (
-    REQUIRED,
-    TYPE_TO_SCHEDULER_FUNCTION,
-    ScheduleInfo,
-    ScheduleOption,
-    SchedulerType,
-    _register_builtin,
-    canonical_name,
-    get_scheduler,
-    register_scheduler,
-    schedule_function,
-    schedule_info,
-    schedule_options,
-)
-from .functions import (  # in the order of BUILTIN_SCHEDULES
-    get_linear_schedule_with_warmup,
-    get_cosine_schedule_with_warmup,
-    get_constant_schedule,
-    get_constant_schedule_with_warmup,
-    get_polynomial_decay_schedule_with_warmup,
-    get_cosine_with_hard_restarts_schedule_with_warmup,
-    get_inverse_sqrt_schedule,
-    get_cosine_with_min_lr_schedule_with_warmup,
-    get_wsd_schedule,
-    get_cosine_annealing_schedule_with_warmup,
-    get_linear_annealing_schedule_with_warmup,
-    DEFAULT_INVERSE_SQRT_TIMESCALE,
-    DEFAULT_WSD_DECAY_RATIO,
-)
+from .long_warmup import called_as
 from .plateau import get_reduce_on_plateau_schedule
 from .sequential import get_sequential_schedule
 
 __all__ = [
     "BUILTIN_SCHEDULES",
-    "SchedulerType",
-    "TYPE_TO_SCHEDULER_FUNCTION",
+    "REQUIRED",
     "ScheduleInfo",
     "ScheduleOption",
-    "REQUIRED",
+    "SchedulerType",
+    "TYPE_TO_SCHEDULER_FUNCTION",
     "canonical_name",
+    "get_scheduler",
+    "register_scheduler",
     "schedule_function",
     "schedule_info",
     "schedule_options",
-    "register_scheduler",
-    "get_scheduler",
-    "get_linear_schedule_with_warmup",
-    "get_cosine_schedule_with_warmup",
-    "get_constant_schedule",
-    "get_constant_schedule_with_warmup",
-    "get_polynomial_decay_schedule_with_warmup",
-    "get_cosine_with_hard_restarts_schedule_with_warmup",
-    "get_inverse_sqrt_schedule",
-    "get_cosine_with_min_lr_schedule_with_warmup",
-    "get_wsd_schedule",
-    "get_cosine_annealing_schedule_with_warmup",
-    "get_linear_annealing_schedule_with_warmup",
-    "get_sequential_schedule",
-    "get_reduce_on_plateau_schedule",
-    "DEFAULT_INVERSE_SQRT_TIMESCALE",
-    "DEFAULT_WSD_DECAY_RATIO",
 ]
 
-#: Each built-in schedule, declared once: its function (whose signature gives
-#: its options, their types and defaults), whether it warms up (then it takes
-#: ``lr_warmup_init`` through get_scheduler) and the body get_scheduler calls.
-BUILTIN_SCHEDULES: Dict[SchedulerType, ScheduleInfo] = {
-    name: ScheduleInfo.of(function, warmup=build is not None, build=build)
-    for name, function, build in [
-        (SchedulerType.LINEAR, get_linear_schedule_with_warmup, functions._linear),
-        (SchedulerType.COSINE, get_cosine_schedule_with_warmup, functions._cosine),
-        (SchedulerType.CONSTANT, get_constant_schedule, None),
-        (SchedulerType.CONSTANT_WITH_WARMUP, get_constant_schedule_with_warmup, functions._constant_with_warmup),
-        (SchedulerType.POLYNOMIAL, get_polynomial_decay_schedule_with_warmup, functions._polynomial),
-        (SchedulerType.COSINE_WITH_RESTARTS, get_cosine_with_hard_restarts_schedule_with_warmup,
-         functions._cosine_with_hard_restarts),
-        (SchedulerType.INVERSE_SQRT, get_inverse_sqrt_schedule, functions._inverse_sqrt),
-        (SchedulerType.COSINE_WITH_MIN_LR, get_cosine_with_min_lr_schedule_with_warmup,
-         functions._cosine_with_min_lr),
-        (SchedulerType.WARMUP_STABLE_DECAY, get_wsd_schedule, functions._wsd),
-        (SchedulerType.COSINE_ANNEALING_WITH_WARMUP, get_cosine_annealing_schedule_with_warmup,
-         functions._cosine_annealing),
-        (SchedulerType.LINEAR_ANNEALING_WITH_WARMUP, get_linear_annealing_schedule_with_warmup,
-         functions._linear_annealing),
-        (SchedulerType.SEQUENTIAL, get_sequential_schedule, None),  # its first stage takes lr_warmup_init
-        (SchedulerType.REDUCE_LR_ON_PLATEAU, get_reduce_on_plateau_schedule, None),
-    ]
-}
+SchedulerFunction = Callable[..., LRScheduler]
 
-for _name, _info in BUILTIN_SCHEDULES.items():
-    _register_builtin(_name, _info)
-del _name, _info
+#: Each built-in schedule, declared once, in :class:`SchedulerType`'s order: its
+#: name, its function and whether it has a warmup of ``num_warmup_steps`` steps
+#: (``"sequential"``: its first stage's). PaddleNLP's five names come first.
+_BUILT_IN: Tuple[Tuple[str, SchedulerFunction, bool], ...] = (
+    ("linear", functions.get_linear_schedule_with_warmup, True),
+    ("cosine", functions.get_cosine_schedule_with_warmup, True),
+    ("constant", functions.get_constant_schedule, False),
+    ("constant_with_warmup", functions.get_constant_schedule_with_warmup, True),
+    ("polynomial", functions.get_polynomial_decay_schedule_with_warmup, True),
+    # Hugging Face's
+    ("cosine_with_restarts", functions.get_cosine_with_hard_restarts_schedule_with_warmup, True),
+    ("inverse_sqrt", functions.get_inverse_sqrt_schedule, True),
+    ("cosine_with_min_lr", functions.get_cosine_with_min_lr_schedule_with_warmup, True),
+    ("warmup_stable_decay", functions.get_wsd_schedule, True),
+    # Megatron-LM's annealing
+    ("cosine_annealing_with_warmup", functions.get_cosine_annealing_schedule_with_warmup, True),
+    ("linear_annealing_with_warmup", functions.get_linear_annealing_schedule_with_warmup, True),
+    # composed of other schedules, or stepped with a metric
+    ("sequential", get_sequential_schedule, True),
+    ("reduce_lr_on_plateau", get_reduce_on_plateau_schedule, False),
+)
+
+
+class _StrEnum(str, enum.Enum):
+    def __str__(self) -> str:
+        return self.value
+
+
+SchedulerType = _StrEnum("SchedulerType", [(name.upper(), name) for name, _, _ in _BUILT_IN], module=__name__)
+SchedulerType.__doc__ = """The built-in schedule names (a ``str`` enum), one per entry of :data:`BUILTIN_SCHEDULES`.
+
+    The first five are PaddleNLP's ``lr_scheduler_type`` values; then come
+    Hugging Face's ``cosine_with_restarts``, ``inverse_sqrt``,
+    ``cosine_with_min_lr`` and ``warmup_stable_decay``, the Megatron-style
+    annealing schedulers, ``sequential`` (schedules one after another) and
+    Hugging Face's ``reduce_lr_on_plateau``.
+
+    Examples:
+        >>> from paddle_llrd import SchedulerType
+        >>> SchedulerType("cosine") is SchedulerType.COSINE, SchedulerType.COSINE == "cosine"
+        (True, True)
+        >>> str(SchedulerType.WARMUP_STABLE_DECAY)
+        'warmup_stable_decay'
+    """
+
+
+class _Required:
+    """The default of an option the caller must give."""
+
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+#: :attr:`ScheduleOption.default` of an option without a default.
+REQUIRED: Any = _Required()
+
+
+@dataclass(frozen=True)
+class ScheduleOption:
+    """One argument a schedule function takes besides ``learning_rate``.
+
+    Attributes:
+        name (str): The keyword.
+        default: Its default, or :data:`REQUIRED`.
+        types (tuple[type, ...]): The types its annotation names
+            (``Optional[int]`` gives ``(int, NoneType)``, ``List[dict]``
+            gives ``(list,)``); ``()`` when it has none that resolves.
+    """
+
+    name: str
+    default: Any
+    types: Tuple[type, ...]
+
+    @property
+    def required(self) -> bool:
+        """Whether a caller must give it (it has no default)."""
+        return self.default is REQUIRED
+
+
+@dataclass(frozen=True)
+class ScheduleInfo:
+    """A registered schedule: its function and what it takes, read once from its signature.
+
+    Attributes:
+        function (callable): The schedule function.
+        options (dict[str, ScheduleOption]): Its arguments after
+            ``learning_rate``, in signature order (then ``lr_warmup_init``,
+            see ``start_warmup``).
+        any_option (bool): It takes ``**kwargs`` (any keyword reaches it).
+        warmup (bool): It has a warmup of ``num_warmup_steps`` steps (what a
+            Trainer's ``warmup_steps``/``warmup_ratio`` set): declared for a
+            built-in schedule, for a registered one whether it takes
+            ``num_warmup_steps`` (or ``**kwargs``).
+        start_warmup (bool): :func:`get_scheduler` takes Megatron-LM's
+            ``lr_warmup_init`` for it and starts the warmup of the scheduler
+            the function returns there (``start_warmup_at``): a built-in
+            schedule with a warmup whose function does not take it itself.
+    """
+
+    function: SchedulerFunction
+    options: Mapping[str, ScheduleOption]
+    any_option: bool
+    warmup: bool
+    start_warmup: bool = False
+
+    @classmethod
+    def of(cls, fn: SchedulerFunction, *, warmup: Optional[bool] = None, built_in: bool = False) -> "ScheduleInfo":
+        """Read ``fn``'s signature; ``warmup`` as declared (``None``: whether it takes ``num_warmup_steps``).
+
+        Raises:
+            TypeError: ``fn`` has no signature, or cannot take the learning rate as its first positional argument.
+        """
+        try:
+            signature = inspect.signature(fn)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"`fn` {fn!r} has no inspectable signature, so get_scheduler cannot call it.") from exc
+        parameters = list(signature.parameters.values())
+        positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                      inspect.Parameter.VAR_POSITIONAL)
+        if not parameters or parameters[0].kind not in positional:
+            raise TypeError(
+                f"`fn` {fn!r} must take the learning rate as its first positional argument, "
+                f"its signature is {signature}."
+            )
+        try:
+            hints = typing.get_type_hints(fn)
+        except Exception:  # an annotation that does not resolve: the option accepts any type
+            hints = {}
+        keywords = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        options = {
+            p.name: ScheduleOption(
+                p.name,
+                REQUIRED if p.default is inspect.Parameter.empty else p.default,
+                _accepted_types(hints.get(p.name)),
+            )
+            for p in parameters[1:]
+            if p.kind in keywords
+        }
+        any_option = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
+        if warmup is None:
+            warmup = any_option or "num_warmup_steps" in options
+        start_warmup = built_in and warmup and "lr_warmup_init" not in options
+        if start_warmup:
+            options["lr_warmup_init"] = ScheduleOption("lr_warmup_init", 0.0, (float,))
+        return cls(fn, types.MappingProxyType(options), any_option, warmup, start_warmup)
+
+
+def _accepted_types(annotation: Any) -> Tuple[type, ...]:
+    if annotation is None or annotation is Any:
+        return ()
+    if typing.get_origin(annotation) is Union or isinstance(annotation, getattr(types, "UnionType", ())):
+        members = [_accepted_types(member) for member in typing.get_args(annotation)]
+        return () if any(not member for member in members) else tuple(t for member in members for t in member)
+    origin = typing.get_origin(annotation)
+    if origin is not None:
+        return (origin,) if isinstance(origin, type) else ()
+    return (annotation,) if isinstance(annotation, type) else ()
+
+
+#: The built-in schedules by :class:`SchedulerType`, each with its :class:`ScheduleInfo`.
+BUILTIN_SCHEDULES: Mapping[SchedulerType, ScheduleInfo] = types.MappingProxyType({
+    SchedulerType(name): ScheduleInfo.of(function, warmup=warmup, built_in=True)
+    for name, function, warmup in _BUILT_IN
+})
+
+
+class _ScheduleTable(dict):
+    """Schedule name -> schedule function, as used by :func:`get_scheduler`.
+
+    Built-in schedules are keyed by :class:`SchedulerType`, schedules added by
+    :func:`register_scheduler` by their name (a plain ``dict`` otherwise; its
+    own class exists so that the documentation shows this text).
+    """
+
+
+TYPE_TO_SCHEDULER_FUNCTION: Dict[Union[SchedulerType, str], SchedulerFunction] = _ScheduleTable(
+    (key, info.function) for key, info in BUILTIN_SCHEDULES.items()
+)
+
+# ScheduleInfo by function: a function put into TYPE_TO_SCHEDULER_FUNCTION by
+# hand (PaddleNLP's way) is read at its first use, every other at registration.
+_INFO: Dict[Any, ScheduleInfo] = {info.function: info for info in BUILTIN_SCHEDULES.values()}
+_BUILT_IN_FUNCTIONS = frozenset(_INFO)
+
+
+def _known_info(fn: Any) -> Optional[ScheduleInfo]:
+    try:
+        return _INFO.get(fn)
+    except TypeError:  # an unhashable callable: read again at each use
+        return None
+
+
+def _is_built_in(fn: Any) -> bool:
+    try:
+        return fn in _BUILT_IN_FUNCTIONS
+    except TypeError:
+        return False
+
+
+def _remember(info: ScheduleInfo) -> ScheduleInfo:
+    try:
+        _INFO[info.function] = info
+    except TypeError:
+        pass
+    return info
+
+
+def canonical_name(name: Any) -> Union[SchedulerType, str]:
+    """The table's key for ``name``: the :class:`SchedulerType` of a built-in name, else the string.
+
+    Any :class:`enum.Enum` with a string value is taken, so PaddleNLP's own
+    ``SchedulerType`` (which ``TrainingArguments`` stores) works too.
+
+    Raises:
+        TypeError: ``name`` is neither a str nor such an enum.
+
+    Examples:
+        >>> from paddle_llrd.schedules.registry import canonical_name
+        >>> canonical_name("cosine"), canonical_name("my-schedule")
+        (<SchedulerType.COSINE: 'cosine'>, 'my-schedule')
+    """
+    if isinstance(name, enum.Enum) and not isinstance(name, SchedulerType):
+        name = name.value
+    if not isinstance(name, str):
+        raise TypeError(f"`name` must be a str or a SchedulerType, got {name!r} of type {type(name).__name__}.")
+    if name in SchedulerType._value2member_map_:
+        return SchedulerType(name)
+    return str(name)
+
+
+def schedule_function(name: Union[str, SchedulerType]) -> SchedulerFunction:
+    """The schedule function registered as ``name``: what :func:`get_scheduler` calls.
+
+    Raises:
+        ValueError: ``name`` is not registered; the message lists the valid
+            names and ends with the closest one.
+
+    Examples:
+        >>> from paddle_llrd.schedules.registry import schedule_function
+        >>> schedule_function("cosine").__name__
+        'get_cosine_schedule_with_warmup'
+        >>> schedule_function("cosin")
+        Traceback (most recent call last):
+        ...
+        ValueError: Unknown scheduler name 'cosin'; valid names are: ... Did you mean 'cosine'?
+    """
+    key = canonical_name(name)
+    if key not in TYPE_TO_SCHEDULER_FUNCTION:
+        valid = [str(known) for known in TYPE_TO_SCHEDULER_FUNCTION]
+        raise ValueError(
+            f"Unknown scheduler name {str(key)!r}; valid names are: {', '.join(valid)}.{did_you_mean(str(key), valid)}"
+        )
+    return TYPE_TO_SCHEDULER_FUNCTION[key]
+
+
+def schedule_info(name: Union[str, SchedulerType]) -> ScheduleInfo:
+    """The :class:`ScheduleInfo` of the schedule registered as ``name``; its ``warmup`` is the one answer to
+    "does it have a warmup" (the Trainers read it).
+
+    Raises:
+        ValueError: ``name`` is not registered (as :func:`schedule_function`).
+
+    Examples:
+        >>> from paddle_llrd.schedules.registry import schedule_info
+        >>> [schedule_info(name).warmup for name in ("linear", "constant", "sequential", "reduce_lr_on_plateau")]
+        [True, False, True, False]
+    """
+    fn = schedule_function(name)
+    known = _known_info(fn)
+    return known if known is not None else _remember(ScheduleInfo.of(fn))
+
+
+def schedule_options(name: Union[str, SchedulerType]) -> Mapping[str, ScheduleOption]:
+    """The options of the schedule registered as ``name``: keyword -> :class:`ScheduleOption`.
+
+    A read-only mapping, in the function's signature order, of every argument
+    after ``learning_rate`` (each with ``.name``, ``.default`` —
+    :data:`REQUIRED` when it has none — ``.required`` and ``.types``, the
+    annotation's types), then ``lr_warmup_init`` for a built-in schedule
+    with a warmup whose function does not take it. A schedule that takes
+    ``**kwargs`` accepts more (:attr:`ScheduleInfo.any_option`).
+
+    Raises:
+        ValueError: ``name`` is not registered (as :func:`schedule_function`).
+
+    Examples:
+        >>> from paddle_llrd import schedule_options
+        >>> list(schedule_options("constant_with_warmup"))
+        ['num_warmup_steps', 'last_epoch', 'num_training_steps', 'lr_warmup_init']
+        >>> schedule_options("polynomial")["power"]
+        ScheduleOption(name='power', default=1.0, types=(<class 'float'>,))
+        >>> schedule_options("linear")["num_training_steps"].required
+        True
+    """
+    return schedule_info(name).options
+
+
+def register_scheduler(
+    name: Union[str, SchedulerType], fn: SchedulerFunction, *, overwrite: bool = False
+) -> SchedulerFunction:
+    """Add the schedule function ``fn`` under ``name``, for :func:`get_scheduler`.
+
+    ``fn`` is called as ``fn(learning_rate, **arguments)`` with those of
+    ``num_warmup_steps``, ``num_training_steps``, ``num_cycles``, ``lr_end``,
+    ``power``, ``min_lr`` and ``get_scheduler``'s extra keyword arguments that
+    its signature accepts (all of them if it takes ``**kwargs``), and must
+    return a :class:`paddle.optimizer.lr.LRScheduler` (``get_scheduler``
+    raises ``TypeError`` naming ``name`` when it returns anything else: only a
+    call can tell). Of ``num_cycles``, ``lr_end``, ``power`` and ``min_lr``,
+    one that the caller of ``get_scheduler`` leaves out reaches ``fn`` as
+    ``get_scheduler``'s default only where ``fn`` has no default of its own
+    for it. The signature is read here, once (:func:`schedule_options`); the
+    schedule has a warmup when it takes ``num_warmup_steps``.
+
+    Args:
+        name (str|SchedulerType): The new name. Replacing an existing schedule
+            (a built-in one included) needs ``overwrite=True``.
+        fn (callable): The schedule function.
+        overwrite (bool, optional): Replace an existing schedule. Default: ``False``.
+
+    Returns:
+        ``fn``, unchanged.
+
+    Raises:
+        TypeError: ``name`` not a str, ``fn`` not callable or without a learning-rate argument.
+        ValueError: ``name`` empty, or already registered without ``overwrite=True``.
+
+    Examples:
+        >>> from paddle.optimizer.lr import LambdaDecay
+        >>> from paddle_llrd import TYPE_TO_SCHEDULER_FUNCTION
+        >>> from paddle_llrd import get_scheduler, register_scheduler
+        >>> def get_halving_schedule(learning_rate, num_warmup_steps, last_epoch=-1):
+        ...     def factor(step):
+        ...         return 0.5 ** (step // max(1, num_warmup_steps))
+        ...     return LambdaDecay(learning_rate, factor, last_epoch)
+        >>> _ = register_scheduler("halving", get_halving_schedule)
+        >>> scheduler = get_scheduler(
+        ...     "halving", 0.8, num_warmup_steps=2, num_training_steps=10)
+        >>> from paddle_llrd.schedules.curve import lr_curve
+        >>> lr_curve(scheduler, 4)
+        [0.8, 0.8, 0.4, 0.4, 0.2]
+        >>> del TYPE_TO_SCHEDULER_FUNCTION["halving"]
+    """
+    if not isinstance(overwrite, bool):
+        raise TypeError(f"`overwrite` must be a bool, got {overwrite!r}.")
+    key = canonical_name(name)
+    if not key:
+        raise ValueError("`name` must be a non-empty string.")
+    if not callable(fn):
+        raise TypeError(f"`fn` must be callable (a schedule function), got {fn!r}.")
+    info = ScheduleInfo.of(fn)
+    if key in TYPE_TO_SCHEDULER_FUNCTION and not overwrite:
+        kind = "built-in" if isinstance(key, SchedulerType) else "registered"
+        raise ValueError(
+            f"`name` {str(key)!r} is already a {kind} schedule; pass overwrite=True to replace it."
+        )
+    if _known_info(fn) is None:  # a built-in function registered again keeps its ScheduleInfo
+        _remember(info)
+    TYPE_TO_SCHEDULER_FUNCTION[key] = fn
+    return fn
+
+
+class _Default(float):
+    """A :func:`get_scheduler` default: the documented number, marked as not passed by the caller.
+
+    It prints as the plain number (so the signature reads ``num_cycles=0.5``)
+    and ``get_scheduler`` leaves it to the schedule function's own default,
+    so that an option the caller did not give never collides with another
+    way of saying the same thing (``min_lr`` and ``min_lr_rate``).
+    """
+
+    __slots__ = ()
+
+
+def get_scheduler(
+    name: Union[str, SchedulerType],
+    learning_rate: float,
+    num_warmup_steps: Optional[int] = None,
+    num_training_steps: Optional[int] = None,
+    num_cycles: float = _Default(0.5),
+    lr_end: float = _Default(1e-7),
+    power: float = _Default(1.0),
+    min_lr: float = _Default(0.0),
+    **kwargs: Any,
+) -> LRScheduler:
+    """Build the schedule called ``name``, as PaddleNLP's ``Trainer.create_scheduler`` does.
+
+    Each schedule gets only the options it takes (:func:`schedule_options`),
+    so ``num_cycles``/``lr_end``/``power``/``min_lr`` can always be passed.
+    Of those four, one the caller does not pass goes to the schedule only if
+    its function has no default of its own for it (or takes ``**kwargs``);
+    otherwise the function's default applies. For the five PaddleNLP names the
+    two defaults are the same numbers; ``"cosine_with_restarts"`` thus gets
+    Hugging Face's ``num_cycles=1``, and ``"cosine_with_min_lr"`` /
+    ``"warmup_stable_decay"`` see ``min_lr`` only when it is passed.
+
+    Args:
+        name (str|SchedulerType): A :class:`SchedulerType` value or a name added
+            by :func:`register_scheduler`.
+        learning_rate (float): The peak learning rate.
+        num_warmup_steps (int, optional): Warmup steps; required by every
+            built-in schedule but ``"constant"``.
+        num_training_steps (int, optional): Training steps; required by every
+            built-in schedule but ``"constant"``, ``"constant_with_warmup"``
+            and ``"inverse_sqrt"`` (``"warmup_stable_decay"`` takes Hugging
+            Face's ``num_stable_steps`` instead).
+        num_cycles (float, optional): Cosine waves (``"cosine"``,
+            ``"cosine_with_min_lr"``, ``"warmup_stable_decay"``'s Hugging Face
+            cosine) or cycles (``"cosine_with_restarts"``, whose own default
+            is ``1``). Default: ``0.5``.
+        lr_end (float, optional): Final lr (``"polynomial"``). Default: ``1e-7``.
+        power (float, optional): Polynomial power (``"polynomial"``). Default: ``1.0``.
+        min_lr (float, optional): The floor as an lr (``"cosine"``,
+            ``"cosine_with_min_lr"``, ``"warmup_stable_decay"``, the annealing
+            schedules). Default: ``0.0``.
+        **kwargs: Further options of the schedule (:func:`schedule_options`):
+            ``last_epoch``; ``lr_warmup_init`` (every schedule with a warmup:
+            Megatron-LM's warmup start, ``0 <= lr_warmup_init <=
+            learning_rate``; the lr at step :math:`s < W` is then
+            ``lr_warmup_init + (learning_rate - lr_warmup_init) * s / W``);
+            ``min_lr_rate`` (``"cosine_with_min_lr"``); ``timescale``
+            (``"inverse_sqrt"``); ``num_decay_steps``, ``min_lr_ratio``,
+            Megatron-LM's ``decay_ratio``, ``decay_style`` or Hugging Face's
+            ``warmup_type``, ``decay_type``, ``num_stable_steps``
+            (``"warmup_stable_decay"``); ``stages`` (``"sequential"``);
+            ``mode``, ``factor``, ``patience``, ``threshold``,
+            ``threshold_mode``, ``cooldown``, ``epsilon``
+            (``"reduce_lr_on_plateau"``); or those of a registered schedule.
+            One it does not accept raises ``TypeError``.
+
+    Raises:
+        ValueError: ``name`` is unknown (the message lists the valid names
+            and ends with the closest one, as :func:`schedule_function`'s),
+            the schedule needs an argument that is ``None`` or missing, or
+            ``lr_warmup_init`` is not finite, negative or above ``learning_rate``.
+        TypeError: an argument the schedule does not take (``lr_warmup_init``
+            for one without a warmup, such as ``"constant"``; the message
+            lists those it takes and ends with the closest one), or the schedule
+            function returns something that is not an ``LRScheduler`` (the
+            message names the registered name).
+
+    A warmup longer than ``num_training_steps`` is accepted with a
+    :class:`~paddle_llrd.LongWarmupWarning` that names ``get_scheduler(name)``,
+    ``num_warmup_steps`` and ``num_training_steps`` (every built-in schedule
+    with a warmup and an end; ``"warmup_stable_decay"`` and the annealing
+    schedules refuse it).
+
+    Examples:
+        >>> from paddle_llrd import get_scheduler
+        >>> from paddle_llrd.schedules.curve import lr_curve
+        >>> scheduler = get_scheduler(
+        ...     "linear", learning_rate=0.1, num_warmup_steps=2, num_training_steps=10,
+        ...     num_cycles=0.5, lr_end=1e-7, power=1.0)
+        >>> [round(lr, 6) for lr in lr_curve(scheduler, 4)]
+        [0.0, 0.05, 0.1, 0.0875, 0.075]
+        >>> get_scheduler("cosine_annealing", 0.1)
+        Traceback (most recent call last):
+        ...
+        ValueError: Unknown scheduler name 'cosine_annealing'; valid names are: ...
+    """
+    key = canonical_name(name)
+    info = schedule_info(key)
+    options = info.options
+    unknown = sorted(k for k in kwargs if k not in options)
+    if unknown and not info.any_option:
+        accepted = list(options)
+        raise TypeError(
+            f"Scheduler {str(key)!r} does not accept the argument(s) {', '.join(unknown)}; "
+            f"it takes: {', '.join(accepted) or 'nothing besides learning_rate'}.{did_you_mean(unknown[0], accepted)}"
+        )
+    offered: Dict[str, Any] = {
+        "num_warmup_steps": num_warmup_steps,
+        "num_training_steps": num_training_steps,
+        "num_cycles": num_cycles,
+        "lr_end": lr_end,
+        "power": power,
+        "min_lr": min_lr,
+        **kwargs,
+    }
+    arguments = {}
+    for arg_name, value in offered.items():
+        if value is None:
+            continue  # leave the function's own default, or report it missing below
+        option = options.get(arg_name)
+        if option is None and not info.any_option:
+            continue
+        if isinstance(value, _Default):
+            if option is not None and not option.required:
+                continue  # not passed by the caller: the function's own default applies
+            value = float(value)
+        arguments[arg_name] = value
+    for option in options.values():
+        if option.required and option.name not in arguments:
+            raise ValueError(f"Scheduler {str(key)!r} requires `{option.name}`, please provide that argument.")
+    warmup_start = None
+    if info.start_warmup and "lr_warmup_init" in arguments:
+        warmup_start = checked_warmup_start(arguments.pop("lr_warmup_init"), checked_non_negative_real(learning_rate))
+    if _is_built_in(info.function):  # its long-warmup warning names this call
+        with called_as(f"get_scheduler({str(key)!r})"):
+            scheduler = info.function(learning_rate, **arguments)
+    else:
+        scheduler = info.function(learning_rate, **arguments)
+    if not isinstance(scheduler, LRScheduler):
+        fn = info.function
+        raise TypeError(
+            f"The schedule function registered as {str(key)!r} ({getattr(fn, '__qualname__', fn)!r}) returned "
+            f"{scheduler!r} of type {type(scheduler).__name__}, not a paddle.optimizer.lr.LRScheduler; "
+            "make it return the scheduler it builds."
+        )
+    if warmup_start is not None:
+        scheduler.start_warmup_at(warmup_start)
+    return scheduler

@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from paddle.optimizer.lr import LRScheduler, ReduceOnPlateau
 
 from ..argument_checks import checked_non_negative_real, checked_step_count, checked_step_index, is_integer
-from .catalog import get_scheduler
+from . import registry  # registry declares this module's get_sequential_schedule: read at call time
 
 __all__ = ["SequentialSchedule", "get_sequential_schedule"]
 
@@ -110,7 +110,7 @@ class SequentialSchedule(LRScheduler):
         >>> from paddle_llrd import SequentialSchedule, get_scheduler
         >>> warmup = get_scheduler("inverse_sqrt", 1.0, num_warmup_steps=2)
         >>> decay = LambdaDecay(0.5, lambda step: 0.5 ** step)
-        >>> from paddle_llrd.schedules.table import lr_curve
+        >>> from paddle_llrd.schedules.curve import lr_curve
         >>> scheduler = SequentialSchedule([warmup, decay], milestones=[4])
         >>> [round(lr, 6) for lr in lr_curve(scheduler, 6)]
         [0.0, 0.5, 1.0, 0.816497, 0.5, 0.25, 0.125]
@@ -316,6 +316,22 @@ def _first_stage_option(stage: Mapping, key: str, value: Any, given: bool) -> Di
     return {key: value} if given else {}
 
 
+def _check_first_stage_warms_up(stage: Mapping, num_warmup_steps: Any, given: bool) -> None:
+    """The run's warmup goes to the first stage: refuse it when that stage's schedule has none (it would be dropped)."""
+    if not given or "num_warmup_steps" in stage:
+        return
+    try:
+        warms_up = registry.schedule_info(stage["name"]).warmup
+    except (TypeError, ValueError):
+        return  # an unknown name: get_scheduler says so, naming the stage
+    if not warms_up:
+        raise ValueError(
+            f"`stages[0]` ({stage['name']!r}) has no warmup, but the run's `num_warmup_steps` ({num_warmup_steps}) "
+            "goes to the first stage and would not be taken: set the warmup to 0, or start with a schedule "
+            "that warms up."
+        )
+
+
 def get_sequential_schedule(
     learning_rate: float, stages: List[Mapping], num_warmup_steps: Optional[int] = None,
     num_training_steps: Optional[int] = None, num_cycles: Optional[float] = None, lr_end: Optional[float] = None,
@@ -335,8 +351,10 @@ def get_sequential_schedule(
 
     The run's ``num_warmup_steps`` and ``lr_warmup_init`` (a Trainer's
     ``warmup_steps`` / ``warmup_ratio``) are the first stage's, unless it sets
-    its own (a different non-zero value for both raises ``ValueError``); later
-    stages have no warmup unless they set ``num_warmup_steps``.
+    its own (a different non-zero value for both raises ``ValueError``; so
+    does a warmup for a first stage whose schedule has none, ``"constant"``,
+    which would drop it); later stages have no warmup unless they set
+    ``num_warmup_steps``.
     ``num_cycles``, ``lr_end``, ``power`` and ``min_lr``, when given, go to
     every stage that takes them and does not set its own.
 
@@ -356,7 +374,7 @@ def get_sequential_schedule(
 
     Examples:
         >>> from paddle_llrd import get_scheduler
-        >>> from paddle_llrd.schedules.table import lr_curve
+        >>> from paddle_llrd.schedules.curve import lr_curve
         >>> scheduler = get_scheduler(
         ...     "sequential", 1.0, num_warmup_steps=2, num_training_steps=8,
         ...     stages=[{"name": "inverse_sqrt", "num_steps": 4},
@@ -379,12 +397,13 @@ def get_sequential_schedule(
         options = {key: value for key, value in stage.items() if key not in _STAGE_KEYS}
         stage_lr = options.pop("learning_rate", learning_rate)
         if index == 0:
+            _check_first_stage_warms_up(stage, num_warmup_steps, given_warmup)
             options.update(_first_stage_option(stage, "num_warmup_steps", num_warmup_steps, given_warmup))
             options.update(_first_stage_option(stage, "lr_warmup_init", lr_warmup_init, lr_warmup_init is not None))
         options.setdefault("num_warmup_steps", 0)
         options = {**shared, **options}
         try:
-            schedule = get_scheduler(stage["name"], stage_lr, num_training_steps=length, **options)
+            schedule = registry.get_scheduler(stage["name"], stage_lr, num_training_steps=length, **options)
         except (TypeError, ValueError, KeyError) as exc:
             raise type(exc)(f"`stages[{index}]` ({stage['name']!r}): {exc}") from exc
         schedules.append(schedule)

@@ -19,13 +19,18 @@ The arguments every class here shares:
   the warmup starts, as a fraction of the peak (``get_scheduler``'s
   ``lr_warmup_init`` divided by the peak).
 * ``warn_long_warmup`` (bool, keyword only, default ``True``; the classes with
-  ``total_steps``): warn when the warmup is longer than ``total_steps``.
+  ``total_steps``): give a :class:`~paddle_llrd.LongWarmupWarning` when the
+  warmup is longer than ``total_steps`` (:mod:`.long_warmup`).
+
+:meth:`_LambdaSchedule.start_warmup_at` (every ``LambdaDecay`` schedule here)
+and :meth:`_AnnealingWithWarmupDecay.start_warmup_at` move the warmup's start
+of a built scheduler: how :func:`~paddle_llrd.get_scheduler` applies
+``lr_warmup_init`` to the schedules whose function does not take it.
 """
 from __future__ import annotations
 
+import functools
 import math
-import numbers
-import warnings
 from collections.abc import Mapping
 from typing import Any, Optional, Union
 
@@ -39,13 +44,12 @@ from ..argument_checks import (
     checked_step_index,
     checked_warmup,
     is_integer,
-    stacklevel_outside_package,
 )
 from . import factors
 from .factors import lr_lambda, warmup_fraction
+from .long_warmup import warn_if_warmup_outlasts_training
 
 __all__ = [
-    "LONG_WARMUP_TEXT",
     "LinearDecayWithWarmup",
     "ConstScheduleWithWarmup",
     "CosineDecayWithWarmup",
@@ -53,53 +57,58 @@ __all__ = [
     "CosineAnnealingWithWarmupDecay",
     "LinearAnnealingWithWarmupDecay",
     "InverseSquareRootSchedule",
-    "warn_if_warmup_outlasts_training",
+    "checked_cycle_count",
+    "checked_warmup_start_fraction",
 ]
 
 Warmup = Union[int, float]
 
-#: In every warning about a warmup longer than training (the schedule table filters on it).
-LONG_WARMUP_TEXT = "is longer than training"
 
+def checked_warmup_start_fraction(warmup_start: Any) -> float:
+    """``warmup_start`` (where the warmup starts, as a fraction of the peak) as a float in ``[0, 1]``.
 
-def warn_if_warmup_outlasts_training(
-    warmup_steps: int, total_steps: int, owner: str, warmup_name: str = "warmup", total_name: str = "total_steps"
-) -> None:
-    """A ``UserWarning`` naming ``owner``'s arguments when ``warmup_steps > total_steps``.
+    Raises:
+        TypeError: not a real number.
+        ValueError: NaN, infinite, or outside ``[0, 1]``.
 
-    Accepted, as PaddleNLP accepts it, but the lr is still climbing when
-    training ends and drops when the warmup ends; the warning points at the
-    first caller outside the package.
+    Examples:
+        >>> checked_warmup_start_fraction(0.25)
+        0.25
     """
-    if warmup_steps <= total_steps:
-        return
-    last = total_steps - 1
-    warnings.warn(
-        f"{owner}: the warmup (`{warmup_name}` = {warmup_steps} steps) {LONG_WARMUP_TEXT} "
-        f"(`{total_name}` = {total_steps}): the lr is still climbing when training ends (step {last} "
-        f"trains at {last / warmup_steps:.3g} of the peak), then it drops when the warmup ends at step {warmup_steps}. "
-        f"Accepted, as PaddleNLP accepts it; make `{warmup_name}` at most `{total_name}` unless that is "
-        "what you want.",
-        UserWarning,
-        stacklevel=stacklevel_outside_package(),
-    )
-
-
-def checked_warmup_start(warmup_start: Any) -> float:
-    """``warmup_start`` (where the warmup starts, as a fraction of the peak) as a float in ``[0, 1]``."""
     start = checked_finite_real(warmup_start, "warmup_start")
     if not 0.0 <= start <= 1.0:
         raise ValueError(f"`warmup_start` must lie in [0, 1] (a fraction of the peak lr), got {start!r}.")
     return start
 
 
-def _total_and_warmup(total_steps: Any, warmup: Any, owner: str, warn: bool) -> "tuple[int, int]":
-    """``total_steps`` (``>= 1``) and the warmup in steps, for the ``*WithWarmup`` class ``owner``."""
+def checked_cycle_count(num_cycles: Any) -> float:
+    """``num_cycles`` of a cosine with hard restarts (or of cosine waves) as a finite float ``>= 0``.
+
+    An int is a whole number of cycles (Hugging Face's own type for the hard
+    restarts), a float any number; both give the same numbers for the same
+    value. The rule of :class:`CosineDecayWithWarmup` with
+    ``with_hard_restarts=True`` and of every registry schedule that takes
+    ``num_cycles``.
+
+    Raises:
+        TypeError: not a real number (a bool, a string).
+        ValueError: negative, NaN or infinite.
+
+    Examples:
+        >>> checked_cycle_count(2), checked_cycle_count(0.5)
+        (2.0, 0.5)
+    """
+    cycles = checked_finite_real(num_cycles, "num_cycles")
+    if cycles < 0:
+        raise ValueError(f"`num_cycles` must be >= 0 (the number of cycles), got {num_cycles!r}.")
+    return cycles
+
+
+def _total_and_warmup(total_steps: Any, warmup: Any) -> "tuple[int, int]":
+    """``total_steps`` (``>= 1``) and the warmup in steps, for a ``*WithWarmup`` class."""
     total = checked_step_count(total_steps, "total_steps", minimum=1)
-    warmup_steps = checked_warmup(warmup, total)
-    if warn:
-        warn_if_warmup_outlasts_training(warmup_steps, total, owner)
-    return total, warmup_steps
+    return total, checked_warmup(warmup, total)
+
 
 # ----------------------------------------------------------------------------
 # Resuming: a set_state_dict that checks before it changes anything.
@@ -152,6 +161,35 @@ class _LambdaSchedule(_CheckedResume, LambdaDecay):
     """A :class:`~paddle.optimizer.lr.LambdaDecay` with the checked ``set_state_dict``
     (what the registry functions that build no named class return)."""
 
+    def start_warmup_at(self, fraction: float) -> None:
+        """Start the linear warmup at ``fraction`` of the peak instead of where it starts now.
+
+        Every step from the end of the warmup on keeps its value; the lr of
+        the current step is recomputed.
+
+        Raises:
+            TypeError: the factor is not the shared warmup of :mod:`.factors` (:func:`~.factors.lr_lambda`).
+            ValueError: ``fraction`` outside ``[0, 1]``.
+
+        Examples:
+            >>> from paddle_llrd import get_linear_schedule_with_warmup
+            >>> scheduler = get_linear_schedule_with_warmup(1.0, 4, 8)
+            >>> scheduler.start_warmup_at(0.5)
+            >>> scheduler()
+            0.5
+        """
+        factor = self.lr_lambda
+        if not (isinstance(factor, functools.partial) and factor.func is factors.factor_with_warmup):
+            raise TypeError(
+                f"{type(self).__name__}'s lr factor has no linear warmup of paddle_llrd.schedules.factors, "
+                "so its warmup start cannot be moved."
+            )
+        start = checked_warmup_start_fraction(fraction)
+        self.lr_lambda = functools.partial(factor, warmup_start=start)
+        if hasattr(self, "warmup_start"):
+            self.warmup_start = start
+        self.last_lr = self.get_lr()
+
 
 # ----------------------------------------------------------------------------
 # LambdaDecay schedulers (lr = learning_rate * f(step)).
@@ -175,12 +213,12 @@ class LinearDecayWithWarmup(_LambdaSchedule):
         warmup (int|float): An ``int`` is the number of warmup steps; a
             ``float`` in ``[0, 1]`` is the fraction of ``total_steps``
             (:math:`W = \lfloor \text{warmup} \cdot T \rfloor`). More steps
-            than ``total_steps`` are accepted with a ``UserWarning``.
+            than ``total_steps`` are accepted with a ``LongWarmupWarning``.
         last_epoch, verbose, warmup_start, warn_long_warmup: see :mod:`paddle_llrd.schedules.warmup`.
 
     Examples:
         >>> from paddle_llrd import LinearDecayWithWarmup
-        >>> from paddle_llrd.schedules.table import lr_curve
+        >>> from paddle_llrd.schedules.curve import lr_curve
         >>> scheduler = LinearDecayWithWarmup(learning_rate=0.1, total_steps=10, warmup=2)
         >>> [round(lr, 6) for lr in lr_curve(scheduler, 11)]
         [0.0, 0.05, 0.1, 0.0875, 0.075, 0.0625, 0.05, 0.0375, 0.025, 0.0125, 0.0, 0.0]
@@ -191,10 +229,12 @@ class LinearDecayWithWarmup(_LambdaSchedule):
         *, warmup_start: float = 0.0, warn_long_warmup: bool = True
     ) -> None:
         learning_rate = checked_non_negative_real(learning_rate)
-        self.total_steps, self.warmup_steps = _total_and_warmup(total_steps, warmup, type(self).__name__, warn_long_warmup)
-        self.warmup_start = checked_warmup_start(warmup_start)
+        self.total_steps, self.warmup_steps = _total_and_warmup(total_steps, warmup)
+        self.warmup_start = checked_warmup_start_fraction(warmup_start)
         factor = lr_lambda(factors.linear_decay, self.warmup_steps, self.warmup_start, total_steps=self.total_steps)
         super().__init__(learning_rate, factor, checked_step_index(last_epoch), verbose)
+        if warn_long_warmup:
+            warn_if_warmup_outlasts_training(self.warmup_steps, self.total_steps, type(self).__name__)
 
 
 class ConstScheduleWithWarmup(_LambdaSchedule):
@@ -209,13 +249,14 @@ class ConstScheduleWithWarmup(_LambdaSchedule):
         warmup (int|float): An ``int`` is the number of warmup steps; a
             ``float`` in ``[0, 1]`` is a fraction of ``total_steps``, which is
             then required (``ValueError`` otherwise).
-        total_steps (int, optional): The number of training steps, used only
-            to turn a ``float`` warmup into steps. Default: ``None``.
-        last_epoch, verbose, warmup_start: see :mod:`paddle_llrd.schedules.warmup`.
+        total_steps (int, optional): The number of training steps: turns a
+            ``float`` warmup into steps, and a warmup longer than it warns
+            (without it the schedule knows no end). Default: ``None``.
+        last_epoch, verbose, warmup_start, warn_long_warmup: see :mod:`paddle_llrd.schedules.warmup`.
 
     Examples:
         >>> from paddle_llrd import ConstScheduleWithWarmup
-        >>> from paddle_llrd.schedules.table import lr_curve
+        >>> from paddle_llrd.schedules.curve import lr_curve
         >>> scheduler = ConstScheduleWithWarmup(learning_rate=0.2, warmup=4)
         >>> [round(lr, 6) for lr in lr_curve(scheduler, 6)]
         [0.0, 0.05, 0.1, 0.15, 0.2, 0.2, 0.2]
@@ -225,14 +266,16 @@ class ConstScheduleWithWarmup(_LambdaSchedule):
 
     def __init__(
         self, learning_rate: float, warmup: Warmup, total_steps: Optional[int] = None, last_epoch: int = -1,
-        verbose: bool = False, *, warmup_start: float = 0.0
+        verbose: bool = False, *, warmup_start: float = 0.0, warn_long_warmup: bool = True
     ) -> None:
         learning_rate = checked_non_negative_real(learning_rate)
         self.total_steps = None if total_steps is None else checked_step_count(total_steps, "total_steps", minimum=1)
         self.warmup_steps = checked_warmup(warmup, self.total_steps)
-        self.warmup_start = checked_warmup_start(warmup_start)
+        self.warmup_start = checked_warmup_start_fraction(warmup_start)
         factor = lr_lambda(factors.constant, self.warmup_steps, self.warmup_start)
         super().__init__(learning_rate, factor, checked_step_index(last_epoch), verbose)
+        if warn_long_warmup and self.total_steps is not None:
+            warn_if_warmup_outlasts_training(self.warmup_steps, self.total_steps, type(self).__name__)
 
 
 class CosineDecayWithWarmup(_LambdaSchedule):
@@ -251,9 +294,11 @@ class CosineDecayWithWarmup(_LambdaSchedule):
 
       .. math:: f(s) = \max\!\left(0, \tfrac12 \left(1 + \cos(2 \pi n p)\right)\right)
 
-    * ``with_hard_restarts=True`` with ``num_cycles=c`` (a ``float``, default
-      ``0.5``): a decay that jumps back to the peak every :math:`1/c` of the
-      decay phase, 0 from :math:`T` on:
+    * ``with_hard_restarts=True`` with ``num_cycles=c`` (a real number
+      :math:`\ge 0`, default ``0.5``; an ``int`` is a whole number of cycles):
+      a decay that jumps back to the peak every :math:`1/c` of the decay
+      phase, 0 from :math:`T` on (:func:`~paddle_llrd.get_cosine_with_hard_restarts_schedule_with_warmup`'s
+      curve, by the same rule for ``num_cycles``, :func:`checked_cycle_count`):
 
       .. math::
 
@@ -270,16 +315,20 @@ class CosineDecayWithWarmup(_LambdaSchedule):
         learning_rate (float): The peak learning rate, ``>= 0``.
         total_steps (int): The number of training steps :math:`T`, ``>= 1``.
         warmup (int|float): Warmup steps (``int``) or fraction of ``total_steps`` (``float``);
-            more steps than ``total_steps`` are accepted with a ``UserWarning``.
+            more steps than ``total_steps`` are accepted with a ``LongWarmupWarning``.
         with_hard_restarts (bool, optional): Use hard restarts. Default: ``False``.
         num_cycles (int|float|None, optional): ``int >= 0`` waves without
-            restarts, ``float >= 0`` restarts with them, ``None`` for the
-            defaults above. Another type raises ``TypeError``.
+            restarts, a real number ``>= 0`` of cycles with them, ``None`` for
+            the defaults above.
         last_epoch, verbose, warmup_start, warn_long_warmup: see :mod:`paddle_llrd.schedules.warmup`.
+
+    Raises:
+        TypeError: ``num_cycles`` a float without restarts, or not a number.
+        ValueError: ``num_cycles`` negative, NaN or infinite.
 
     Examples:
         >>> from paddle_llrd import CosineDecayWithWarmup
-        >>> from paddle_llrd.schedules.table import lr_curve
+        >>> from paddle_llrd.schedules.curve import lr_curve
         >>> scheduler = CosineDecayWithWarmup(learning_rate=1.0, total_steps=6, warmup=2)
         >>> [round(lr, 6) for lr in lr_curve(scheduler, 7)]
         [0.0, 0.5, 1.0, 0.853553, 0.5, 0.146447, 0.0, 0.0]
@@ -291,8 +340,8 @@ class CosineDecayWithWarmup(_LambdaSchedule):
         warmup_start: float = 0.0, warn_long_warmup: bool = True
     ) -> None:
         learning_rate = checked_non_negative_real(learning_rate)
-        self.total_steps, self.warmup_steps = _total_and_warmup(total_steps, warmup, type(self).__name__, warn_long_warmup)
-        self.warmup_start = checked_warmup_start(warmup_start)
+        self.total_steps, self.warmup_steps = _total_and_warmup(total_steps, warmup)
+        self.warmup_start = checked_warmup_start_fraction(warmup_start)
         if not isinstance(with_hard_restarts, bool):
             raise TypeError(f"`with_hard_restarts` must be a bool, got {with_hard_restarts!r}.")
         self.with_hard_restarts = with_hard_restarts
@@ -306,18 +355,15 @@ class CosineDecayWithWarmup(_LambdaSchedule):
             decay, shape = factors.cosine_waves, {"num_cycles": self.num_cycles}
         factor = lr_lambda(decay, self.warmup_steps, self.warmup_start, **shape, **common)
         super().__init__(learning_rate, factor, checked_step_index(last_epoch), verbose)
+        if warn_long_warmup:
+            warn_if_warmup_outlasts_training(self.warmup_steps, self.total_steps, type(self).__name__)
 
     @staticmethod
     def _check_num_cycles(num_cycles: Any, with_hard_restarts: bool) -> Optional[Union[int, float]]:
         if num_cycles is None:
             return 0.5 if with_hard_restarts else None
         if with_hard_restarts:
-            if isinstance(num_cycles, (bool, numbers.Integral)) or not isinstance(num_cycles, numbers.Real):
-                raise TypeError(
-                    "`num_cycles` must be a float (the number of hard restarts, e.g. 0.5) when "
-                    f"with_hard_restarts=True, got {num_cycles!r} of type {type(num_cycles).__name__}."
-                )
-            value = checked_finite_real(num_cycles, "num_cycles")
+            return checked_cycle_count(num_cycles)
         else:
             if not is_integer(num_cycles):
                 raise TypeError(
@@ -349,7 +395,7 @@ class PolyDecayWithWarmup(_LambdaSchedule):
         learning_rate (float): The peak learning rate, ``> lr_end``.
         total_steps (int): The number of training steps :math:`T`, ``>= 1``.
         warmup (int|float): Warmup steps (``int``) or fraction of ``total_steps`` (``float``);
-            more steps than ``total_steps`` are accepted with a ``UserWarning``.
+            more steps than ``total_steps`` are accepted with a ``LongWarmupWarning``.
         lr_end (float, optional): The final learning rate, ``0 <= lr_end <
             learning_rate``. Default: ``1e-7``.
         power (float, optional): The polynomial's power, ``>= 0``. Default: ``1.0``.
@@ -357,7 +403,7 @@ class PolyDecayWithWarmup(_LambdaSchedule):
 
     Examples:
         >>> from paddle_llrd import PolyDecayWithWarmup
-        >>> from paddle_llrd.schedules.table import lr_curve
+        >>> from paddle_llrd.schedules.curve import lr_curve
         >>> scheduler = PolyDecayWithWarmup(1.0, 6, 2, lr_end=0.1, power=2.0)
         >>> [round(lr, 6) for lr in lr_curve(scheduler, 7)]
         [0.0, 0.5, 1.0, 0.60625, 0.325, 0.15625, 0.1, 0.1]
@@ -368,8 +414,8 @@ class PolyDecayWithWarmup(_LambdaSchedule):
         last_epoch: int = -1, verbose: bool = False, *, warmup_start: float = 0.0, warn_long_warmup: bool = True
     ) -> None:
         learning_rate = checked_non_negative_real(learning_rate)
-        self.total_steps, self.warmup_steps = _total_and_warmup(total_steps, warmup, type(self).__name__, warn_long_warmup)
-        self.warmup_start = checked_warmup_start(warmup_start)
+        self.total_steps, self.warmup_steps = _total_and_warmup(total_steps, warmup)
+        self.warmup_start = checked_warmup_start_fraction(warmup_start)
         self.lr_end = checked_non_negative_real(lr_end, "lr_end")
         if not self.lr_end < learning_rate:
             raise ValueError(
@@ -388,6 +434,8 @@ class PolyDecayWithWarmup(_LambdaSchedule):
             power=self.power,
         )
         super().__init__(learning_rate, factor, checked_step_index(last_epoch), verbose)
+        if warn_long_warmup:
+            warn_if_warmup_outlasts_training(self.warmup_steps, self.total_steps, type(self).__name__)
 
 
 # ----------------------------------------------------------------------------
@@ -409,8 +457,17 @@ class _AnnealingWithWarmupDecay(_CheckedResume, LRScheduler):
             raise ValueError(
                 f"`decay_step` ({self.decay_step}) must be greater than `warmup_step` ({self.warmup_step})."
             )
-        self.warmup_start = checked_warmup_start(warmup_start)
+        self.warmup_start = checked_warmup_start_fraction(warmup_start)
         super().__init__(self.max_lr, checked_step_index(last_epoch), verbose)
+
+    def start_warmup_at(self, fraction: float) -> None:
+        """Start the warmup at ``fraction`` of ``max_lr`` (as :meth:`_LambdaSchedule.start_warmup_at`).
+
+        Raises:
+            ValueError: ``fraction`` outside ``[0, 1]``.
+        """
+        self.warmup_start = checked_warmup_start_fraction(fraction)
+        self.last_lr = self.get_lr()
 
     @staticmethod
     def _anneal(ratio: float) -> float:
@@ -452,7 +509,7 @@ class CosineAnnealingWithWarmupDecay(_AnnealingWithWarmupDecay):
 
     Examples:
         >>> from paddle_llrd import CosineAnnealingWithWarmupDecay
-        >>> from paddle_llrd.schedules.table import lr_curve
+        >>> from paddle_llrd.schedules.curve import lr_curve
         >>> scheduler = CosineAnnealingWithWarmupDecay(1.0, 0.2, 2, 6)
         >>> [round(lr, 6) for lr in lr_curve(scheduler, 7)]
         [0.0, 0.5, 1.0, 0.882843, 0.6, 0.317157, 0.2, 0.2]
@@ -480,7 +537,7 @@ class LinearAnnealingWithWarmupDecay(_AnnealingWithWarmupDecay):
 
     Examples:
         >>> from paddle_llrd import LinearAnnealingWithWarmupDecay
-        >>> from paddle_llrd.schedules.table import lr_curve
+        >>> from paddle_llrd.schedules.curve import lr_curve
         >>> scheduler = LinearAnnealingWithWarmupDecay(
         ...     max_lr=1.0, min_lr=0.5, warmup_step=0, decay_step=2)
         >>> lr_curve(scheduler, 3)
@@ -513,7 +570,7 @@ class InverseSquareRootSchedule(_CheckedResume, LRScheduler):
 
     Examples:
         >>> from paddle_llrd import InverseSquareRootSchedule
-        >>> from paddle_llrd.schedules.table import lr_curve
+        >>> from paddle_llrd.schedules.curve import lr_curve
         >>> scheduler = InverseSquareRootSchedule(warmup_steps=4, learning_rate=0.5)
         >>> lrs = [round(lr, 6) for lr in lr_curve(scheduler, 16)]
         >>> lrs[:5], lrs[16]
@@ -526,7 +583,7 @@ class InverseSquareRootSchedule(_CheckedResume, LRScheduler):
     ) -> None:
         self.warmup_steps = checked_step_count(warmup_steps, "warmup_steps", minimum=1)
         learning_rate = checked_non_negative_real(learning_rate)
-        self.warmup_start = checked_warmup_start(warmup_start)
+        self.warmup_start = checked_warmup_start_fraction(warmup_start)
         self.peak_lr = learning_rate
         super().__init__(learning_rate, checked_step_index(last_epoch), verbose)
 

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..argument_checks import checked_count, checked_real
+from ..warning_classes import CheckpointMatchWarning
 
 __all__ = ["WEIGHT_DECAY_STYLES", "WeightDecaySchedule", "check_unclaimed", "claim_schedule"]
 
@@ -175,7 +176,8 @@ class WeightDecaySchedule:
 
         The schedule keeps its own ``start_wd``/``end_wd``/``total_steps``/
         ``style`` (as Paddle's ``LRScheduler`` keeps its settings); a
-        ``UserWarning`` names those that differ from the checkpoint's.
+        :class:`~paddle_llrd.CheckpointMatchWarning` names those that differ
+        from the checkpoint's.
 
         Raises:
             TypeError: ``state_dict`` is not a mapping, or its ``current_step``
@@ -205,7 +207,7 @@ class WeightDecaySchedule:
                 + ", ".join(f"{key}={getattr(self, key)!r}" for key in changed)
                 + "; the schedule keeps its own settings and resumes at step "
                 f"{current_step}.",
-                UserWarning,
+                CheckpointMatchWarning,
                 stacklevel=2,
             )
         self.current_step = current_step

@@ -211,6 +211,8 @@ save(last_epoch=scheduler.last_epoch, lr=scheduler(), lr_seen=optimizer.get_lr()
                      prelude="from paddle_llrd import get_scheduler", epilogue=SCHEDULE_READ_BACK),
     harness.from_doc("get-scheduler-wsd", "get-scheduler-wsd",
                      prelude="from paddle_llrd import get_scheduler", epilogue=SCHEDULE_READ_BACK),
+    harness.from_doc("get-scheduler-wsd-hugging-face", "get-scheduler-wsd-hugging-face",
+                     prelude="from paddle_llrd import get_scheduler", epilogue=SCHEDULE_READ_BACK),
     harness.from_doc("register-scheduler", "register-scheduler", epilogue=SCHEDULE_READ_BACK),
     harness.from_doc("wd-schedule-loop", "wd-schedule-loop", prelude=user_model(init_scale=0.01),
                      epilogue="save(weights=weights(model))"),
@@ -529,6 +531,8 @@ SCHEDULE_FORMULAS = {
     "get-scheduler-cosine": lambda s: formulas.cosine(5e-5, 100, 1000, s, cycles=0.5),
     "get-scheduler-cosine-min-lr": lambda s: formulas.cosine(5e-5, 100, 1000, s, cycles=0.5, min_lr=5e-6),
     "get-scheduler-wsd": lambda s: formulas.wsd(5e-5, 100, 1000, 300, "1-sqrt", 0.1, s),
+    "get-scheduler-wsd-hugging-face": lambda s: formulas.hugging_face_wsd(
+        5e-5, s, warmup=100, stable=600, decay=300, warmup_type="cosine", decay_type="1-sqrt", min_ratio=0.1),
     "register-scheduler": lambda s: 1e-3 * 0.7 ** (s // 100),
 }
 

@@ -3,11 +3,12 @@
 :func:`registry_schedules` lists each schedule registered in
 :data:`paddle_llrd.TYPE_TO_SCHEDULER_FUNCTION` (built with
 :func:`paddle_llrd.get_scheduler`, as PaddleNLP's Trainer builds it);
-:func:`class_schedules` the scheduler classes. :func:`lr_curve` reads a
-schedule's lr step by step from a real scheduler, as an optimizer sees it,
-never from a formula; :func:`format_table` prints the lr at
-:func:`characteristic_steps` (step 0, half way through warmup, the end of
-warmup, 25/50/75/100 % of training and past the end).
+:func:`class_schedules` the scheduler classes. Each curve is read step by
+step from a real scheduler (:func:`paddle_llrd.schedules.curve.lr_curve`), as
+an optimizer sees it, never from a formula; :func:`format_table` prints the
+lr at :func:`characteristic_steps` (step 0, half way through warmup, the end
+of warmup, 25/50/75/100 % of training and past the end). The docs' figures
+and tables (``docs/_figures.py``) are drawn from these too.
 
 Options left unset keep each schedule's own defaults; an option goes only to
 the schedules that take it (:func:`paddle_llrd.schedule_options`).
@@ -21,10 +22,11 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
-from paddle.optimizer.lr import LRScheduler, ReduceOnPlateau
+from paddle.optimizer.lr import LRScheduler
 
-from . import registry
-from . import warmup as classes
+from paddle_llrd.schedules import registry
+from paddle_llrd.schedules import warmup as classes
+from paddle_llrd.schedules.curve import lr_curve
 
 __all__ = [
     "characteristic_steps",
@@ -34,7 +36,6 @@ __all__ = [
     "class_schedules",
     "wsd_style_schedules",
     "warmup_init_schedules",
-    "lr_curve",
     "schedule_curves",
     "format_table",
 ]
@@ -78,6 +79,11 @@ def characteristic_steps(warmup_steps: int, total_steps: int) -> List[Tuple[str,
             seen.add(step)
             points.append((label, step))
     return points
+
+
+#: Options the table does not give a schedule that takes them: "warmup_stable_decay" is shown with
+#: Megatron-LM's keywords (--decay-style, --min-lr), and would read --num-cycles as Hugging Face's.
+_SHOWN_WITHOUT = {"warmup_stable_decay": ("num_cycles",)}
 
 
 def _options_taken_by(name: str, options: Dict[str, Any]) -> Dict[str, Any]:
@@ -157,7 +163,8 @@ def registry_schedules(
               if value is not None}
 
     def factory(name: str) -> Callable[[], LRScheduler]:
-        options = {"num_warmup_steps": warmup_steps, **common, **_options_taken_by(name, extras),
+        shared = {key: value for key, value in common.items() if key not in _SHOWN_WITHOUT.get(name, ())}
+        options = {"num_warmup_steps": warmup_steps, **shared, **_options_taken_by(name, extras),
                    **showcase_options(name, learning_rate, warmup_steps, total_steps)}
         return lambda: registry.get_scheduler(name, learning_rate, num_training_steps=total_steps, **options)
 
@@ -263,35 +270,6 @@ def class_schedules(
             lambda: classes.InverseSquareRootSchedule(max(1, warmup), lr),
         ),
     ]
-
-
-def lr_curve(
-    schedule: Union[LRScheduler, Callable[[], LRScheduler]],
-    last_step: int,
-    metric: Optional[Callable[[int], float]] = None,
-) -> List[float]:
-    """The lr at steps ``0..last_step``, advancing the scheduler with ``step()`` as in training.
-
-    ``schedule`` is a scheduler (stepped in place) or a function building a
-    fresh one. A :class:`~paddle.optimizer.lr.ReduceOnPlateau` is stepped with
-    ``metric(step)`` instead, which it then needs.
-
-    Examples:
-        >>> from paddle_llrd import LinearDecayWithWarmup
-        >>> lr_curve(LinearDecayWithWarmup(1.0, total_steps=4, warmup=2), 5)
-        [0.0, 0.5, 1.0, 0.5, 0.0, 0.0]
-    """
-    scheduler = schedule if isinstance(schedule, LRScheduler) else schedule()
-    if isinstance(scheduler, ReduceOnPlateau) and metric is None:
-        raise TypeError("A ReduceOnPlateau is stepped with a metric: pass `metric`, a function of the step.")
-    values = [scheduler()]
-    for step in range(last_step):
-        if isinstance(scheduler, ReduceOnPlateau):
-            scheduler.step(metric(step))
-        else:
-            scheduler.step()
-        values.append(scheduler())
-    return values
 
 
 def schedule_curves(schedules: Sequence[Schedule], last_step: int, total_steps: int) -> Dict[str, Curve]:
