@@ -16,8 +16,8 @@ import paddle
 from paddle.optimizer.lr import LRScheduler, ReduceOnPlateau
 
 from paddle_llrd.argument_checks import LAYERWISE_DECAY_ABOVE_ONE, checked_count, stacklevel_outside_package
-from paddle_llrd.integrations.arguments import check_layerwise_decay, plain_name, schedule_takes_warmup
-from paddle_llrd.integrations.plateau import MetricSteppedSchedule, check_plateau
+from paddle_llrd.integrations.training_arguments import check_layerwise_decay, plain_name, schedule_takes_warmup
+from paddle_llrd.integrations.plateau_callback import MetricSteppedSchedule, check_plateau
 from paddle_llrd.layer_decay.layer_maps import LayerMap, build_name_dict, no_decay_parameter_names, resolve_layer_map
 from paddle_llrd.optim.adamwdl import EXTRA_STATE_KEYS, WEIGHT_DECAY_SCHEDULE_KEY, AdamWDL
 from paddle_llrd.schedules.registry import get_scheduler
@@ -340,8 +340,8 @@ def build_scheduler(args: Any, num_training_steps: int) -> LRScheduler:
     the frameworks' ``Trainer.create_scheduler``, and so does
     ``lr_scheduler_kwargs``, whose entries win over those fields. A
     ``ReduceOnPlateau`` is checked against the evaluation settings
-    (:func:`~paddle_llrd.integrations.plateau.check_plateau`) and comes back
-    as a :class:`~paddle_llrd.integrations.plateau.MetricSteppedSchedule`.
+    (:func:`~paddle_llrd.integrations.plateau_callback.check_plateau`) and comes back
+    as a :class:`~paddle_llrd.integrations.plateau_callback.MetricSteppedSchedule`.
 
     Examples:
         >>> from types import SimpleNamespace

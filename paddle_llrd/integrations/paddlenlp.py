@@ -109,7 +109,7 @@ except ImportError as exc:  # absent, or present without the pins it needs
 
     raise framework_import_error(__name__, "PaddleNLP 2.8.1", PADDLENLP_REQUIREMENT, exc) from exc
 
-from paddle_llrd.integrations.arguments import LLRDArgumentsMixin, SchedulerKwargs
+from paddle_llrd.integrations.training_arguments import LLRDArgumentsMixin, SchedulerKwargs
 from paddle_llrd.integrations.trainer import LLRDTrainerMixin
 from paddle_llrd.integrations.run_state import STATE_FILE
 from paddle_llrd.layer_decay.layer_maps import no_decay_parameter_names

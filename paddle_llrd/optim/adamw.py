@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..argument_checks import is_real_number
 from .adamwdl import AdamWDL
-from .arguments import check_adamw_arguments, check_decay_factor, checked_parameters
+from .optimizer_checks import check_adamw_arguments, check_decay_factor, checked_parameters
 from .ratios import RatioCache, is_pure_in_name
 
 if TYPE_CHECKING:

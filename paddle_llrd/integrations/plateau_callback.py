@@ -15,7 +15,7 @@ from typing import Any, Dict, Mapping, Optional
 from paddle.optimizer.lr import LRScheduler, ReduceOnPlateau
 
 from paddle_llrd.argument_checks import stacklevel_outside_package
-from paddle_llrd.integrations.arguments import plain_name
+from paddle_llrd.integrations.training_arguments import plain_name
 
 __all__ = ["MetricSteppedSchedule", "PlateauCallback", "check_plateau", "metric_key"]
 
