@@ -184,7 +184,8 @@ def layerwise_lr_decay(
         name_dict (dict): Maps each parameter's Paddle name (``param.name``, e.g.
             ``linear_3.w_0``) to its structured name; build it with
             ``{p.name: n for n, p in model.named_parameters()}``. It may be
-            ``None`` only when ``decay_rate == 1.0`` (every ratio is then 1).
+            ``None`` only when the decay is off (:func:`decay_is_off`: a real
+            1.0, not a Tensor), every ratio then being 1.
         n_layers (int): The number of encoder layers ``L``; layer indices must be
             below it.
         param (Tensor): The parameter.
@@ -195,7 +196,7 @@ def layerwise_lr_decay(
     Raises:
         KeyError: ``param.name`` is missing from ``name_dict``; the message names
             the parameter and says how to build ``name_dict``.
-        TypeError: ``name_dict`` is ``None`` while ``decay_rate != 1.0``.
+        TypeError: ``name_dict`` is ``None`` while the decay is on.
         ValueError: the layer index cannot be read, or is not below ``n_layers``.
 
     Examples:
