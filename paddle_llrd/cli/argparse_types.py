@@ -2,13 +2,34 @@
 
 ``python -m paddle_llrd lr-table`` and ``python -m paddle_llrd schedules``
 refuse a bad number the same way: argparse prints ``argument --decay:
-expected a finite number > 0, got '0'`` and exits 2, with no traceback.
+expected a finite number > 0, got '0'`` and exits 2, with no traceback. The
+rules are :mod:`paddle_llrd.checks`'; only the words are argparse's.
 """
 from __future__ import annotations
 
 import argparse
 import math
-from typing import Callable
+from typing import Any, Callable
+
+from paddle_llrd.checks import checked_count, checked_in_range
+
+
+def _argparse_type(read: Callable[[str], Any], kind: str, check: Callable[[Any], Any],
+                   expected: str) -> Callable[[str], Any]:
+    """An argparse type: ``read`` the text (else "expected ``kind``"), then ``check`` the value
+    (else "expected ``expected``"); argparse prints either after the flag and exits 2."""
+
+    def parse(text: str) -> Any:
+        try:
+            value = read(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {kind}, got {text!r}") from None
+        try:
+            return check(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+
+    return parse
 
 
 def finite_number(minimum: float, *, inclusive: bool) -> Callable[[str], float]:
@@ -22,17 +43,12 @@ def finite_number(minimum: float, *, inclusive: bool) -> Callable[[str], float]:
         argparse.ArgumentTypeError: expected a finite number > 0, got '0'
     """
     bound = f">= {minimum:g}" if inclusive else f"> {minimum:g}"
-
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-        if not math.isfinite(value) or value < minimum or (value == minimum and not inclusive):
-            raise argparse.ArgumentTypeError(f"expected a finite number {bound}, got {text!r}")
-        return value
-
-    return parse
+    return _argparse_type(
+        float, "a number",
+        lambda value: checked_in_range(value, "value", low=minimum, high=math.inf, low_open=not inclusive,
+                                       high_open=True),
+        f"a finite number {bound}",
+    )
 
 
 def integer_at_least(minimum: int) -> Callable[[str], int]:
@@ -45,14 +61,5 @@ def integer_at_least(minimum: int) -> Callable[[str], int]:
         Traceback (most recent call last):
         argparse.ArgumentTypeError: expected an integer, got '1.5'
     """
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {text!r}")
-        return value
-
-    return parse
+    return _argparse_type(int, "an integer", lambda value: checked_count(value, "value", minimum=minimum),
+                          f"an integer >= {minimum}")
