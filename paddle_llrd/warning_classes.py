@@ -21,8 +21,14 @@ Examples:
     ...     warnings.warn("a warmup longer than training", LongWarmupWarning)
     >>> issubclass(caught[0].category, LLRDWarning), issubclass(LLRDWarning, UserWarning)
     (True, True)
+
+:func:`stacklevel_outside_package` points a warning at the user's line,
+however deep in the package it is given.
 """
 from __future__ import annotations
+
+import os
+import sys
 
 __all__ = [
     "CheckpointMatchWarning",
@@ -32,7 +38,10 @@ __all__ = [
     "LayerMapWarning",
     "LongWarmupWarning",
     "TrainerSettingWarning",
+    "stacklevel_outside_package",
 ]
+
+_PACKAGE_DIRECTORY = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 class LLRDWarning(UserWarning):
@@ -64,3 +73,18 @@ class EMAHorizonWarning(LLRDWarning):
 class TrainerSettingWarning(LLRDWarning):
     """A Trainer or ``python -m paddle_llrd train`` setting that will not do what it says
     (a warmup for a schedule that has none, a default the command changes)."""
+
+
+def stacklevel_outside_package() -> int:
+    """The ``stacklevel`` for :func:`warnings.warn` that points at the first caller outside ``paddle_llrd``.
+
+    Call it in the argument list of ``warnings.warn``: the warning then names
+    the user's line however deep in the package it was given (a registry
+    function building a scheduler class, a Trainer building the optimizer).
+    """
+    level = 1
+    frame = sys._getframe(1)  # the function that warns
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIRECTORY):
+        frame = frame.f_back
+        level += 1
+    return level

@@ -47,7 +47,7 @@ def test_schedule_in_a_later_group_changes_no_parameter():
     linear = nn.Linear(3, 2)
     before = _lr_factors(linear)
     groups = [{"params": [linear.weight], "learning_rate": 0.5},
-              {"params": [linear.bias], "weight_decay": WeightDecaySchedule(0.0, 0.1, 5)}]
+              {"params": [linear.bias], "weight_decay": WeightDecaySchedule(0.0, 0.1, 5, style="linear")}]
     with pytest.raises(TypeError, match="parameter group 1's `weight_decay`"):
         AdamWDL(parameters=groups)
     assert _lr_factors(linear) == before

@@ -213,7 +213,7 @@ def test_digit_patterns_still_read_their_blocks():
     (r"blocks\.(\d+", "is no regular expression"),
 ])
 def test_the_trainer_field_layer_map_and_the_lr_table_refuse_the_same_patterns(pattern, problem, capsys):
-    from paddle_llrd.integrations.arguments import check_fields
+    from paddle_llrd.integrations.training_arguments import check_fields
     from paddle_llrd.layer_decay.layer_maps import resolve_layer_map
     from paddle_llrd.cli.lr_table import main as lr_table_main
 

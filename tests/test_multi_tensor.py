@@ -214,12 +214,12 @@ def test_matches_paddle_adamw_without_ratios_and_state_dict_both_ways(small_chun
 def test_resume_from_a_checkpoint() -> None:
     def resumed(use_multi_tensor):
         with unique_name.guard():
-            model, optimizer = build(use_multi_tensor, weight_decay=WeightDecaySchedule(0.0, 0.1, total_steps=6))
+            model, optimizer = build(use_multi_tensor, weight_decay=WeightDecaySchedule(0.0, 0.1, total_steps=6, style="linear"))
             for step in range(3):
                 default_step(model, optimizer, step)
             state = _copied(optimizer.state_dict())
         with unique_name.guard():  # a fresh process's accumulator names
-            _, fresh = build(use_multi_tensor, model=model, weight_decay=WeightDecaySchedule(0.0, 0.1, total_steps=6))
+            _, fresh = build(use_multi_tensor, model=model, weight_decay=WeightDecaySchedule(0.0, 0.1, total_steps=6, style="linear"))
             fresh.set_state_dict(state)
             for step in range(3, 6):
                 default_step(model, fresh, step)
@@ -318,7 +318,7 @@ def test_amp_overflow_step_changes_nothing() -> None:
         optimizer._set_auxiliary_var("found_inf", paddle.to_tensor(False))
 
     history, _, _, optimizer = both_paths(
-        overflow_at_2, fresh=lambda: dict(weight_decay=WeightDecaySchedule(0.0, 0.1, total_steps=5))
+        overflow_at_2, fresh=lambda: dict(weight_decay=WeightDecaySchedule(0.0, 0.1, total_steps=5, style="linear"))
     )
     assert optimizer._multi_tensor.fused_steps == 4
     assert all(np.array_equal(history[1][n], history[2][n]) for n in history[1])

@@ -11,7 +11,7 @@ import paddle
 import pytest
 
 import paddle_llrd
-from paddle_llrd.integrations.arguments import check_fields, check_scheduler_kwargs
+from paddle_llrd.integrations.training_arguments import check_fields, check_scheduler_kwargs
 from paddle_llrd.schedules.registry import schedule_function
 
 

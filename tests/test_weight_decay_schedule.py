@@ -74,7 +74,7 @@ def test_constant_and_zero_length_ramp():
 
 
 def test_current_step_keyword_starts_part_way():
-    schedule = WeightDecaySchedule(0.0, 0.1, 10, current_step=4)
+    schedule = WeightDecaySchedule(0.0, 0.1, 10, current_step=4, style="linear")
     assert schedule() == pytest.approx(0.04)
 
 
@@ -126,7 +126,7 @@ def test_state_dict_round_trip_restores_position_only():
     [({}, KeyError, "current_step"), ({"current_step": -1}, ValueError, "current_step"), ([6], TypeError, "state_dict")],
 )
 def test_bad_state_changes_nothing(state, error, match):
-    schedule = WeightDecaySchedule(0.0, 0.1, 10, current_step=3)
+    schedule = WeightDecaySchedule(0.0, 0.1, 10, current_step=3, style="linear")
     with pytest.raises(error, match=match):
         schedule.set_state_dict(state)
     assert schedule.current_step == 3
@@ -243,7 +243,7 @@ def test_schedule_in_a_parameter_group_is_refused():
     with pytest.raises(TypeError, match="weight_decay"):
         make_adamwdl(
             model,
-            parameters=[{"params": model.parameters(), "weight_decay": WeightDecaySchedule(0.0, 0.1, 3)}],
+            parameters=[{"params": model.parameters(), "weight_decay": WeightDecaySchedule(0.0, 0.1, 3, style="linear")}],
         )
 
 
@@ -268,7 +268,7 @@ def test_dygraph_minimize_advances_once_per_call():
 def test_overflow_step_does_not_advance_the_schedule(general):
     model = bert_like()
     optimizer = make_adamwdl(
-        model, general=general, learning_rate=0.01, weight_decay=WeightDecaySchedule(0.1, 0.5, 4), layerwise_decay=0.5
+        model, general=general, learning_rate=0.01, weight_decay=WeightDecaySchedule(0.1, 0.5, 4, style="linear"), layerwise_decay=0.5
     )
     reference = ReferenceAdamW(weights_of(model))
     data = batches(5)
@@ -320,7 +320,7 @@ def test_static_program_minimize_raises_before_changing_the_program():
     with paddle.static.program_guard(main, startup):
         x = paddle.static.data("x", [-1, 4], "float32")
         loss = paddle.mean(nn.Linear(4, 2)(x))
-        optimizer = AdamWDL(learning_rate=0.01, weight_decay=WeightDecaySchedule(0.0, 0.1, 5))
+        optimizer = AdamWDL(learning_rate=0.01, weight_decay=WeightDecaySchedule(0.0, 0.1, 5, style="linear"))
         ops_before = len(main.global_block().ops)
         with pytest.raises(NotImplementedError, match="static program"):
             optimizer.minimize(loss)
@@ -385,7 +385,7 @@ def test_checkpoints_with_and_without_schedule_entry():
     with fresh_names():
         model = tiny_bert()
         reference = ReferenceAdamW(weights_of(model))
-        scheduled = make_adamwdl(model, learning_rate=0.01, weight_decay=WeightDecaySchedule(0.0, 0.1, 5), layerwise_decay=0.5)
+        scheduled = make_adamwdl(model, learning_rate=0.01, weight_decay=WeightDecaySchedule(0.0, 0.1, 5, style="linear"), layerwise_decay=0.5)
         train_and_compare(
             model,
             scheduled,
@@ -418,7 +418,7 @@ def test_checkpoints_with_and_without_schedule_entry():
     # AdamWDL with a schedule loads AdamW's checkpoint: warned, schedule left where it is
     with fresh_names():
         model = tiny_bert()
-        schedule = WeightDecaySchedule(0.0, 0.1, 5, current_step=1)
+        schedule = WeightDecaySchedule(0.0, 0.1, 5, current_step=1, style="linear")
         optimizer = make_adamwdl(model, learning_rate=0.01, weight_decay=schedule, layerwise_decay=0.5)
         with pytest.warns(UserWarning, match="weight_decay_schedule"):
             optimizer.set_state_dict(plain_state)
@@ -428,7 +428,7 @@ def test_checkpoints_with_and_without_schedule_entry():
 def test_bad_schedule_entry_leaves_the_optimizer_unchanged():
     with fresh_names():
         model = tiny_bert()
-        optimizer = make_adamwdl(model, learning_rate=0.01, weight_decay=WeightDecaySchedule(0.0, 0.1, 5), layerwise_decay=0.5)
+        optimizer = make_adamwdl(model, learning_rate=0.01, weight_decay=WeightDecaySchedule(0.0, 0.1, 5, style="linear"), layerwise_decay=0.5)
         _train(model, optimizer, batches(2))
         state = optimizer.state_dict()
         moments_before = {k: v.numpy().copy() for k, v in state.items() if isinstance(v, paddle.Tensor)}
@@ -446,7 +446,7 @@ def test_bad_schedule_entry_leaves_the_optimizer_unchanged():
                                         (True, TypeError)])
 def test_the_coefficient_at_a_bad_step_is_refused_by_name_and_changes_nothing(bad, error):
     # The schedule's step index follows the rule of its constructor and set_state_dict (docs/weight_decay.rst).
-    schedule = WeightDecaySchedule(0.0, 0.1, total_steps=4)
+    schedule = WeightDecaySchedule(0.0, 0.1, total_steps=4, style="linear")
     schedule.step()
     with pytest.raises(error, match=r"WeightDecaySchedule: `step` must be"):
         schedule(bad)

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from paddle_llrd.integrations.arguments import LLRDArgumentsMixin
+from paddle_llrd.integrations.training_arguments import LLRDArgumentsMixin
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 PROG = "python -m paddle_llrd train"

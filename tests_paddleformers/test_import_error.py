@@ -31,7 +31,8 @@ def test_import_with_paddleformers_works_in_this_environment():
 
 
 SHARED_MODULES = [f"paddle_llrd.integrations.{name}" for name in (
-    "arguments", "averaging", "builders", "layer_logging", "plateau", "requirements", "run_state", "trainer",
+    "averaging", "builders", "layer_logging", "plateau_callback", "requirements", "run_state", "trainer",
+    "training_arguments",
     "visualdl")]
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-from paddle_llrd.argument_checks import did_you_mean
+from paddle_llrd.checks import did_you_mean
 
 #: Each command's module and its one-line summary.
 COMMANDS: dict[str, tuple[str, str]] = {

@@ -50,8 +50,8 @@ import importlib
 
 from paddle import nn
 
-from paddle_llrd.argument_checks import block_regex_problem
-from paddle_llrd.cli.arguments import finite_number, integer_at_least
+from paddle_llrd.layer_decay.layer_maps import block_regex_problem
+from paddle_llrd.cli.argparse_types import finite_number, integer_at_least
 from paddle_llrd.layer_decay.group_names import LayerGroupNames, layer_group_names
 from paddle_llrd.layer_decay.layer_maps import (
     FAMILY_PATTERNS, LayerMap, build_name_dict, no_decay_parameter_names, resolve_layer_map)

@@ -15,7 +15,7 @@ import os
 import warnings
 from typing import Any, Dict, Optional, Sequence
 
-from paddle_llrd.cli.arguments import finite_number, integer_at_least
+from paddle_llrd.cli.argparse_types import finite_number, integer_at_least
 from paddle_llrd.cli.schedule_table import (
     DEFAULT_LEARNING_RATE,
     DEFAULT_MIN_LR_RATE,

@@ -85,8 +85,8 @@ from paddleformers.trainer.trainer_callback import TrainerState
 from paddleformers.trainer.trainer_utils import get_last_checkpoint
 from paddleformers.utils.env import TRAINER_STATE_NAME
 
-from paddle_llrd.cli.arguments import integer_at_least
-from paddle_llrd.integrations.arguments import LLRDArgumentsMixin
+from paddle_llrd.cli.argparse_types import integer_at_least
+from paddle_llrd.integrations.training_arguments import LLRDArgumentsMixin
 from paddle_llrd.cli.train_checks import LLRD_STAGES, check_config, field_defaults
 from paddle_llrd.integrations.paddleformers import LLRDTrainer, LLRDTrainingArguments
 

@@ -29,8 +29,8 @@ from typing import Any, Dict, Iterable, List, Mapping
 
 from paddleformers.datasets.reader.file_reader import get_hf_dataset_config
 
-from paddle_llrd.argument_checks import did_you_mean
-from paddle_llrd.integrations.arguments import check_fields
+from paddle_llrd.checks import did_you_mean
+from paddle_llrd.integrations.training_arguments import check_fields
 
 __all__ = [
     "LLRD_STAGES",

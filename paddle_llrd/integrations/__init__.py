@@ -15,13 +15,13 @@ weight-decay schedule and an EMA of the weights from their
 ``TrainingArguments`` fields. They are two thin modules, each binding its
 framework's classes, over one framework-free implementation:
 
-- :mod:`~paddle_llrd.integrations.arguments`: the ``TrainingArguments`` fields and their checks;
+- :mod:`~paddle_llrd.integrations.training_arguments`: the ``TrainingArguments`` fields and their checks;
 - :mod:`~paddle_llrd.integrations.trainer`: the ``Trainer`` mixin, which overrides the Trainer's hooks
   and delegates to the modules below;
 - :mod:`~paddle_llrd.integrations.builders`: the layer ratios, the optimizer
   and the lr schedule built from the arguments;
 - callbacks, one concern each: :mod:`~paddle_llrd.integrations.averaging`
-  (the EMA), :mod:`~paddle_llrd.integrations.plateau`
+  (the EMA), :mod:`~paddle_llrd.integrations.plateau_callback`
   (``reduce_lr_on_plateau`` on the evaluation metric),
   :mod:`~paddle_llrd.integrations.layer_logging` (per-group lrs, weight
   decay and gradient norms in the logs), :mod:`~paddle_llrd.integrations.run_state`

@@ -15,13 +15,19 @@ from typing import Any, Callable, Dict, Optional, Tuple, Union
 import paddle
 from paddle.optimizer.lr import LRScheduler, ReduceOnPlateau
 
-from paddle_llrd.argument_checks import LAYERWISE_DECAY_ABOVE_ONE, checked_count, stacklevel_outside_package
-from paddle_llrd.integrations.arguments import check_layerwise_decay, plain_name, schedule_takes_warmup
-from paddle_llrd.integrations.plateau import MetricSteppedSchedule, check_plateau
-from paddle_llrd.layer_decay.layer_maps import LayerMap, build_name_dict, no_decay_parameter_names, resolve_layer_map
+from paddle_llrd.integrations.training_arguments import check_layerwise_decay, plain_name, schedule_takes_warmup
+from paddle_llrd.integrations.plateau_callback import MetricSteppedSchedule, check_plateau
+from paddle_llrd.layer_decay.layer_maps import (
+    LayerMap,
+    build_name_dict,
+    checked_n_layers,
+    no_decay_parameter_names,
+    resolve_layer_map,
+)
 from paddle_llrd.optim.adamwdl import EXTRA_STATE_KEYS, WEIGHT_DECAY_SCHEDULE_KEY, AdamWDL
 from paddle_llrd.schedules.registry import get_scheduler
 from paddle_llrd.schedules.weight_decay import WeightDecaySchedule
+from paddle_llrd.warning_classes import TrainerSettingWarning, stacklevel_outside_package
 
 __all__ = [
     "LayerSettings",
@@ -67,7 +73,8 @@ def check_trainer_keywords(
     Raises:
         TypeError: a ``layerwise_decay`` that is no real number, an ``n_layers``
             that is no int, a ``set_param_lr_fun`` that is not callable.
-        ValueError: ``layerwise_decay <= 0`` or ``n_layers < 1``.
+        ValueError: ``layerwise_decay <= 0`` or ``n_layers < 0`` (the rules of
+            :class:`~paddle_llrd.AdamWDL`'s arguments of the same names).
 
     Examples:
         >>> check_trainer_keywords(0.8, 12, None)
@@ -81,9 +88,7 @@ def check_trainer_keywords(
             f"got {type(set_param_lr_fun).__name__} {set_param_lr_fun!r}"
         )
     if n_layers is not None:
-        n_layers = checked_count(
-            n_layers, "n_layers", owner="LLRDTrainer", meaning="the number of encoder layers", minimum=1
-        )
+        n_layers = checked_n_layers(n_layers, owner="LLRDTrainer")
     return layerwise_decay, n_layers
 
 
@@ -133,13 +138,7 @@ def _configured_n_layers(model: Any) -> Optional[int]:
     config_layers = getattr(getattr(model, "config", None), "num_hidden_layers", None)
     if config_layers is None:
         return None
-    return checked_count(
-        config_layers,
-        "model.config.num_hidden_layers",
-        owner="LLRDTrainer",
-        meaning="the number of encoder layers, read as n_layers",
-        minimum=1,
-    )
+    return checked_n_layers(config_layers, owner="LLRDTrainer (read from model.config.num_hidden_layers)")
 
 
 def layer_settings(
@@ -199,9 +198,10 @@ class TrainerAdamWDL(AdamWDL):
     ``state_dict`` holds tensors only, because PaddleFormers' unified
     checkpoint renames every entry as a parameter's state and fails on any
     other; the trainer keeps the weight-decay schedule's position in its run
-    state file instead, so a state dict without it is expected here (nor are
-    the structured names kept: the trainer builds the same model when it
-    resumes, and the state is matched by Paddle's names)."""
+    state file instead (:class:`~paddle_llrd.integrations.run_state.RunStateCallback`
+    restores it), so loading a state dict without it leaves the schedule where
+    it is, as it is (nor are the structured names kept: the trainer builds the
+    same model when it resumes, and the state is matched by Paddle's names)."""
 
     def state_dict(self) -> Dict[str, Any]:
         state = super().state_dict()
@@ -210,9 +210,11 @@ class TrainerAdamWDL(AdamWDL):
         return state
 
     def set_state_dict(self, state_dict: Dict[str, Any]) -> None:
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=f".*no '{WEIGHT_DECAY_SCHEDULE_KEY}' entry", category=UserWarning)
-            super().set_state_dict(state_dict)
+        schedule = self.weight_decay_schedule
+        if schedule is not None and WEIGHT_DECAY_SCHEDULE_KEY not in state_dict:
+            # The position is the run state file's to restore: load the schedule's own, changing nothing.
+            state_dict = {**state_dict, WEIGHT_DECAY_SCHEDULE_KEY: schedule.state_dict()}
+        super().set_state_dict(state_dict)
 
     load_state_dict = set_state_dict
 
@@ -287,24 +289,22 @@ def build_optimizer(
     ratios are ``settings``'; ``name_dict`` comes from ``model``.
     """
     grad_clip = paddle.nn.ClipGradByGlobalNorm(args.max_grad_norm) if args.max_grad_norm > 0 else None
-    with warnings.catch_warnings():
-        # The arguments (or the LLRDTrainer keyword) already warned about a layerwise_decay above 1.
-        warnings.filterwarnings("ignore", message=f".*{LAYERWISE_DECAY_ABOVE_ONE}", category=UserWarning)
-        return TrainerAdamWDL(
-            learning_rate=learning_rate,
-            beta1=args.adam_beta1,
-            beta2=args.adam_beta2,
-            epsilon=args.adam_epsilon,
-            parameters=parameters,
-            weight_decay=trainer_weight_decay(args, num_training_steps),
-            apply_decay_param_fun=apply_decay_param_fun,
-            grad_clip=grad_clip,
-            multi_precision=args.fp16_opt_level == "O2",
-            layerwise_decay=settings.layerwise_decay,
-            n_layers=settings.n_layers,
-            set_param_lr_fun=settings.set_param_lr_fun,
-            name_dict=build_name_dict(model),
-        )
+    # The one warning of a layerwise_decay above 1 is the optimizer's (the field and keyword checks do not warn).
+    return TrainerAdamWDL(
+        learning_rate=learning_rate,
+        beta1=args.adam_beta1,
+        beta2=args.adam_beta2,
+        epsilon=args.adam_epsilon,
+        parameters=parameters,
+        weight_decay=trainer_weight_decay(args, num_training_steps),
+        apply_decay_param_fun=apply_decay_param_fun,
+        grad_clip=grad_clip,
+        multi_precision=args.fp16_opt_level == "O2",
+        layerwise_decay=settings.layerwise_decay,
+        n_layers=settings.n_layers,
+        set_param_lr_fun=settings.set_param_lr_fun,
+        name_dict=build_name_dict(model),
+    )
 
 
 # ------------------------------------------------------------------ lr schedule
@@ -333,15 +333,15 @@ def _scheduler_options(args: Any) -> Dict[str, Any]:
 def build_scheduler(args: Any, num_training_steps: int) -> LRScheduler:
     """The schedule ``lr_scheduler_type`` names, from :func:`paddle_llrd.get_scheduler`.
 
-    Warmup is :func:`warmup_steps` (a schedule without one, by the registry's
-    answer, warns and is built without it); the schedule spans ``decay_steps`` when the arguments have a
+    Warmup is :func:`warmup_steps` (a :class:`~paddle_llrd.TrainerSettingWarning` when the
+    registry says the schedule takes none: it is built without it); the schedule spans ``decay_steps`` when the arguments have a
     positive one, else ``num_training_steps``; ``num_cycles``, ``lr_end``,
     ``power`` and (PaddleFormers) a non-zero ``min_lr`` pass through, as in
     the frameworks' ``Trainer.create_scheduler``, and so does
     ``lr_scheduler_kwargs``, whose entries win over those fields. A
     ``ReduceOnPlateau`` is checked against the evaluation settings
-    (:func:`~paddle_llrd.integrations.plateau.check_plateau`) and comes back
-    as a :class:`~paddle_llrd.integrations.plateau.MetricSteppedSchedule`.
+    (:func:`~paddle_llrd.integrations.plateau_callback.check_plateau`) and comes back
+    as a :class:`~paddle_llrd.integrations.plateau_callback.MetricSteppedSchedule`.
 
     Examples:
         >>> from types import SimpleNamespace
@@ -361,7 +361,7 @@ def build_scheduler(args: Any, num_training_steps: int) -> LRScheduler:
         warnings.warn(
             f"lr_scheduler_type={name!r} has no warmup: the {warmup} warmup steps that warmup_steps/"
             "warmup_ratio ask for are not taken",
-            UserWarning,
+            TrainerSettingWarning,
             stacklevel=stacklevel_outside_package(),
         )
     decay_steps = getattr(args, "decay_steps", 0) or 0

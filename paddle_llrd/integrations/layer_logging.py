@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from paddle_llrd.integrations.arguments import plain_name
+from paddle_llrd.integrations.training_arguments import plain_name
 from paddle_llrd.integrations.builders import LayerSettings
 from paddle_llrd.layer_decay.grad_norms import TOTAL, group_grad_norms, layer_group_name, layer_groups
 from paddle_llrd.layer_decay.group_names import LayerGroupNames, layer_group_names

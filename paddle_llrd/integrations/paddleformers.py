@@ -1,79 +1,17 @@
-"""PaddleFormers ``Trainer`` with layer-wise learning-rate decay, registry
-schedules, weight-decay schedules and an EMA of the weights.
+"""PaddleFormers' ``Trainer`` and ``TrainingArguments`` with layer-wise lr decay, registry
+schedules, a weight-decay ramp and an EMA of the weights.
 
-PaddleFormers, PaddleNLP's successor, dropped ``AdamWDL``,
-``layerwise_lr_decay``, ``ExponentialMovingAverage``,
-``InverseSquareRootSchedule`` and the warmup schedule classes
-(``LinearDecayWithWarmup``, ...).
-:class:`LLRDTrainer` is a :class:`paddleformers.trainer.Trainer` that trains
-with :class:`paddle_llrd.AdamWDL` and :func:`paddle_llrd.get_scheduler`, and
-:class:`LLRDTrainingArguments` is PaddleFormers' ``TrainingArguments`` with
-the fields that switch everything on from a config file or command line:
-
-``layerwise_decay`` (default ``1.0``, off) and ``layer_map`` (default ``"auto"``)
-    ratio ``d ** (L + 1 - k)`` for a parameter of layer id ``k`` (see
-    :class:`paddle_llrd.LayerMap`): for LLaMA, the embeddings get
-    ``d ** (L + 1)``, block ``i`` (``model.layers.i``) ``d ** (L - i)``, the
-    final norm and the head ``1``. ``layer_map`` is ``"auto"``, a family
-    (``bert``, ``gpt``, ``llama``, ``vit``) or a regular expression whose
-    one group captures the block index; ``L`` is ``config.num_hidden_layers``,
-    else counted from the names. A tied head (``tie_word_embeddings=True``,
-    LLaMA's default) *is* the embedding weight, one parameter that
-    ``named_parameters()`` lists once, as ``model.embed_tokens.weight``: it
-    trains at the embeddings' ``d ** (L + 1)``; the logs name that group
-    ``embeddings_tied_head`` (and the one left at ``1``, ``model.norm`` alone,
-    ``final_norm``) and the summary line at train start says the head is
-    tied. Untie the head to train it at ``1``.
-``lr_scheduler_type`` and ``lr_scheduler_kwargs``
-    any name of paddle_llrd's registry (``warmup_stable_decay``,
-    ``cosine_with_min_lr``, ``inverse_sqrt``, names added with
-    :func:`paddle_llrd.register_scheduler`, ...), with its options as a dict
-    (a JSON object on the command line). PaddleFormers' ``min_lr`` passes
-    through to the schedules that have a floor.
-``weight_decay_end`` and ``weight_decay_incr_style``
-    Megatron-LM's weight-decay ramp: a :class:`paddle_llrd.WeightDecaySchedule`
-    from ``weight_decay`` to ``weight_decay_end`` over the run's steps,
-    ``constant`` (the default), ``linear`` or ``cosine``.
-``ema_decay`` (default ``0``, off) and ``ema_eval`` (default ``True``)
-    ``trainer.ema`` is a :class:`paddle_llrd.ExponentialMovingAverage` of the
-    weights, updated after every optimizer step that changed them (not after
-    a skipped AMP overflow step), kept in every checkpoint and restored by
-    ``train(resume_from_checkpoint=...)``. While ``ema_eval`` is on,
-    ``evaluate`` also evaluates the averaged weights and reports them beside
-    the trained weights' ``eval_loss`` as ``eval_ema_loss`` (and
-    ``eval_ema_<metric>``), and ``save_model(output_dir)`` also writes the
-    averaged model to ``<output_dir>/ema`` (load it with ``from_pretrained``).
-``log_grad_norms`` (default ``True``)
-    every training log carries the global gradient norm ``grad_norm`` and
-    each layer group's ``grad_norm/<group>`` (the gradients the step just
-    taken used, before clipping), beside each group's
-    ``learning_rate/<group>`` and the scheduled ``weight_decay`` of the step
-    PaddleFormers' ``learning_rate`` describes (the coming one), so that
-    ``learning_rate/<group>`` is ``learning_rate`` times the group's ratio.
-
-``lr_scheduler_type="reduce_lr_on_plateau"`` is stepped on
-``metric_for_best_model`` after each evaluation. PaddleFormers'
-``Trainer.train()`` does not read ``resume_from_checkpoint`` from the
-arguments: pass it (``trainer.train(resume_from_checkpoint=...)``).
-
-Some defaults differ from PaddleFormers' ``TrainingArguments`` so that a run
-on CPUs works and resumes without further flags:
-``save_checkpoint_format`` and ``load_checkpoint_format`` are
-``"unified_checkpoint"`` (PaddleFormers' ``"flex_checkpoint"`` resumes only in
-a process that has initialised ``fleet``, e.g. under
-``paddle.distributed.launch``), and ``amp_master_grad`` follows AMP (on with
-``bf16``/``fp16``, off without, where PaddleFormers refuses ``True``), and
-so does ``sharding`` (PaddleFormers' ``"stage1"`` with AMP, ``""``, plain data
-parallel, without: PaddleFormers' ``stage1`` refuses to start on several
-ranks without AMP). An
-``LLRDTrainer`` given PaddleFormers' own ``TrainingArguments`` keeps
-PaddleFormers' defaults: set both formats to ``"unified_checkpoint"`` there
-to resume in one process. Each checkpoint directory also gets
-``paddle_llrd_state.pdparams`` (the EMA and the weight-decay schedule's
-position); a resumed run keeps the ``ema_decay`` of its own arguments.
-
-PaddleFormers is optional: importing this module without a working
-``paddleformers==1.2.0`` raises :class:`ImportError` that says what to install.
+:class:`LLRDTrainer` trains with :class:`paddle_llrd.AdamWDL` and
+:func:`paddle_llrd.get_scheduler`; :class:`LLRDTrainingArguments` adds the
+fields that switch them on from a config file or command line
+(``layerwise_decay``, ``layer_map``, ``lr_scheduler_kwargs``,
+``weight_decay_end``, ``weight_decay_incr_style``, ``ema_decay``,
+``ema_eval``, ``log_grad_norms``). What each field does and how a bad value
+is refused: :doc:`/migration` ("Switching a Trainer script"); what differs
+from PaddleFormers (three defaults, the tied head, LoRA, several
+processes): :doc:`/paddleformers`. Importing this module without a working
+``paddleformers==1.2.0`` raises an :class:`ImportError` that says what to
+install.
 
 Examples:
     >>> import tempfile
@@ -118,7 +56,7 @@ except ImportError as exc:  # absent, or present without the pins it needs
 
     raise framework_import_error(__name__, "PaddleFormers 1.2.0", PADDLEFORMERS_REQUIREMENT, exc) from exc
 
-from paddle_llrd.integrations.arguments import LLRDArgumentsMixin, SchedulerKwargs
+from paddle_llrd.integrations.training_arguments import LLRDArgumentsMixin, SchedulerKwargs
 from paddle_llrd.integrations.trainer import LLRDTrainerMixin
 from paddle_llrd.integrations.run_state import STATE_FILE
 from paddle_llrd.layer_decay.layer_maps import no_decay_parameter_names

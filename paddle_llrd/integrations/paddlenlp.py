@@ -1,56 +1,15 @@
-"""PaddleNLP ``Trainer`` with layer-wise learning-rate decay, registry
-schedules, weight-decay schedules and an EMA of the weights.
+"""PaddleNLP's ``Trainer`` and ``TrainingArguments`` with layer-wise lr decay, registry
+schedules, a weight-decay ramp and an EMA of the weights.
 
-:class:`LLRDTrainer` is a :class:`paddlenlp.trainer.Trainer` whose optimizer is
-:class:`paddle_llrd.AdamWDL` and whose learning-rate schedule comes from
-:func:`paddle_llrd.get_scheduler`. Everything is driven by the
-``TrainingArguments`` fields; :class:`LLRDTrainingArguments` adds
-``layerwise_decay``, ``layer_map``, ``lr_scheduler_kwargs`` (and any registry
-name as ``lr_scheduler_type``), ``weight_decay_end``,
-``weight_decay_incr_style``, ``ema_decay`` and ``ema_eval``, which behave as in
-:mod:`paddle_llrd.integrations.paddleformers` (one implementation serves
-both). The constructor keywords ``layerwise_decay``, ``n_layers`` and
-``set_param_lr_fun`` keep working.
-
-With ``lr_t`` the schedule's learning rate at step ``t`` (``learning_rate``
-times the ``lr_scheduler_type`` factor, after ``warmup_steps`` or
-``floor(warmup_ratio * num_training_steps)`` warmup steps), ``wd_t`` the
-weight decay of step ``t`` (``weight_decay``, or the ramp to
-``weight_decay_end``) and ``L = n_layers``, each parameter ``p`` (structured
-name ``n``) is updated with
-
-.. code-block:: text
-
-    ratio(p) = layerwise_decay ** (L - i)   if n is in block i ("encoder.layers.i." for BERT)
-               layerwise_decay ** (L + 1)   elif n contains "embed"
-               1                            otherwise (pooler, classifier)
-    p <- p * (1 - lr_t * wd_t)              unless n contains "bias" or "norm"
-    p <- p - lr_t * ratio(p) * adam_direction(p)
-
-where ``adam_direction`` is Adam's bias-corrected ``m / (sqrt(v) + eps)`` with
-``adam_beta1``, ``adam_beta2`` and ``adam_epsilon``. Gradients are clipped to a
-global norm of ``max_grad_norm`` first (when it is positive), and
-``fp16_opt_level="O2"`` keeps float32 master weights (``multi_precision``).
-The blocks are found by ``layer_map`` (``"auto"``: BERT, GPT, LLaMA and ViT
-names) and ``L`` is ``config.num_hidden_layers`` (else counted from the
-names). With ``ema_decay > 0``, ``trainer.ema`` averages the weights after
-every step, each checkpoint keeps it (with the weight-decay schedule's
-position) in ``paddle_llrd_state.pdparams``, ``evaluate`` also evaluates it
-while ``ema_eval`` is on (``eval_ema_loss`` beside the trained weights'
-``eval_loss``), and ``save_model(output_dir)`` also writes the averaged
-model to ``<output_dir>/ema``. Every training log carries each layer
-group's ``learning_rate/<group>`` and the scheduled ``weight_decay`` of the
-step PaddleNLP's ``learning_rate`` describes (the coming one: each group's
-is ``learning_rate`` times its ratio) and (with ``log_grad_norms``, the
-default) the gradient norms of the step just taken, ``grad_norm`` and
-``grad_norm/<group>``; ``reduce_lr_on_plateau`` is stepped on
-``metric_for_best_model`` after each evaluation. PaddleNLP's default
-``report_to`` (VisualDL) works, also with PaddleNLP's own
-``TrainingArguments``, whose bool fields PaddleNLP's VisualDL callback
-cannot record.
-
-PaddleNLP is optional: importing this module without a working
-``paddlenlp==2.8.1`` raises :class:`ImportError` that says what to install.
+:class:`LLRDTrainer` trains with :class:`paddle_llrd.AdamWDL` and
+:func:`paddle_llrd.get_scheduler`, driven by the ``TrainingArguments`` fields;
+:class:`LLRDTrainingArguments` adds the fields of the PaddleFormers
+integration (one implementation serves both), and the constructor keywords
+``layerwise_decay``, ``n_layers`` and ``set_param_lr_fun`` of PaddleNLP's
+``AdamWDL`` keep working. What each field and keyword does, the update it
+gives and the logs: :doc:`/migration` ("Switching a Trainer script").
+Importing this module without a working ``paddlenlp==2.8.1`` raises an
+:class:`ImportError` that says what to install.
 
 Examples:
     >>> import tempfile
@@ -77,7 +36,7 @@ Examples:
     >>> [round(record["learning_rate"], 6) for record in trainer.state.log_history[:-1]]
     [0.0005, 0.001, 0.0005, 0.0]
 
-    Each parameter's share of that learning rate (``ratio`` above):
+    Each parameter's share of that learning rate, its layer ratio:
 
     >>> from paddle_llrd import layerwise_lr_decay
     >>> name_dict = {p.name: n for n, p in model.named_parameters()}
@@ -109,7 +68,7 @@ except ImportError as exc:  # absent, or present without the pins it needs
 
     raise framework_import_error(__name__, "PaddleNLP 2.8.1", PADDLENLP_REQUIREMENT, exc) from exc
 
-from paddle_llrd.integrations.arguments import LLRDArgumentsMixin, SchedulerKwargs
+from paddle_llrd.integrations.training_arguments import LLRDArgumentsMixin, SchedulerKwargs
 from paddle_llrd.integrations.trainer import LLRDTrainerMixin
 from paddle_llrd.integrations.run_state import STATE_FILE
 from paddle_llrd.layer_decay.layer_maps import no_decay_parameter_names

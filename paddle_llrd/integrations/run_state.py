@@ -15,6 +15,7 @@ from typing import Any, Callable, Dict, Optional
 import paddle
 
 from paddle_llrd.optim.ema import ExponentialMovingAverage
+from paddle_llrd.warning_classes import CheckpointMatchWarning
 
 __all__ = ["STATE_FILE", "RunStateCallback", "checkpoint_directory", "resolved_checkpoint", "run_state",
            "save_run_state"]
@@ -81,7 +82,7 @@ class RunStateCallback:
     the EMA and the optimizer's weight-decay schedule continue from its
     :data:`STATE_FILE` (the EMA keeps this run's ``decay``, as the lr
     schedule keeps this run's settings). Without that file they restart
-    (the schedule at the global step), with a ``UserWarning`` each.
+    (the schedule at the global step), with a :class:`~paddle_llrd.CheckpointMatchWarning` each.
 
     Comes after :class:`~paddle_llrd.integrations.averaging.EMACallback`,
     which registers the EMA.
@@ -108,7 +109,7 @@ class RunStateCallback:
                 warnings.warn(
                     f"{self.resume_from} has no EMA in {STATE_FILE}: the average starts again at the "
                     f"resumed weights (step {state.global_step})",
-                    UserWarning,
+                    CheckpointMatchWarning,
                     stacklevel=2,
                 )
         schedule = getattr(optimizer, "weight_decay_schedule", None)
@@ -120,7 +121,7 @@ class RunStateCallback:
             warnings.warn(
                 f"{self.resume_from} has no weight-decay schedule position in {STATE_FILE}: the schedule "
                 f"resumes at the trainer's global step {state.global_step}",
-                UserWarning,
+                CheckpointMatchWarning,
                 stacklevel=2,
             )
             schedule.current_step = state.global_step

@@ -5,7 +5,7 @@ the optimizer and the lr schedule come from
 :mod:`~paddle_llrd.integrations.builders`; four callbacks do the rest
 (:mod:`~paddle_llrd.integrations.averaging`: the EMA,
 :mod:`~paddle_llrd.integrations.run_state`: what a resume restores,
-:mod:`~paddle_llrd.integrations.plateau`: ``reduce_lr_on_plateau`` on the
+:mod:`~paddle_llrd.integrations.plateau_callback`: ``reduce_lr_on_plateau`` on the
 evaluation metric, :mod:`~paddle_llrd.integrations.layer_logging`: the
 per-group logs). Nothing here imports a framework: each integration module
 mixes the class into its framework's ``Trainer`` and binds the framework's
@@ -20,7 +20,7 @@ from typing import Any, Callable, Dict, Optional
 
 from paddle.optimizer.lr import LRScheduler
 
-from paddle_llrd.integrations.arguments import EMA_DIRECTORY, check_ema_decay
+from paddle_llrd.integrations.training_arguments import EMA_DIRECTORY, check_ema_decay
 from paddle_llrd.integrations.averaging import EMA_EVALUATION, EMACallback, evaluates_the_average
 from paddle_llrd.integrations.builders import (
     build_optimizer,
@@ -31,7 +31,7 @@ from paddle_llrd.integrations.builders import (
     optimizer_parameters,
 )
 from paddle_llrd.integrations.layer_logging import LayerLoggingCallback
-from paddle_llrd.integrations.plateau import PlateauCallback
+from paddle_llrd.integrations.plateau_callback import PlateauCallback
 from paddle_llrd.integrations.run_state import (
     RunStateCallback,
     checkpoint_directory,

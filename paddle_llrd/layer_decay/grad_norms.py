@@ -49,7 +49,7 @@ from typing import Any, Dict, List, Mapping
 import paddle
 from paddle import nn
 
-from ..argument_checks import checked_real
+from ..checks import checked_positive
 from .layer_maps import LayerMap, resolve_layer_map
 
 __all__ = ["TOTAL", "layer_grad_norms", "layer_group_name", "layer_groups", "group_grad_norms"]
@@ -144,6 +144,6 @@ def layer_grad_norms(
         ValueError: ``loss_scale`` is not a finite number > 0, or
             ``layer_map`` is not one (see :func:`~paddle_llrd.resolve_layer_map`).
     """
-    checked_real(loss_scale, "loss_scale", owner="layer_grad_norms", positive=True)
+    checked_positive(loss_scale, "loss_scale", owner="layer_grad_norms")
     norms = group_grad_norms(layer_groups(model, layer_map, n_layers), loss_scale)
     return {name: float(value) for name, value in norms.items()}

@@ -80,14 +80,17 @@ from typing import Any
 
 from paddle import nn
 
-from ..argument_checks import checked_block_regex
+from ..checks import checked_count
 
 __all__ = [
     "FAMILY_PATTERNS",
     "NO_DECAY_NAME_PARTS",
     "LayerMap",
     "PipelineLayerMap",
+    "block_regex_problem",
     "build_name_dict",
+    "checked_block_regex",
+    "checked_n_layers",
     "find_pipeline_layer",
     "make_layerwise_fn",
     "no_decay_parameter_names",
@@ -101,6 +104,83 @@ FAMILY_PATTERNS: dict[str, tuple[str, ...]] = {
     "vit": (r"(?:^|\.)blocks\.(\d+)\.",),
 }
 _EMBEDDING = re.compile(r"embed|(?:^|\.)(?:wte|wpe|cls_token|dist_token|mask_token)(?:\.|$)")
+_BLOCK_REGEX_EXAMPLE = r"'^stages\.(\d+)\.'"
+
+
+def checked_n_layers(value: Any, *, owner: str) -> int:
+    """``n_layers``, the number of blocks, as an int ``>= 0`` (0: a model without blocks).
+
+    The one rule of ``n_layers`` wherever it is given: :class:`LayerMap`,
+    :func:`resolve_layer_map` (so :func:`~paddle_llrd.layer_decay_param_groups`
+    and the Trainer's ``n_layers`` keyword), :class:`~paddle_llrd.AdamWDL`.
+
+    Raises:
+        TypeError: not an int (a bool and a float are refused).
+        ValueError: negative.
+
+    Examples:
+        >>> checked_n_layers(12, owner="AdamWDL")
+        12
+        >>> checked_n_layers(-1, owner="LayerMap")
+        Traceback (most recent call last):
+        ...
+        ValueError: LayerMap: `n_layers` must be an int >= 0 (the model's number of blocks), got -1.
+    """
+    return checked_count(value, "n_layers", owner=owner, minimum=0, meaning="the model's number of blocks")
+
+
+def block_regex_problem(text: str) -> str | None:
+    r"""Why ``text`` is no block regex, or ``None`` when it is one.
+
+    A block regex (``layer_map``, ``LayerMap(pattern=...)``, ``lr-table
+    --pattern``) is a regular expression with exactly one group, which
+    captures the block index.
+
+    Examples:
+        >>> block_regex_problem(r"^stages\.(\d+)\.") is None
+        True
+        >>> print(block_regex_problem(r"(a)(\d+)"))
+        has 2 groups; it needs exactly one, capturing the block index, e.g. '^stages\.(\d+)\.'
+    """
+    try:
+        groups = re.compile(text).groups
+    except re.error as exc:
+        return f"is no regular expression: {exc}"
+    if groups != 1:
+        return f"has {groups} groups; it needs exactly one, capturing the block index, e.g. {_BLOCK_REGEX_EXAMPLE}"
+    return None
+
+
+def checked_block_regex(value: Any, argument: str, *, families: Iterable[str] = ()) -> str:
+    r"""``value`` when it is a block regex (see :func:`block_regex_problem`),
+    ``"auto"`` or one of ``families``; else an error naming ``argument``.
+
+    Raises:
+        TypeError: ``value`` is not a str.
+        ValueError: ``value`` is no family and no regular expression with
+            exactly one group.
+
+    Examples:
+        >>> checked_block_regex(r"^stages\.(\d+)\.", "pattern")
+        '^stages\\.(\\d+)\\.'
+        >>> checked_block_regex("lama", "layer_map", families=["bert", "llama"])
+        Traceback (most recent call last):
+        ...
+        ValueError: `layer_map` must be 'auto', a family (bert, llama) or a regular expression whose one group captures the block index; 'lama' is no family and has 0 groups; it needs exactly one, capturing the block index, e.g. '^stages\.(\d+)\.'
+    """
+    names = sorted(families)
+    kinds = f"'auto', a family ({', '.join(names)}) or a regular expression" if names else "a regular expression"
+    if not isinstance(value, str):
+        raise TypeError(f"`{argument}` must be {kinds} (a str), got {type(value).__name__} {value!r}")
+    if names and (value == "auto" or value in names):
+        return value
+    problem = block_regex_problem(value)
+    if problem is not None:
+        no_family = "is no family and " if names else ""
+        raise ValueError(
+            f"`{argument}` must be {kinds} whose one group captures the block index; {value!r} {no_family}{problem}"
+        )
+    return value
 
 
 def build_name_dict(model: nn.Layer) -> dict[str, str]:
@@ -163,17 +243,20 @@ class LayerMap:
             instead of the family patterns.
 
     Raises:
-        TypeError: ``pattern`` is not a str.
+        TypeError: ``pattern`` is not a str, ``n_layers`` not an int
+            (:func:`checked_n_layers`).
         ValueError: ``pattern`` is no regular expression with exactly one
             group, ``family`` is unknown or ``n_layers`` is negative.
     """
 
     #: Ratios depend on the structured name only: AdamWDL may cache them.
     pure_in_name = True
+    #: The ratios are read from the structured names: AdamWDL refuses to build without ``name_dict``.
+    needs_name_dict = True
 
     def __init__(self, n_layers: int | None = None, family: str = "auto", pattern: str | None = None):
-        if n_layers is not None and (isinstance(n_layers, bool) or not isinstance(n_layers, int) or n_layers < 0):
-            raise ValueError(f"`n_layers` must be a non-negative int or None, got {n_layers!r}")
+        if n_layers is not None:
+            n_layers = checked_n_layers(n_layers, owner="LayerMap")
         if pattern is not None:
             self._patterns = (re.compile(checked_block_regex(pattern, "pattern")),)
         elif family == "auto":
@@ -329,11 +412,12 @@ def resolve_layer_map(
 
     Raises:
         TypeError: ``layer_map`` is not a str or a ``LayerMap``; ``model_or_names``
-            is neither a Layer nor an iterable of str.
+            is neither a Layer nor an iterable of str; ``n_layers`` is not an
+            int (:func:`checked_n_layers`).
         ValueError: ``layer_map`` is an unknown family or a regex without exactly
             one group; no parameter name has a block index the map recognises
-            (the message quotes some of the names); ``n_layers`` is not an int
-            >= 1, is below the model's block count, or differs from a given
+            (the message quotes some of the names); ``n_layers`` is negative,
+            below the model's block count, or differs from a given
             ``LayerMap``'s own.
 
     ``require_blocks=False`` accepts a model without blocks (the map then has
@@ -361,8 +445,8 @@ def resolve_layer_map(
         family and has 0 groups; it needs exactly one, ...
     """
     names = _structured_names(model_or_names)
-    if n_layers is not None and (isinstance(n_layers, bool) or not isinstance(n_layers, int) or n_layers < 1):
-        raise ValueError(f"`n_layers` must be an int >= 1 or None, got {n_layers!r}")
+    if n_layers is not None:
+        n_layers = checked_n_layers(n_layers, owner="resolve_layer_map")
     if isinstance(layer_map, str) and isinstance(model_or_names, nn.Layer):
         family, pattern = (layer_map, None) if layer_map == "auto" or layer_map in FAMILY_PATTERNS else (
             "auto", checked_block_regex(layer_map, "layer_map", families=FAMILY_PATTERNS))
@@ -531,7 +615,7 @@ class PipelineLayerMap(LayerMap):
         counted = max(found) + 1 if found else 0
         if n_layers is None:
             n_layers = counted
-        elif n_layers < counted:
+        elif checked_n_layers(n_layers, owner="PipelineLayerMap") < counted:
             raise ValueError(
                 f"`n_layers`={n_layers} but the pipeline's layer sequence has a block with index {counted - 1}; "
                 f"n_layers must be at least {counted} (or None, to count it)"

@@ -55,8 +55,13 @@ from typing import Any, NamedTuple
 
 from paddle import nn
 
-from ..argument_checks import checked_layerwise_decay, checked_real
-from .layerwise import deepest_block_read, warn_if_n_layers_exceeds_blocks
+from ..checks import checked_non_negative
+from .layerwise import (
+    checked_layerwise_decay,
+    deepest_block_read,
+    warn_if_decay_above_one,
+    warn_if_n_layers_exceeds_blocks,
+)
 from .layer_maps import LayerMap, build_name_dict, no_decay_parameter_names, resolve_layer_map
 
 __all__ = [
@@ -108,7 +113,7 @@ def layer_decay_param_groups(
         model: the model; its structured parameter names give the layers.
         layer_decay: the ratio between adjacent layers, a finite number > 0
             (usually in ``(0, 1]``; 1 gives every group the full rate; above 1
-            a ``UserWarning`` says lower layers train faster than the head).
+            a :class:`~paddle_llrd.DecayAboveOneWarning` says lower layers train faster than the head).
         weight_decay: the coefficient of the decayed groups, a finite number
             >= 0; the others get ``0.0``.
         no_weight_decay: further structured names (or :mod:`fnmatch` patterns)
@@ -148,7 +153,8 @@ def layer_decay_param_groups(
     if not isinstance(model, nn.Layer):
         raise TypeError(f"`model` must be a paddle.nn.Layer, got {type(model).__name__}")
     decay = checked_layerwise_decay(layer_decay, "layer_decay", owner="layer_decay_param_groups")
-    coefficient = checked_real(weight_decay, "weight_decay")
+    warn_if_decay_above_one(decay, "layer_decay", owner="layer_decay_param_groups")
+    coefficient = checked_non_negative(weight_decay, "weight_decay", owner="layer_decay_param_groups")
     patterns = _name_patterns(no_weight_decay)
     resolved = resolve_layer_map(layer_map, model, n_layers=n_layers)
     trainable = [name for name, param in model.named_parameters() if not param.stop_gradient]
@@ -196,12 +202,7 @@ def _own_lr_factor(param: Any, name: str) -> float:
     if kept is not None:
         return kept
     factor = (getattr(param, "optimize_attr", None) or {}).get("learning_rate", 1.0)
-    try:
-        factor = float(factor)
-    except (TypeError, ValueError):
-        raise TypeError(f"parameter {name!r} has a learning-rate factor that is not a number: {factor!r}") from None
-    if not (math.isfinite(factor) and factor >= 0.0):
-        raise ValueError(f"parameter {name!r} has the learning-rate factor {factor!r}; expected a finite number >= 0")
+    factor = checked_non_negative(factor, f"parameter {name!r}'s lr factor `optimize_attr['learning_rate']`")
     try:
         setattr(param, _OWN_FACTOR_ATTRIBUTE, factor)
     except AttributeError:  # a static program's pir.Value takes no attribute (nor parameter groups)

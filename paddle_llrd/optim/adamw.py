@@ -10,13 +10,12 @@ decay's learning rate (``AdamWDL`` decays with the lr before the ratio).
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..argument_checks import is_real_number
+from ..checks import is_non_negative_number, is_real_number
 from .adamwdl import AdamWDL
-from .arguments import check_adamw_arguments, check_decay_factor, checked_parameters
+from .optimizer_checks import checks_named
 from .ratios import RatioCache, is_pure_in_name
 
 if TYPE_CHECKING:
@@ -56,7 +55,7 @@ class CheckedLrRatio:
                 f"AdamW: `lr_ratio` returned {type(ratio).__name__} {ratio!r} for {param.name!r}; it must return "
                 "a float >= 0 (the factor of the parameter's learning rate), as for paddle.optimizer.AdamW."
             )
-        if not (math.isfinite(ratio) and ratio >= 0.0):
+        if not is_non_negative_number(ratio):
             raise ValueError(
                 f"AdamW: `lr_ratio` returned {ratio!r} for {param.name!r}; a learning-rate ratio must be a "
                 "finite number >= 0."
@@ -155,13 +154,6 @@ class AdamW(AdamWDL):
         amsgrad: bool = False,
         name: str | None = None,
     ) -> None:
-        # Checked here too, so that the messages name AdamW.
-        check_adamw_arguments(
-            learning_rate=learning_rate, beta1=beta1, beta2=beta2, epsilon=epsilon,
-            weight_decay=weight_decay, apply_decay_param_fun=apply_decay_param_fun, owner="AdamW",
-        )
-        parameters = checked_parameters(parameters, owner="AdamW")
-        check_decay_factor(learning_rate, weight_decay, parameters, owner="AdamW")
         if lr_ratio is not None and not callable(lr_ratio):
             raise TypeError(
                 "AdamW: `lr_ratio` must be callable (fn(param) -> float, the factor of the parameter's "
@@ -171,10 +163,11 @@ class AdamW(AdamWDL):
             raise TypeError(
                 f"AdamW: `use_lowprecision_moment` must be a bool, got {type(use_lowprecision_moment).__name__}."
             )
-        super().__init__(
-            learning_rate, beta1, beta2, epsilon, parameters, weight_decay, apply_decay_param_fun, grad_clip,
-            lazy_mode, multi_precision, set_param_lr_fun=None, name=name, amsgrad=amsgrad,
-        )
+        with checks_named("AdamW"):  # AdamWDL's checks, run once, name AdamW
+            super().__init__(
+                learning_rate, beta1, beta2, epsilon, parameters, weight_decay, apply_decay_param_fun, grad_clip,
+                lazy_mode, multi_precision, set_param_lr_fun=None, name=name, amsgrad=amsgrad,
+            )
         self._use_lowprecision_moment = use_lowprecision_moment  # read by Paddle's _add_moments_pows
         self._lr_ratio = lr_ratio
         if lr_ratio is not None:
@@ -184,3 +177,7 @@ class AdamW(AdamWDL):
                 for param in self._listed_parameters():
                     if not param.stop_gradient:
                         self._ratio_cache.ratio(param)
+
+    def _add_param_group(self, param_group: dict[str, Any]) -> None:
+        with checks_named("AdamW"):  # a group added later is refused naming AdamW too
+            super()._add_param_group(param_group)

@@ -21,7 +21,7 @@ from paddle.optimizer import AdamW
 
 from ..layer_decay.layerwise import layerwise_lr_decay
 from ..schedules.weight_decay import WeightDecaySchedule, claim_schedule
-from .arguments import check_added_group, checked_adamwdl_arguments, group_with_weight_decay, refuse_groups_in_program
+from .optimizer_checks import check_added_group, checked_adamwdl_arguments, group_with_weight_decay, refuse_groups_in_program
 from .checkpoint import STRUCTURED_NAMES_KEY, matched_state_dict, structured_names_record
 from .dispatch import multi_tensor_step, parameter_route
 from .eager import runs_eagerly_under_sot

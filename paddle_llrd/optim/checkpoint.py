@@ -25,12 +25,20 @@ anything is loaded:
 * entries that no parameter consumes, while a parameter is left without
   state: ``ValueError`` naming both (loading would restart those parameters,
   or give them another parameter's state); with every parameter served, a
-  ``UserWarning`` naming the unused entries (a checkpoint of more parameters
-  than this optimizer trains);
+  :class:`~paddle_llrd.CheckpointMatchWarning` naming the unused entries (a
+  checkpoint of more parameters than this optimizer trains);
 * a trainable parameter the checkpoint's record does not list (neither with
-  state nor frozen when saved): a ``UserWarning`` naming it; it starts
-  afresh. A parameter the record lists without state was frozen when saved
-  and starts afresh silently, as in the uninterrupted run.
+  state nor frozen when saved): a :class:`~paddle_llrd.CheckpointMatchWarning`
+  naming it; it starts afresh. A parameter the record lists without state
+  was frozen when saved and starts afresh silently, as in the uninterrupted run;
+* a trainable parameter without state in a checkpoint without the record
+  (``paddle.optimizer.AdamW``'s, PaddleNLP's, an older AdamWDL's): a
+  :class:`~paddle_llrd.CheckpointMatchWarning` naming it. Nothing tells a
+  parameter frozen when saved from one whose Paddle name moved (a layer
+  built before the model, and trained too, takes the first name, every
+  layer the state of the one before it, and the last is left without):
+  ``paddle.optimizer.AdamW`` loads such a checkpoint silently; AdamWDL loads
+  it and says so.
 """
 from __future__ import annotations
 
@@ -38,6 +46,8 @@ import re
 import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+from ..warning_classes import CheckpointMatchWarning, stacklevel_outside_package
 
 __all__ = ["MASTER_WEIGHTS_KEY", "STRUCTURED_NAMES_KEY", "has_saved_state", "matched_state_dict", "saved_parameter_names",
            "structured_names_record"]
@@ -203,9 +213,10 @@ def matched_state_dict(
             state (names both), or the record is not a mapping of names.
 
     Warns:
-        UserWarning: some entries match no parameter while every parameter has
-            state (names the entries); a trainable parameter the record does
-            not list starts afresh (names it).
+        CheckpointMatchWarning: some entries match no parameter while every
+            parameter has state (names the entries); a trainable parameter the
+            record does not list, or without a record has no state, starts
+            afresh (names it).
 
     Examples:
         >>> import paddle
@@ -253,8 +264,8 @@ def matched_state_dict(
             f"{owner}.set_state_dict: {len(unmatched)} checkpoint entries belong to no parameter of this "
             f"optimizer and are left unused: {_shown(unmatched)}. (Every parameter of the optimizer has "
             "its state in the checkpoint; the checkpoint holds more parameters than it trains.)",
-            UserWarning,
-            stacklevel=3,
+            CheckpointMatchWarning,
+            stacklevel=stacklevel_outside_package(),
         )
     if record is not None:
         listed = {owners[name] for name in record if owners.get(name) is not None}
@@ -269,8 +280,24 @@ def matched_state_dict(
                    " The others were matched by Paddle name; if a layer was built before the model in this script "
                    "and not in the saving one, Paddle's names moved and they resumed with other parameters' "
                    "state: pass `name_dict` (structured names) to the optimizer that saves and the one that loads."),
-                UserWarning,
-                stacklevel=3,
+                CheckpointMatchWarning,
+                stacklevel=stacklevel_outside_package(),
+            )
+    else:
+        fresh = [param.name for param in params if not param.stop_gradient and param.name not in served]
+        if fresh:
+            warnings.warn(
+                f"{owner}.set_state_dict: the checkpoint records no structured names (saved by "
+                "paddle.optimizer.AdamW, PaddleNLP or an older AdamWDL), so its state was matched by Paddle's "
+                f"parameter names, and {len(fresh)} trainable parameters have none "
+                f"({_shown([_described(name, current[name]) for name in fresh])}): they start with fresh moments "
+                "and beta powers. Right if they were frozen when the checkpoint was saved; if this script builds "
+                "a layer before the model that the saving one did not, Paddle's names moved and the other "
+                "parameters resumed with other layers' state. "
+                "Build the model as the saving script did, or save with AdamWDL and `name_dict` to resume by "
+                "structured name.",
+                CheckpointMatchWarning,
+                stacklevel=stacklevel_outside_package(),
             )
     return _renamed(state, saved, owners)
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
-from ..layer_decay.layerwise import layer_id_of, layerwise_lr_decay
 from .updates import base_scale_of, lr_attributes
 
 
@@ -74,13 +73,7 @@ def _structured_name(optimizer: Any, param: Any) -> str:
 
 def _layer_id(optimizer: Any, structured_name: str) -> int | None:
     fun = getattr(optimizer.set_param_lr_fun, "func", None)
-    if fun is None:
-        return None
-    if fun is layerwise_lr_decay:
-        if optimizer.name_dict is None:
-            return None
-        return layer_id_of(structured_name, optimizer.n_layers)
     layer_id = getattr(fun, "layer_id", None)
-    if not callable(layer_id):
+    if not callable(layer_id) or (optimizer.name_dict is None and getattr(fun, "needs_name_dict", False)):
         return None
     return int(layer_id(structured_name, optimizer.n_layers))

@@ -13,7 +13,6 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..argument_checks import is_real_number
-from ..layer_decay.layerwise import layerwise_lr_decay
 from .kernels import is_tensor
 from .updates import LrScale, base_scale_of, lr_attributes
 
@@ -21,17 +20,15 @@ from .updates import LrScale, base_scale_of, lr_attributes
 def is_pure_in_name(set_param_lr_fun: Any) -> bool:
     """Whether the ratio of ``set_param_lr_fun`` depends on the parameter's name only.
 
-    True for :func:`~paddle_llrd.layerwise_lr_decay` and a
-    :class:`~paddle_llrd.layer_decay.layer_maps.LayerMap`; any callable may declare it
-    with ``pure_in_name = True``.
+    A callable declares it with ``pure_in_name = True``, as
+    :func:`~paddle_llrd.layerwise_lr_decay` and a
+    :class:`~paddle_llrd.layer_decay.layer_maps.LayerMap` do.
 
     Examples:
         >>> from paddle_llrd import layerwise_lr_decay
         >>> is_pure_in_name(layerwise_lr_decay), is_pure_in_name(lambda *a: 1.0)
         (True, False)
     """
-    if set_param_lr_fun is layerwise_lr_decay:
-        return True
     return getattr(set_param_lr_fun, "pure_in_name", False) is True
 
 

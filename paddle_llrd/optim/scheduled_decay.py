@@ -15,6 +15,7 @@ from typing import Any
 from paddle.base import framework
 
 from ..schedules.weight_decay import WeightDecaySchedule
+from ..warning_classes import CheckpointMatchWarning
 from .kernels import is_tensor
 
 __all__ = ["ScheduledDecay"]
@@ -28,7 +29,7 @@ class ScheduledDecay:
 
     Examples:
         >>> from paddle_llrd import WeightDecaySchedule
-        >>> decay = ScheduledDecay(WeightDecaySchedule(0.04, 0.4, total_steps=10))
+        >>> decay = ScheduledDecay(WeightDecaySchedule(0.04, 0.4, total_steps=10, style="linear"))
         >>> group = {"params": []}
         >>> decay.follow(group)
         >>> decay.coefficient(), group["weight_decay"]
@@ -71,11 +72,12 @@ class ScheduledDecay:
     def load(self, schedule_state: Any, load_optimizer_state: Callable[[], None], key: str) -> None:
         """Restore the schedule's position from ``schedule_state`` (the checkpoint's ``key``
         entry) together with the optimizer state (``load_optimizer_state``): both or
-        neither; a checkpoint without the entry warns and leaves the schedule where it is."""
+        neither; a checkpoint without the entry warns (:class:`~paddle_llrd.CheckpointMatchWarning`)
+        and leaves the schedule where it is."""
         if schedule_state is None:
             warnings.warn(
                 f"AdamWDL.set_state_dict: the checkpoint has no {key!r} entry; the weight-decay "
-                f"schedule stays at step {self.schedule.current_step}.", UserWarning, stacklevel=3)
+                f"schedule stays at step {self.schedule.current_step}.", CheckpointMatchWarning, stacklevel=3)
             load_optimizer_state()
             return
         previous_step = self.schedule.current_step

@@ -67,7 +67,8 @@ class WeightDecaySchedule:
         total_steps (int): Length :math:`T` of the ramp in optimizer steps,
             ``>= 0`` (``0``: ``end_wd`` from the first step).
         style (str, optional): ``"constant"``, ``"linear"`` or ``"cosine"``.
-            Default ``"linear"``.
+            Default ``"constant"`` (Megatron-LM's, and the Trainer field
+            ``weight_decay_incr_style``'s): a ramp names its style.
         current_step (int, optional): Keyword only. Steps already taken, to
             start part-way (a checkpoint restores it through
             :meth:`set_state_dict`). Default 0.
@@ -99,7 +100,7 @@ class WeightDecaySchedule:
         >>> from paddle_llrd import AdamWDL
         >>> linear = paddle.nn.Linear(4, 4)
         >>> opt = AdamWDL(learning_rate=0.01, parameters=linear.parameters(),
-        ...               weight_decay=WeightDecaySchedule(0.0, 0.1, total_steps=4))
+        ...               weight_decay=WeightDecaySchedule(0.0, 0.1, total_steps=4, style="linear"))
         >>> for _ in range(3):
         ...     linear(paddle.ones([2, 4])).sum().backward()
         ...     opt.step()
@@ -115,7 +116,7 @@ class WeightDecaySchedule:
         start_wd: float,
         end_wd: float,
         total_steps: int,
-        style: str = "linear",
+        style: str = "constant",
         *,
         current_step: int = 0,
     ) -> None:
@@ -234,7 +235,7 @@ def check_unclaimed(schedule: WeightDecaySchedule, argument: str, *, owner: str 
     Examples:
         >>> import paddle
         >>> from paddle_llrd import AdamWDL, WeightDecaySchedule
-        >>> schedule = WeightDecaySchedule(0.0, 0.1, total_steps=10)
+        >>> schedule = WeightDecaySchedule(0.0, 0.1, total_steps=10, style="linear")
         >>> first = AdamWDL(parameters=paddle.nn.Linear(2, 2).parameters(), weight_decay=schedule)
         >>> second = AdamWDL(parameters=paddle.nn.Linear(2, 2).parameters(), weight_decay=schedule)
         Traceback (most recent call last):

@@ -14,8 +14,8 @@ from typing import Any, Dict, Mapping, Optional
 
 from paddle.optimizer.lr import LRScheduler, ReduceOnPlateau
 
-from paddle_llrd.argument_checks import stacklevel_outside_package
-from paddle_llrd.integrations.arguments import plain_name
+from paddle_llrd.integrations.training_arguments import plain_name
+from paddle_llrd.warning_classes import TrainerSettingWarning, stacklevel_outside_package
 
 __all__ = ["MetricSteppedSchedule", "PlateauCallback", "check_plateau", "metric_key"]
 
@@ -35,7 +35,7 @@ def metric_key(args: Any) -> str:
 def check_plateau(args: Any, plateau: ReduceOnPlateau) -> None:
     """A plateau follows the evaluation metric: its ``mode`` must agree with
     ``greater_is_better`` (``ValueError``), and training should evaluate
-    (``UserWarning`` when ``evaluation_strategy`` is ``"no"``)."""
+    (:class:`~paddle_llrd.TrainerSettingWarning` when ``evaluation_strategy`` is ``"no"``)."""
     greater_is_better = getattr(args, "greater_is_better", None)
     if greater_is_better is None:
         greater_is_better = not metric_key(args).endswith("loss")  # the frameworks' rule
@@ -52,7 +52,7 @@ def check_plateau(args: Any, plateau: ReduceOnPlateau) -> None:
             f"lr_scheduler_type={name!r} is stepped on {metric_key(args)} after "
             "each evaluation, but evaluation_strategy is 'no': the lr stays at learning_rate unless you call "
             "evaluate() during training",
-            UserWarning,
+            TrainerSettingWarning,
             stacklevel=stacklevel_outside_package(),
         )
 

@@ -20,28 +20,30 @@ Examples:
     >>> check_ema_decay(1.0)
     Traceback (most recent call last):
     ...
-    ValueError: ema_decay must lie in [0, 1) (0 turns the average off), got 1.0
+    ValueError: `ema_decay` must be in [0, 1), got 1.0 (0 turns the average off).
 """
 from __future__ import annotations
 
 import ast
 import dataclasses
 import json
-import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional
 
-from paddle_llrd.argument_checks import (
-    checked_block_regex,
-    checked_field_bool,
-    checked_field_number,
-    checked_layerwise_decay,
+from paddle_llrd.checks import (
+    checked_bool,
+    checked_choice,
+    checked_in_range,
+    checked_non_negative,
     did_you_mean,
+    is_real_number,
+    refusal,
 )
+from paddle_llrd.layer_decay.layer_maps import FAMILY_PATTERNS, checked_block_regex
+from paddle_llrd.layer_decay.layerwise import checked_layerwise_decay
 from paddle_llrd.schedules import registry
 from paddle_llrd.schedules.registry import ScheduleOption
-from paddle_llrd.layer_decay.layer_maps import FAMILY_PATTERNS
 from paddle_llrd.schedules.weight_decay import WEIGHT_DECAY_STYLES
 
 __all__ = [
@@ -132,9 +134,18 @@ def _numbers_from_text(arguments: Any) -> None:
             setattr(arguments, spec.name, number_from_text(value, kind, spec.name))
 
 
+def _field_number(value: Any, field: str, expected: str) -> float:
+    """A field that must be a real number, as a float; ``TypeError`` naming ``field`` and ``expected``."""
+    if not is_real_number(value):
+        raise TypeError(refusal(field, expected, f"{type(value).__name__} {value!r}"))
+    return float(value)
+
+
 def check_layerwise_decay(value: Any) -> float:
-    """``layerwise_decay`` as a float: finite and ``> 0`` (``1.0`` is no decay); warns above 1."""
-    return checked_layerwise_decay(checked_field_number(value, "layerwise_decay", "a real number such as 0.8"))
+    """``layerwise_decay`` as a float: finite and ``> 0`` (``1.0`` is no decay), the rule of
+    :func:`~paddle_llrd.layer_decay.layerwise.checked_layerwise_decay`. A decay above 1 is
+    warned about once, by the optimizer the Trainer builds from it."""
+    return checked_layerwise_decay(_field_number(value, "layerwise_decay", "a real number such as 0.8"))
 
 
 def check_layer_map(value: Any) -> str:
@@ -144,16 +155,15 @@ def check_layer_map(value: Any) -> str:
 
 def check_ema_decay(value: Any) -> float:
     """``ema_decay`` as a float in ``[0, 1)``; ``0`` turns the average off."""
-    decay = checked_field_number(value, "ema_decay", "a real number in [0, 1)")
-    if not 0.0 <= decay < 1.0:  # NaN fails both
-        raise ValueError(f"ema_decay must lie in [0, 1) (0 turns the average off), got {value!r}")
-    return decay
+    return checked_in_range(value, "ema_decay", low=0.0, high=1.0, high_open=True, advice="0 turns the average off")
 
 
 def _check_weight_decay_schedule(weight_decay: Any, end: Any, style: Any) -> Optional[float]:
-    """``weight_decay_end`` as a float (or ``None``: no schedule) after checking it against the style."""
-    if not isinstance(style, str) or style not in WEIGHT_DECAY_STYLES:
-        raise ValueError(f"weight_decay_incr_style must be one of {list(WEIGHT_DECAY_STYLES)}, got {style!r}")
+    """``weight_decay_end`` as a float (or ``None``: no schedule) after checking it against the style.
+
+    The style's rule is :class:`~paddle_llrd.WeightDecaySchedule`'s (``constant``,
+    Megatron-LM's default, keeps one coefficient: a ramp names its style)."""
+    style = checked_choice(style, "weight_decay_incr_style", WEIGHT_DECAY_STYLES, ignore_case=False)
     if end is None:
         if style != "constant":
             raise ValueError(
@@ -161,12 +171,8 @@ def _check_weight_decay_schedule(weight_decay: Any, end: Any, style: Any) -> Opt
                 "weight_decay_end: set weight_decay_end too"
             )
         return None
-    end = checked_field_number(end, "weight_decay_end", "a real number >= 0 or None")
-    if not (math.isfinite(end) and end >= 0.0):
-        raise ValueError(f"weight_decay_end must be a finite number >= 0, got {end!r}")
-    start = checked_field_number(weight_decay, "weight_decay", "a real number >= 0")
-    if not (math.isfinite(start) and start >= 0.0):
-        raise ValueError(f"weight_decay must be a finite number >= 0 for a weight-decay schedule, got {weight_decay!r}")
+    end = checked_non_negative(end, "weight_decay_end")
+    start = checked_non_negative(weight_decay, "weight_decay", advice="the start of the weight-decay schedule")
     if style == "constant" and end != start:
         raise ValueError(
             f"weight_decay_end={end!r} differs from weight_decay={start!r} but weight_decay_incr_style is "
@@ -337,8 +343,8 @@ def check_fields(values: Mapping[str, Any]) -> Dict[str, Any]:
         weight_decay, checked["weight_decay_end"], checked["weight_decay_incr_style"]
     )
     checked["ema_decay"] = check_ema_decay(checked["ema_decay"])
-    checked["ema_eval"] = checked_field_bool(checked["ema_eval"], "ema_eval")
-    checked["log_grad_norms"] = checked_field_bool(checked["log_grad_norms"], "log_grad_norms")
+    checked["ema_eval"] = checked_bool(checked["ema_eval"], "ema_eval")
+    checked["log_grad_norms"] = checked_bool(checked["log_grad_norms"], "log_grad_norms")
     min_lr = values.get("min_lr", 0.0)
     clashing = [key for key in _FLOOR_OPTIONS if key in checked["lr_scheduler_kwargs"]]
     if min_lr and clashing:
@@ -368,7 +374,7 @@ class LLRDArgumentsMixin:
     layerwise_decay: float = field(
         default=1.0,
         metadata={"help": "Layer-wise lr decay d > 0: block i of L gets d**(L-i) of the lr, the embeddings "
-                          "d**(L+1), the head and final norm 1. 1.0 turns it off."},
+                          "d**(L+1), the head and final norm 1. 1.0 turns it off; above 1 the optimizer warns."},
     )
     layer_map: str = field(
         default="auto",
