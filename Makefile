@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install test test-oldest-paddle demo schedules bench docs docs-check chromium test-paddlenlp test-paddleformers gpu-check clean
+.PHONY: install test test-oldest-paddle demo schedules bench docs docs-check chromium test-paddlenlp test-paddleformers train-env gpu-check clean
 
 $(STAMP): setup.py requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -59,6 +59,13 @@ test-paddlenlp:
 
 test-paddleformers:
 	bash scripts/test_paddleformers.sh
+
+# The train command's environment, .venv-paddleformers: PaddleFormers 1.2.0
+# and its pins (requirements-paddleformers.txt), which the main .venv does not
+# want; the environment make test-paddleformers tests in.
+train-env:
+	bash scripts/integration_env.sh paddleformers
+	@echo "ready: .venv-paddleformers/bin/python -m paddle_llrd train CONFIG.yaml"
 
 # On a CUDA machine only: installs paddlepaddle-gpu in .venv-gpu from Paddle's
 # package index (PADDLE_CUDA_TAG, default cu126) or a wheel file

@@ -130,8 +130,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.steps < 1 or args.batch_size < 1:
         parser.error("--steps and --batch-size must be >= 1")
-    if not 0.0 <= args.ema_decay <= 1.0:
-        parser.error("--ema-decay must lie in [0, 1]")
+    if not 0.0 <= args.ema_decay < 1.0:
+        parser.error("--ema-decay must lie in [0, 1)")
     history = train(args.steps, args.batch_size, args.lr, args.layerwise_decay, ema_decay=args.ema_decay)
     every = max(1, args.steps // 10)
     for step in range(0, args.steps, every):

@@ -12,7 +12,7 @@ and then everything is a field of the config file or the command line, as in
 PaddleFormers' own fine-tuning scripts: ``layerwise_decay``, ``layer_map``,
 ``lr_scheduler_type`` (any name of paddle_llrd's registry) with
 ``lr_scheduler_kwargs``, ``min_lr``, ``weight_decay_end`` with
-``weight_decay_incr_style``, and ``ema_decay``.
+``weight_decay_incr_style``, and ``ema_decay`` with ``ema_warmup``.
 
 This example builds the model from a config (random initialisation, no
 downloads) and trains it on generated counting sequences; with a real
@@ -36,7 +36,7 @@ A config file holds the same names as the flags, e.g.::
      "lr_scheduler_type": "warmup_stable_decay",
      "lr_scheduler_kwargs": {"decay_ratio": 0.2, "decay_style": "linear"},
      "weight_decay": 0.01, "weight_decay_end": 0.1, "weight_decay_incr_style": "cosine",
-     "ema_decay": 0.99}
+     "ema_decay": 0.99, "ema_warmup": true}
 
 Settings come in this order, each overriding the one before: the example's
 defaults (``EXAMPLE_DEFAULTS``), the config file, ``--short`` (which only
@@ -74,6 +74,7 @@ EXAMPLE_DEFAULTS: Dict[str, Any] = {
     "weight_decay_end": 0.1,
     "weight_decay_incr_style": "cosine",
     "ema_decay": 0.99,
+    "ema_warmup": True,  # timm's warm-up: the average fits a short run too
     "logging_steps": 20,
     "save_strategy": "no",
     "seed": 42,

@@ -24,8 +24,14 @@ _INSTALL_HINT = (
 
 
 def _check_paddle() -> None:
+    import warnings
+
     try:
-        import paddle
+        with warnings.catch_warnings():
+            # Importing Paddle warns that no ccache was found, which matters only for compiling C++
+            # extensions (this package compiles none); every `python -m paddle_llrd` command began with it.
+            warnings.filterwarnings("ignore", category=UserWarning, module=r"paddle\.utils\.cpp_extension")
+            import paddle
     except ImportError as exc:
         raise ImportError(
             "paddle_llrd needs PaddlePaddle >= 3.0, which is not installed. "

@@ -133,4 +133,20 @@ def test_train_without_paddleformers_is_one_line_naming_what_to_install():
     assert done.returncode == 2 and done.stdout == "", (done.returncode, done.stdout)
     line = error_line(done.stderr)
     assert line.startswith("python -m paddle_llrd train: error: "), line
-    assert "pip install paddleformers==" in line and "requirements-paddleformers.txt" in line, line
+    # the environment's set-up command and its pins' file, not pins to install into this environment
+    assert "`make train-env`" in line and "requirements-paddleformers.txt" in line, line
+    assert "pip install paddleformers==" not in line, line
+
+
+@pytest.mark.skipif(importlib.util.find_spec("paddleformers") is not None,
+                    reason="PaddleFormers is here: tests_paddleformers/test_import_error.py blocks it instead")
+@pytest.mark.parametrize("command", ["train", "tiny-llama"])
+def test_the_paddleformers_commands_say_in_one_line_how_to_set_their_environment_up(command):
+    """docs/paddleformers_cli.rst "Set-up": in this environment, which has no PaddleFormers, the command
+    says in one line (exit status 2, no import notice before it) to run ``make train-env`` and which
+    interpreter to run it with."""
+    done = run_cli(command, "--help")
+    assert done.returncode == 2 and done.stdout == "", done.stdout
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(f"python -m paddle_llrd {command}: error: this command needs PaddleFormers 1.2.0"), line
+    assert "`make train-env`" in line and f"`.venv-paddleformers/bin/python -m paddle_llrd {command} ...`" in line

@@ -237,3 +237,18 @@ def test_demo_rejects_bad_flags(flags, message, capsys):
 def test_demo_says_when_a_class_has_too_few_images_for_the_labels_asked():
     with pytest.raises(SystemExit, match="--labels-per-class.*per_class"):
         cli_main(["demo", "--quick", "--no-progress", "--labels-per-class", "1000"])
+
+
+def test_a_quick_run_says_it_is_a_smoke_run_and_leaves_the_full_runs_files_alone(tmp_path, capsys, monkeypatch):
+    """``demo --quick`` writes to demo_output/quick, beside the full run's demo_output files, and says on its
+    first and last lines that its numbers mean nothing."""
+    monkeypatch.chdir(tmp_path)
+    full = tmp_path / "demo_output" / "results.json"
+    full.parent.mkdir()
+    full.write_text("{}")
+    assert cli_main(["demo", "--quick", "--no-progress"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    notice = "--quick: a smoke run of a few steps, whose numbers mean nothing (make demo runs the real one)"
+    assert lines[0] == notice and lines[-2] == notice, lines
+    assert full.read_text() == "{}"
+    assert json.loads((tmp_path / "demo_output" / "quick" / "results.json").read_text())["seeds"] == [0, 1]

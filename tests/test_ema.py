@@ -127,21 +127,59 @@ def test_warmup_decay_schedule_and_default_off():
     assert warm.current_decay() == 0.95  # (1 + 200) / 210 > 0.95
 
 
-def test_decay_zero_copies_and_decay_one_freezes():
+def test_decay_zero_copies_the_parameters():
     model = _Mlp()
     rng = np.random.RandomState(3)
     copier = ExponentialMovingAverage(model, decay=0.0)
-    keeper = ExponentialMovingAverage(model, decay=1.0)
     copier.register()
-    keeper.register()
-    registered = {n: p.numpy().copy() for n, p in _trainable(model).items()}
     for _ in range(3):
         _randomize(model, rng)
         copier.update()
-        keeper.update()
     for name, p in _trainable(model).items():
         assert np.array_equal(copier.shadow[name].numpy(), p.numpy())
-        assert np.array_equal(keeper.shadow[name].numpy(), registered[name])
+
+
+def test_decay_one_is_refused_as_an_average_that_never_moves():
+    """docs/ema.rst: decay lies in [0, 1); 1 would keep the registered weights for ever."""
+    with pytest.raises(ValueError, match=r"`decay` must be in \[0, 1\), got 1\.0 \(1 would keep the registered"):
+        ExponentialMovingAverage(_Mlp(), decay=1.0)
+
+
+def _timm_decay(decay: float, n: int, power: float, gamma: float) -> float:
+    """timm's ModelEmaV3 warm-up, written out: min(decay, 1 - (1 + n / gamma) ** -power)."""
+    return min(decay, 1.0 - (1.0 + n / gamma) ** -power)
+
+
+@pytest.mark.parametrize("power, gamma", [(2.0 / 3.0, 1.0), (0.75, 1.0), (0.75, 4.0)])
+def test_timm_warmup_matches_float64_numpy_over_adamw_steps(power, gamma):
+    """docs/ema.rst "Warm-up of the decay": update n + 1 uses min(d, 1 - (1 + n / gamma) ** -p)."""
+    model = _tiny_bert()
+    optimizer = paddle.optimizer.AdamW(learning_rate=0.05, parameters=model.parameters())
+    ema = ExponentialMovingAverage(model, 0.99, warmup=True, warmup_style="timm", warmup_power=power,
+                                   warmup_gamma=gamma)
+    ema.register()
+    reference = {n: p.numpy().astype(np.float64) for n, p in _trainable(model).items()}
+    decays = []
+    for n in range(12):
+        _train_step(model, optimizer, n)
+        decays.append(ema.current_decay())
+        ema.update()
+        d = _timm_decay(0.99, n, power, gamma)
+        for name, p in _trainable(model).items():
+            reference[name] = d * reference[name] + (1.0 - d) * p.numpy().astype(np.float64)
+    assert decays == pytest.approx([_timm_decay(0.99, n, power, gamma) for n in range(12)], rel=0, abs=1e-15)
+    assert decays[0] == 0.0  # the first update copies the weights
+    for name, shadow in ema.shadow.items():
+        np.testing.assert_allclose(shadow.numpy(), reference[name], rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_timm_warmup_reaches_the_configured_decay():
+    ema = ExponentialMovingAverage(_Mlp(), 0.9, warmup=True, warmup_style="timm")
+    ema.register()
+    ema.num_updates = 30  # 1 - 31 ** (-2/3) = 0.898...: still warming up
+    assert ema.current_decay() == pytest.approx(1.0 - 31.0 ** (-2.0 / 3.0), abs=1e-15) and ema.current_decay() < 0.9
+    ema.num_updates = 32  # 1 - 33 ** (-2/3) = 0.9031... > 0.9
+    assert ema.current_decay() == 0.9
 
 
 def test_only_trainable_parameters_are_averaged():
@@ -277,10 +315,12 @@ def test_low_precision_parameters_keep_float32_shadows(dtype):
 
 
 # ---------------------------------------------------------------- checkpoints
-def test_checkpoint_round_trip_resumes_like_never_stopping(tmp_path):
+@pytest.mark.parametrize("style", ["tensorflow", "timm"])
+def test_checkpoint_round_trip_resumes_like_never_stopping(tmp_path, style):
+    """docs/ema.rst "Checkpoints": the state_dict carries the warm-up's rule and step (num_updates)."""
     model = _tiny_bert()
     optimizer = paddle.optimizer.AdamW(learning_rate=0.05, parameters=model.parameters())
-    ema = ExponentialMovingAverage(model, decay=0.8, warmup=True)
+    ema = ExponentialMovingAverage(model, decay=0.8, warmup=True, warmup_style=style, warmup_power=0.75)
     ema.register()
     for n in range(4):
         _train_step(model, optimizer, n)
@@ -293,6 +333,7 @@ def test_checkpoint_round_trip_resumes_like_never_stopping(tmp_path):
     resumed_ema = ExponentialMovingAverage(resumed, decay=0.3)  # settings come from the checkpoint
     resumed_ema.set_state_dict(paddle.load(str(tmp_path / "ema.pdparams")))
     assert (resumed_ema.decay, resumed_ema.warmup, resumed_ema.num_updates) == (0.8, True, 4)
+    assert (resumed_ema.warmup_style, resumed_ema.warmup_power) == (style, 0.75)
     for name, t in ema.shadow.items():
         assert np.array_equal(resumed_ema.shadow[name].numpy(), t.numpy())
 
@@ -367,6 +408,35 @@ def test_set_state_dict_rejects_mismatches_and_changes_nothing():
     with pytest.raises(TypeError, match="fc2.bias"):
         fresh.set_state_dict(dict(good, shadow=last_bad))
     assert not fresh.registered and fresh.num_updates == 0
+
+
+def test_a_state_dict_without_the_warmup_rule_has_tensorflows_warmup():
+    """A checkpoint written before warmup_style existed: {"decay", "warmup", "num_updates", "shadow"}."""
+    model = _Mlp()
+    ema = ExponentialMovingAverage(model, decay=0.9, warmup=True, warmup_style="timm")
+    ema.register()
+    state = {key: value for key, value in ema.state_dict().items() if not key.startswith("warmup_")}
+    state["num_updates"] = 5
+    ema.set_state_dict(state)
+    assert (ema.warmup, ema.warmup_style, ema.num_updates) == (True, "tensorflow", 5)
+    assert ema.current_decay() == pytest.approx(min(0.9, 6 / 15), abs=1e-15)
+
+
+@pytest.mark.parametrize("settings, error, match", [
+    ({"warmup_style": "torch"}, ValueError, "warmup_style"),
+    ({"warmup_power": 0.0}, ValueError, "warmup_power"),
+    ({"warmup_power": float("nan")}, ValueError, "warmup_power"),
+    ({"warmup_gamma": -1.0}, ValueError, "warmup_gamma"),
+    ({"warmup_gamma": "1"}, TypeError, "warmup_gamma"),
+])
+def test_bad_warmup_settings_are_refused_by_name_in_the_constructor_and_the_state_dict(settings, error, match):
+    with pytest.raises(error, match=match):
+        ExponentialMovingAverage(_Mlp(), 0.9, warmup=True, **settings)
+    ema = ExponentialMovingAverage(_Mlp(), 0.9)
+    ema.register()
+    with pytest.raises(error, match=match):
+        ema.set_state_dict({**ema.state_dict(), **settings, "num_updates": 3})
+    assert (ema.warmup_style, ema.num_updates) == ("tensorflow", 0)  # nothing half-applied
 
 
 def test_set_state_dict_registers_a_fresh_ema():

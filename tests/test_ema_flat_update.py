@@ -183,7 +183,7 @@ def assert_layout_is_sound(ema: ExponentialMovingAverage) -> None:
 # ---------------------------------------------------------------- the gather path
 @pytest.mark.parametrize("num_threads", THREADS)
 @pytest.mark.parametrize(
-    "decay, warmup", [(0.9, False), (0.999, False), (0.999, True), (0.5, True), (0.0, False), (1.0, False)]
+    "decay, warmup", [(0.9, False), (0.999, False), (0.999, True), (0.5, True), (0.0, False)]
 )
 def test_gathered_parameters_of_mixed_dtypes_match_the_per_tensor_bits(small_chunks, decay, warmup, num_threads):
     paddle.seed(1)

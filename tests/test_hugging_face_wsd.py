@@ -19,7 +19,7 @@ import pytest
 from schedule_formulas import hugging_face_wsd, run
 
 from paddle_llrd import get_scheduler, get_wsd_schedule, warning_classes
-from paddle_llrd.integrations.arguments import check_fields
+from paddle_llrd.integrations.training_arguments import check_fields
 from paddle_llrd.integrations.builders import build_scheduler
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

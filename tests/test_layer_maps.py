@@ -126,7 +126,8 @@ def _table_rows(out, n_layers):
 def test_lr_table_prints_formula_values_for_each_family(arch, capsys):
     from paddle_llrd.cli.lr_table import main
 
-    assert main(["--arch", arch, "--layers", "3", "--decay", "0.5", "--learning-rate", "2.0", "--weight-decay", "0.3"]) == 0
+    assert main(["--arch", arch, "--layers", "3", "--decay", "0.5", "--learning-rate", "2.0", "--weight-decay", "0.3",
+                 "--style", "params"]) == 0
     rows = _table_rows(capsys.readouterr().out, 3)
     # lr-table's llama is tied, as PaddleFormers' LlamaConfig is by default: the head is the embeddings' weight
     options = {"tie_word_embeddings": True} if arch == "llama" else {}
@@ -143,7 +144,8 @@ def test_lr_table_prints_formula_values_for_each_family(arch, capsys):
 def test_lr_table_loads_a_user_factory(capsys):
     from paddle_llrd.cli.lr_table import main
 
-    assert main(["--model", "paddle_llrd.models.tiny_bert:TinyBertForSequenceClassification", "--decay", "0.9"]) == 0
+    assert main(["--model", "paddle_llrd.models.tiny_bert:TinyBertForSequenceClassification", "--decay", "0.9",
+                 "--style", "params"]) == 0
     out = capsys.readouterr().out
     rows, after = parse_lr_table(out.strip().splitlines())
     assert "n_layers=4" in after[-1] and ["bert.encoder.layers.3.linear2.weight", "layer_3"] in [r[:2] for r in rows]

@@ -449,7 +449,7 @@ def _cli_lines(capsys, argv):
 def test_lr_table_styles_agree(capsys, arch):
     argv = ["--arch", arch, "--layers", "3", "--decay", "0.7", "--learning-rate", "0.5"]
     by_layer = {}
-    for _, group, ratio, lr, *_ in parse_lr_table(_cli_lines(capsys, argv))[0]:
+    for _, group, ratio, lr, *_ in parse_lr_table(_cli_lines(capsys, argv + ["--style", "params"]))[0]:
         by_layer.setdefault(group_layer_id(group, 3), set()).add((ratio, lr))
     group_lines = _cli_lines(capsys, argv + ["--style", "groups"])
     assert group_lines[0].split()[:4] == ["layer", "lr", "factor", "effective"]

@@ -277,7 +277,7 @@ def test_lr_table_llama_shows_llamas_names_and_the_logs_group_names(tied):
     logs name them (layer_0 is block 0), ratio d**(L+1-k), a tied head said to be tied."""
     n, decay, lr, wd = 3, 0.5, 0.1, 0.01
     lines = lr_table("--arch", "llama", "--layers", str(n), "--decay", str(decay), "--learning-rate", str(lr),
-                     *([] if tied else ["--no-tie-word-embeddings"]))
+                     "--style", "params", *([] if tied else ["--no-tie-word-embeddings"]))
     assert all(len(line) <= 80 for line in lines)  # a terminal's width, and the docs' code blocks'
     rows, rest = parse_lr_table(lines)
     top = "final_norm" if tied else "head"

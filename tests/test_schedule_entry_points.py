@@ -35,7 +35,7 @@ from paddle_llrd import (
 )
 from paddle_llrd.cli import schedule_table
 from paddle_llrd.cli import schedules as schedule_cli
-from paddle_llrd.integrations.arguments import check_fields, schedule_takes_warmup
+from paddle_llrd.integrations.training_arguments import check_fields, schedule_takes_warmup
 from paddle_llrd.integrations.builders import build_scheduler
 from paddle_llrd.schedules.curve import lr_curve
 from paddle_llrd.schedules.registry import schedule_info

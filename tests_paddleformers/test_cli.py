@@ -27,6 +27,8 @@ from cli_workspace import build_workspace
 from safetensors.numpy import load_file
 from trainer_suite import group_ratios, visualdl_scalars  # tests_shared/, on sys.path by conftest.py
 
+from paddle_llrd.cli.train_console import LOG_NAME
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 N_LAYERS = 3
 DECAY = 0.5
@@ -47,10 +49,10 @@ def write_config(workspace: Path, name: str, **entries) -> Path:
         "model_name_or_path": str(workspace / "model"),
         "_attn_implementation": "eager",
         "train_dataset_type": "erniekit",
-        "train_dataset_path": str(workspace / "train.jsonl"),
+        "train_dataset_path": str(workspace / "model" / "train.jsonl"),
         "train_dataset_prob": "1.0",
         "eval_dataset_type": "erniekit",
-        "eval_dataset_path": str(workspace / "train.jsonl"),
+        "eval_dataset_path": str(workspace / "model" / "train.jsonl"),
         "eval_dataset_prob": "1.0",
         "max_seq_len": 32,
         "do_train": True,
@@ -72,14 +74,16 @@ def write_config(workspace: Path, name: str, **entries) -> Path:
     return path
 
 
-def train(config: Path, *overrides: str, env: dict | None = None) -> str:
-    """``python -m paddle_llrd train config [overrides]`` in a fresh process; its output."""
+def train(config: Path, *overrides: str, env: dict | None = None, output_dir: Path | None = None) -> str:
+    """``python -m paddle_llrd train config [overrides]`` in a fresh process; its console output, then
+    PaddleFormers' (the run's log, ``train.log`` in ``output_dir``, the config's unless given)."""
     env = {**os.environ, **(env or {}), "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
     result = subprocess.run([sys.executable, "-m", "paddle_llrd", "train", str(config), *overrides],
                             cwd=config.parent, env=env, capture_output=True, text=True, timeout=600)
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-6000:]
-    return output
+    log = (output_dir or Path(yaml.safe_load(config.read_text())["output_dir"])) / LOG_NAME
+    return output + (log.read_text() if log.is_file() else "")
 
 
 def expected_ratio(name: str) -> float:
@@ -159,7 +163,7 @@ def test_sft_full_trains_with_layer_ratios_and_resumes_to_the_same_weights(works
     resumed = workspace / "resumed"
     resumed.mkdir()
     shutil.copytree(out / "checkpoint-2", resumed / "checkpoint-2")
-    output = train(config, f"output_dir={resumed}")
+    output = train(config, f"output_dir={resumed}", output_dir=resumed)
     assert "Continuing training from global step 2" in output, output[-3000:]
     check_logged_group_lrs(resumed, [3, 4], steps, decay_steps)  # the schedule resumed at its step
     for name, value in weights(resumed).items():
@@ -183,9 +187,64 @@ def test_dpo_on_two_cpu_ranks_trains_at_layer_ratios(workspace):
     """DPO does not start in one CPU process, PaddleFormers' own CLI neither (its reference model is wrapped
     with fleet.distributed_model: AttributeError: 'Fleet' object has no attribute '_user_defined_strategy');
     started on two gloo ranks the way paddleformers-cli starts ranks, it trains."""
-    config = write_config(workspace, "dpo", stage="DPO", train_dataset_path=str(workspace / "dpo.jsonl"),
-                          eval_dataset_path=str(workspace / "dpo.jsonl"), max_steps=1, save_steps=1)
+    config = write_config(workspace, "dpo", stage="DPO", train_dataset_path=str(workspace / "model" / "dpo.jsonl"),
+                          eval_dataset_path=str(workspace / "model" / "dpo.jsonl"), max_steps=1, save_steps=1)
     output = train(config, "--nproc_per_node", "2")
     assert "launching 2 ranks" in output, output[-3000:]
     # each rank's first step: the DPO loss of two equal models still has a gradient (chosen minus rejected)
     check_first_step_ratios(weights(workspace / "model"), weights(workspace / "dpo" / "checkpoint-1"))
+
+
+def ema_reference(initial: dict, steps: list, decays: list) -> dict:
+    """The float64 average, written out: s <- d_t * s + (1 - d_t) * w_t over the weights after each step."""
+    average = dict(initial)
+    for weights_after, decay in zip(steps, decays):
+        average = {name: decay * value + (1.0 - decay) * weights_after[name] for name, value in average.items()}
+    return average
+
+
+@pytest.mark.parametrize("warmup", [False, True])
+def test_an_ema_longer_than_the_run_warns_naming_ema_decay_unless_it_warms_up(workspace, warmup):
+    """docs/ema.rst: ema_decay 0.999 over 20 steps. Without warm-up the horizon 1 / (1 - 0.999) = 1000
+    updates is longer than the run: an EMAHorizonWarning naming ema_decay, and an average that keeps
+    0.999 ** 20 = 0.98 of the initial weights. With ema_warmup (timm's rule, update t from 0 uses
+    min(0.999, 1 - (1 + t) ** (-2/3))) no warning, and an average of the run's recent weights."""
+    steps, decay = 20, 0.999
+    name = f"ema-{'warmup' if warmup else 'plain'}"
+    config = write_config(workspace, name, max_steps=steps, save_steps=1, ema_decay=decay, ema_warmup=warmup)
+    output = train(config)
+    warned = [line for line in output.splitlines() if line.startswith("warning (EMAHorizonWarning): ema_decay=0.999")]
+    assert len(warned) == (0 if warmup else 1), output[-3000:]
+    if not warmup:
+        assert "averages over about 1000 updates" in warned[0] and f"the {steps} steps this run plans" in warned[0]
+    out = workspace / name
+    initial = weights(workspace / "model")
+    after = [weights(out / f"checkpoint-{k}") for k in range(1, steps + 1)]
+    decays = [min(decay, 1.0 - (1.0 + t) ** (-2.0 / 3.0)) if warmup else decay for t in range(steps)]
+    expected, saved = ema_reference(initial, after, decays), weights(out / "ema")
+    for param, value in saved.items():
+        np.testing.assert_allclose(value, expected[param], rtol=1e-5, atol=1e-7, err_msg=param)
+    final = after[-1]
+    distance = {key: sum(float(np.sum((a[n] - b[n]) ** 2)) for n in final) ** 0.5
+                for key, (a, b) in {"to_initial": (saved, initial), "to_final": (saved, final)}.items()}
+    initial_share = float(np.prod(decays))  # what is left of the initial weights in the average
+    if warmup:  # the first update copied the weights (decay 0): the average moved with the model
+        assert initial_share == 0.0 and distance["to_final"] < 0.5 * distance["to_initial"], distance
+    else:  # 0.98 of the average is still the initial weights
+        assert initial_share == pytest.approx(0.999 ** 20) and distance["to_initial"] < 0.1 * distance["to_final"], distance
+
+
+def test_a_resumed_run_continues_the_ema_warm_up_where_it_stopped(workspace):
+    """docs/ema.rst "Checkpoints": the warm-up's step (the EMA's update count) is in each checkpoint, so a run
+    resumed from step 2 takes the decays of steps 3 and 4 (not those of a fresh average) and ends with the
+    uninterrupted run's EMA, bit for bit."""
+    config = write_config(workspace, "warm", max_steps=4, save_steps=1, ema_decay=0.99, ema_warmup=True)
+    train(config)
+    resumed = workspace / "warm-resumed"
+    resumed.mkdir()
+    shutil.copytree(workspace / "warm" / "checkpoint-2", resumed / "checkpoint-2")
+    output = train(config, f"output_dir={resumed}", output_dir=resumed)
+    assert "resumed at step 2" in output, output[-3000:]
+    expected = weights(workspace / "warm" / "ema")
+    for name, value in weights(resumed / "ema").items():
+        np.testing.assert_array_equal(value, expected[name], err_msg=f"ema {name}")

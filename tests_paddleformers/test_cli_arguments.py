@@ -14,6 +14,7 @@ from paddleformers.cli.train.sft import workflow as sft_workflow
 from paddleformers.cli.train.sft.sft_trainer import SFTTrainer
 
 from paddle_llrd.cli import train as cli
+from paddle_llrd.cli import train_workflows
 
 
 def test_overrides_merge_into_the_file(tmp_path):
@@ -124,7 +125,7 @@ def test_the_documented_configs_are_accepted(tmp_path, path):
 
     configs = _yaml_blocks(path)
     assert configs, f"{path} shows no YAML config"
-    with cli._llrd_classes():
+    with train_workflows.llrd_classes():
         parser = PdArgumentParser(cli_parser._TRAIN_ARGS)
         for config in configs:
             config = {"output_dir": str(tmp_path), "device": "cpu", "compute_type": "float32", **config}
@@ -146,7 +147,7 @@ def _valid_config(tmp_path, **entries):
 
 
 def _check(config):
-    return cli.check_config(config, cli._train_arguments_classes())
+    return cli.check_config(config, cli.train_arguments_classes())
 
 
 @pytest.mark.parametrize("written, stage", [("sft", "SFT"), ("Pt", "PT"), ("vl-sft", "VL-SFT"), ("dpo", "DPO"),
@@ -266,7 +267,7 @@ def test_the_command_checks_its_config_once(tmp_path, monkeypatch):
     check_config = cli.check_config
     monkeypatch.setattr(cli, "check_config", lambda config, classes: checks.append(config) or check_config(config, classes))
     trained = []
-    monkeypatch.setattr(cli.cli_tuner, "run_tuner", trained.append)
+    monkeypatch.setattr(train_workflows.cli_tuner, "run_tuner", trained.append)
     (tmp_path / "config.json").write_text(json.dumps(_valid_config(tmp_path, device="cpu", compute_type="float32")))
     assert cli.main([str(tmp_path / "config.json")]) == 0
     assert len(checks) == 1 and len(trained) == 1 and trained[0]["stage"] == "SFT"

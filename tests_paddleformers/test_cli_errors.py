@@ -167,7 +167,7 @@ def test_no_arguments_is_a_usage_error_with_the_overrides_optional(workspace, im
     done = run(workspace)
     assert done.returncode == 2 and "Traceback" not in done.stderr and done.stdout == "", done.stderr
     own = [line for line in done.stderr.splitlines() if normalised(line) not in import_noise]
-    assert own == [f"usage: {PROG} [-h] [--nproc_per_node N] config [key=value ...]",
+    assert own == [f"usage: {PROG} [-h] [--nproc_per_node N] [--verbose] config [key=value ...]",
                    f"{PROG}: error: the following arguments are required: config"]
 
 
@@ -175,7 +175,7 @@ def test_help_lists_paddle_llrds_keys_one_line_each(workspace):
     done = run(workspace, "--help")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert f"usage: {PROG} [-h] [--nproc_per_node N] config [key=value ...]" in lines
+    assert f"usage: {PROG} [-h] [--nproc_per_node N] [--verbose] config [key=value ...]" in lines
     fields = dataclasses.fields(LLRDArgumentsMixin)
     assert len(fields) >= 9
     for spec in fields:
@@ -183,3 +183,40 @@ def test_help_lists_paddle_llrds_keys_one_line_each(workspace):
         assert line is not None, f"{spec.name} is not listed: {done.stdout}"
         assert spec.metadata["help"] in line, line  # the whole help, on the key's line
     assert "  layerwise_decay          Layer-wise lr decay d > 0: " in done.stdout
+
+
+def test_a_refusal_is_the_only_output_and_comes_before_the_workflows_are_imported(workspace):
+    """docs/paddleformers_cli.rst "Mistakes": nothing before the one line (no import notices), and the
+    config is refused before PaddleFormers' workflow modules (seconds of imports) are loaded."""
+    done = run(workspace, "sft.yaml")
+    assert done.returncode == 2 and done.stdout == "", done.stdout
+    assert done.stderr.splitlines() == [f"{PROG}: error: CONFIG 'sft.yaml' does not exist ({workspace / 'sft.yaml'})"]
+    code = ("import sys\nfrom paddle_llrd.cli import main\n"
+            f"status = main(['train', {write_config(workspace, layerwise_decay=-1)!r}])\n"
+            "print(status, 'paddleformers.cli.train.sft.workflow' in sys.modules)")
+    imported = run(workspace, code=code)
+    assert imported.stdout.split() == ["2", "False"], imported.stdout + imported.stderr[-2000:]
+
+
+def test_an_override_written_as_a_flag_is_answered_with_its_key_value_form(workspace):
+    """``--layerwise_decay 0.9`` (the style of PaddleFormers' scripts) is no flag of the command."""
+    done = run(workspace, write_config(workspace), "--layerwise_decay", "0.9", "--max_steps=3")
+    assert done.stderr.count("\n") == 1, done.stderr  # the one line, nothing else
+    assert refusal(done, set()) == ("--layerwise_decay 0.9, --max_steps=3: config overrides are key=value pairs, as "
+                                    "with paddleformers-cli, not flags; write layerwise_decay=0.9 max_steps=3")
+
+
+@pytest.mark.parametrize("launched", [False, True], ids=["one-process", "one-launched-rank"])
+def test_dpo_on_one_rank_is_refused_before_the_model_loads(workspace, launched):
+    """docs/paddleformers_cli.rst "Stages": PaddleFormers' DPO fails in one process (also as the one rank of
+    a launch); the command says so in one line and names the flag that gives it two ranks."""
+    env = {"PADDLE_TRAINER_ID": "0", "PADDLE_TRAINERS_NUM": "1"} if launched else {}
+    config = write_config(workspace, stage="DPO")
+    done = subprocess.run([sys.executable, "-m", "paddle_llrd", "train", config], capture_output=True, text=True,
+                          cwd=workspace, timeout=300,
+                          env=dict(os.environ, **env, PYTHONPATH=os.pathsep.join(
+                              filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))))
+    message = refusal(done, set())
+    assert message.startswith("stage DPO trains on two or more ranks: in one process PaddleFormers 1.2.0's DPO "
+                              "workflow fails"), message
+    assert message.endswith("add --nproc_per_node 2 (a CPU runs them over gloo)")

@@ -40,3 +40,37 @@ SHARED_MODULES = [f"paddle_llrd.integrations.{name}" for name in (
 def test_the_shared_implementation_imports_no_framework(framework):
     # one fresh interpreter per framework: a module that imports it fails there, and is named
     assert import_output(SHARED_MODULES, framework).strip() == "IMPORTED"
+
+
+COMMAND_WITHOUT = """
+import sys
+
+class Blocker:
+    def find_spec(self, name, path=None, target=None):
+        if name == BLOCKED or name.startswith(BLOCKED + "."):
+            raise ModuleNotFoundError(f"No module named {name!r} (blocked by the test)", name=name)
+
+sys.meta_path.insert(0, Blocker())
+from paddle_llrd.cli import main
+raise SystemExit(main([COMMAND, "--help"]))
+"""
+
+
+@pytest.mark.parametrize("command, blocked", [
+    ("train", "paddleformers"),  # not installed
+    ("train", "pyarrow"),  # installed, but a dependency of its Trainer is missing or of the wrong version
+    ("tiny-llama", "paddleformers"),  # (it needs no pyarrow)
+])
+def test_a_command_without_paddleformers_names_the_set_up_command_and_the_interpreter(command, blocked):
+    """docs/paddleformers_cli.rst "Set-up": one line (exit status 2) naming ``make train-env`` and the
+    interpreter to run the command with, not pins to install into this environment."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", f"BLOCKED = {blocked!r}\nCOMMAND = {command!r}\n" + COMMAND_WITHOUT],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and done.stdout == "", done.stdout + done.stderr
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(f"python -m paddle_llrd {command}: error: this command needs PaddleFormers 1.2.0"), line
+    assert "`make train-env`" in line and f"`.venv-paddleformers/bin/python -m paddle_llrd {command} ...`" in line
+    assert blocked in line and "pip install paddleformers" not in line

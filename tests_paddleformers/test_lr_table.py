@@ -25,7 +25,8 @@ def llama_names(tied: bool) -> list:
 
 @pytest.mark.parametrize("tied", [True, False], ids=["tied", "untied"])
 def test_lr_table_shows_paddleformers_llama_and_the_stand_in_has_its_names(tied):
-    flags = ["--arch", "llama", "--layers", str(N_LAYERS), "--decay", "0.5"] + ([] if tied else ["--no-tie-word-embeddings"])
+    flags = ["--arch", "llama", "--layers", str(N_LAYERS), "--decay", "0.5", "--style", "params"]
+    flags += [] if tied else ["--no-tie-word-embeddings"]
     done = subprocess.run([sys.executable, "-m", "paddle_llrd", "lr-table", *flags], capture_output=True, text=True,
                           env=dict(os.environ, PYTHONPATH=str(ROOT)), cwd=ROOT, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]

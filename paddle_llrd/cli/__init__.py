@@ -1,4 +1,4 @@
-"""Command line: ``python -m paddle_llrd {demo,schedules,lr-table,train} [flags]``.
+"""Command line: ``python -m paddle_llrd {demo,schedules,lr-table,train,tiny-llama} [flags]``.
 
 Each command is a module of this package that owns its flags and has a
 ``main(argv) -> int``; this module only dispatches, so ``python -m
@@ -22,6 +22,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "lr-table": ("paddle_llrd.cli.lr_table", "print each parameter's layer, ratio and effective lr"),
     "train": ("paddle_llrd.cli.train",
               "run a paddleformers-cli train config (SFT, LoRA, PT, DPO) with LLRDTrainer (needs PaddleFormers)"),
+    "tiny-llama": ("paddle_llrd.cli.tiny_llama",
+                   "write a small random LLaMA and a few lines of data to try train with (needs PaddleFormers)"),
 }
 
 PROG = "python -m paddle_llrd"

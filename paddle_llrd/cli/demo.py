@@ -17,6 +17,8 @@ from paddle_llrd.models.vit import TinyViTConfig
 # The default run takes about 50 s of CPU time (one core); --quick is the test suite's few-second run.
 DEFAULTS = dict(seeds=list(range(8)), decays=[0.75, 0.5], steps=100, pretrain_steps=400, layers=4, hidden=64)
 QUICK = dict(seeds=[0, 1], decays=[0.5], steps=4, pretrain_steps=8, layers=2, hidden=16)
+# Where the figures and results.json go: a quick run's beside, never over, the full run's.
+OUTPUT_DIR, QUICK_OUTPUT_DIR = "demo_output", os.path.join("demo_output", "quick")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -42,8 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
     add("--pretrain-learning-rate", type=float, default=2e-3, help="pretraining peak learning rate (default 2e-3)")
     add("--layers", type=int, help=f"Transformer blocks (default {DEFAULTS['layers']})")
     add("--hidden", type=int, help=f"hidden size, a multiple of 4 (default {DEFAULTS['hidden']})")
-    add("--quick", action="store_true", help=f"a few-second run for tests (unless given: {', '.join(f'{k}={v}' for k, v in QUICK.items())})")
-    add("--output-dir", default="demo_output", help="folder for the figures and results.json (default demo_output)")
+    add("--quick", action="store_true", help=f"a few-second smoke run for tests, whose numbers mean nothing (unless given: {', '.join(f'{k}={v}' for k, v in QUICK.items())}; output in {QUICK_OUTPUT_DIR})")
+    add("--output-dir", help=f"folder for the figures and results.json (default {OUTPUT_DIR}, {QUICK_OUTPUT_DIR} with --quick)")
     add("--no-progress", action="store_true", help="hide the progress bars")
     return parser
 
@@ -54,6 +56,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     for name, default in (QUICK if args.quick else DEFAULTS).items():
         if getattr(args, name) is None:
             setattr(args, name, default)
+    if args.output_dir is None:
+        args.output_dir = QUICK_OUTPUT_DIR if args.quick else OUTPUT_DIR
     for name in ("steps", "pretrain_steps", "layers", "labels_per_class", "batch_size"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
@@ -134,6 +138,9 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as error:
         raise SystemExit(f"--labels-per-class: {error}") from None
     source, target = _digit_range(task.source_digits), _digit_range(task.target_digits)
+    smoke = "--quick: a smoke run of a few steps, whose numbers mean nothing (make demo runs the real one)"
+    if args.quick:
+        print(smoke)
     print(
         f"{DATASET_NAME}: pretrain a {args.layers}-block ViT (hidden {args.hidden}, 4x4-pixel patches) on digits {source}"
         f" ({len(task.source_train)} images, {args.pretrain_steps} AdamW steps),\nthen fine-tune it on digits {target} from"
@@ -165,6 +172,6 @@ def main(argv: list[str] | None = None) -> int:
     results_path = os.path.join(args.output_dir, report.RESULTS_FILE)
     report.write_results(results_path, report.results_document(DATASET_NAME, args.seeds, runs, extras))
     paths = write_plots(main_runs, pretrained.source_test_accuracy, args.output_dir)
-    print(f"\nwrote {', '.join(paths + [results_path])}")
+    print(f"\nwrote {', '.join(paths + [results_path])}" + (f"\n{smoke}" if args.quick else ""))
     print(f"({time.perf_counter() - started:.0f} s, {time.process_time() - cpu_started:.0f} s of CPU time in this process)")
     return 0

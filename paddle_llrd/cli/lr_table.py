@@ -4,7 +4,8 @@ Builds :class:`~paddle_llrd.AdamWDL` for a model (a tiny built-in stack
 named like a family, ``--arch``, or a user's factory, ``--model
 package.module:factory``) and prints its
 :meth:`~paddle_llrd.AdamWDL.param_lr_table` by layer group (the groups named
-as the Trainer's logs name them, :mod:`paddle_llrd.layer_decay.group_names`);
+as the Trainer's logs name them, :mod:`paddle_llrd.layer_decay.group_names`):
+one line per group by default, ``--style params`` a line per parameter too;
 ``--style groups`` prints instead the groups of
 :func:`~paddle_llrd.layer_decay_param_groups`. Both styles read the blocks
 with :func:`~paddle_llrd.layer_decay.layer_maps.resolve_layer_map`
@@ -14,7 +15,15 @@ with :func:`~paddle_llrd.layer_decay.layer_maps.resolve_layer_map`
 
 Example:
     >>> from paddle_llrd.cli.lr_table import main
-    >>> main(["--layers", "2", "--decay", "0.5", "--learning-rate", "1.0"])  # doctest: +ELLIPSIS
+    >>> main(["--layers", "2", "--decay", "0.5", "--learning-rate", "1.0"])
+    group       ratio  effective lr  parameters  names
+    embeddings  0.125         0.125           5  bert.embeddings.*
+    layer_0      0.25          0.25          16  bert.encoder.layers.0.*
+    layer_1       0.5           0.5          16  bert.encoder.layers.1.*
+    head            1             1           4  bert.pooler.dense.weight .. classifier.bias
+    (41 parameters, n_layers=2, decay=0.5, learning rate=1.0)
+    0
+    >>> main(["--layers", "2", "--decay", "0.5", "--learning-rate", "1.0", "--style", "params"])  # doctest: +ELLIPSIS
     group: prefix / name ...
     embeddings: bert.embeddings.
       word_embeddings.weight 0.125 0.125 yes 0.01
@@ -93,7 +102,11 @@ def _block_pattern(text: str) -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m paddle_llrd lr-table", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m paddle_llrd lr-table",
+        description="What each parameter will learn with: the layer-wise lr ratios and effective learning rates "
+                    "AdamWDL gives a built-in model (--arch) or yours (--model), by layer group.",
+    )
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--arch", choices=sorted(SKELETONS), default="bert", help="built-in model family (default bert)")
     source.add_argument("--model", help="'package.module:factory' returning a paddle.nn.Layer")
@@ -114,9 +127,10 @@ def _parser() -> argparse.ArgumentParser:
                         help="weight decay (default 0.01)")
     parser.add_argument("--decay-all", action="store_true", help="weight-decay bias and norm parameters too (--style params)")
     parser.add_argument(
-        "--style", choices=["params", "groups"], default="params",
-        help="params: one line per parameter, as AdamWDL sees it (default); groups: one line per parameter group "
-        "of layer_decay_param_groups, for any Paddle optimizer",
+        "--style", choices=["layers", "params", "groups"], default="layers",
+        help="layers: one line per layer group (default); params: also one line per parameter, with its weight "
+        "decay, as AdamWDL sees it; groups: one line per parameter group of layer_decay_param_groups, for any "
+        "Paddle optimizer",
     )
     return parser
 
@@ -154,7 +168,7 @@ def _layer_map(parser: argparse.ArgumentParser, args: argparse.Namespace, model:
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    if args.style == "groups" and args.decay_all:
+    if args.style != "params" and args.decay_all:
         parser.error("--decay-all applies to --style params only")
     model, source = _model(parser, args)
     layer_map = _layer_map(parser, args, model)
@@ -174,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     rows = optimizer.param_lr_table()
     groups = layer_group_names(model, layer_map)
-    print(format_param_lr_table(rows, groups))
+    print((format_layer_table if args.style == "layers" else format_param_lr_table)(rows, groups))
     for tie in groups.ties:
         print(tie)
     print(f"({len(rows)} parameters, n_layers={layer_map.n_layers}, decay={args.decay}, learning rate={args.learning_rate})")
@@ -194,18 +208,44 @@ def _common_prefix(names: list[str]) -> str:
     return "".join(f"{piece}." for piece in shared)
 
 
+def _group_runs(rows: list, groups: LayerGroupNames) -> list[tuple[str, list]]:
+    """Consecutive rows of one layer group, with the group's name."""
+    runs: list[tuple[str, list]] = []
+    for row in rows:
+        group = groups.of(row.layer_id)
+        if not runs or runs[-1][0] != group:
+            runs.append((group, []))
+        runs[-1][1].append(row)
+    return runs
+
+
+def format_layer_table(rows: list, groups: LayerGroupNames) -> str:
+    """``param_lr_table()``'s rows as one line per layer group: its ratio and
+    effective lr, how many parameters it holds and their names (the prefix
+    they share, else the first and the last)."""
+    lines = [["group", "ratio", "effective lr", "parameters", "names"]]
+    for group, members in _group_runs(rows, groups):
+        prefix = _common_prefix([row.name for row in members])
+        if len(members) == 1:
+            names = members[0].name
+        else:
+            names = f"{prefix}*" if prefix else f"{members[0].name} .. {members[-1].name}"
+        shown = {f"{row.ratio:.4g}" for row in members}
+        ratio = shown.pop() if len(shown) == 1 else "mixed"
+        lr = f"{members[0].lr:.4g}" if ratio != "mixed" else "mixed"
+        lines.append([group, ratio, lr, str(len(members)), names])
+    widths = [max(len(line[i]) for line in lines) for i in range(4)]
+    return "\n".join(line[0].ljust(widths[0]) + "".join(f"  {cell:>{width}}" for cell, width in zip(line[1:4], widths[1:]))
+                     + f"  {line[4]}" for line in lines)
+
+
 def format_param_lr_table(rows: list, groups: LayerGroupNames) -> str:
     """``param_lr_table()``'s rows as text: a line per layer group, named as
     the Trainer's logs name it, with the prefix its parameters share, then a
     line per parameter (the rest of its structured name, its ratio, effective
     lr, whether it is weight-decayed and its weight decay), so that LLaMA's
     names fit 80 columns."""
-    runs: list[tuple[str, list]] = []  # consecutive rows of one group
-    for row in rows:
-        group = groups.of(row.layer_id)
-        if not runs or runs[-1][0] != group:
-            runs.append((group, []))
-        runs[-1][1].append(row)
+    runs = _group_runs(rows, groups)
     prefixes = [_common_prefix([row.name for row in members]) for _, members in runs]
     cells = [
         [[row.name[len(prefix):], f"{row.ratio:.4g}", f"{row.lr:.4g}", "yes" if row.decayed else "no",

@@ -5,20 +5,25 @@ The config is the CLI's YAML (or JSON) as it is, ``stage``, ``fine_tuning``,
 ``train_dataset_path`` and all, plus any of paddle_llrd's fields
 (``layerwise_decay``, ``layer_map``, any registered ``lr_scheduler_type`` with
 ``lr_scheduler_kwargs``, ``weight_decay_end``/``weight_decay_incr_style``,
-``ema_decay``/``ema_eval``); ``key=value`` pairs after the file override it,
+``ema_decay``/``ema_warmup``/``ema_eval``); ``key=value`` pairs after the file override it,
 as with ``paddleformers-cli``. The workflow that runs is PaddleFormers' own
 for the ``stage`` (its data pipeline and collators, LoRA, checkpoint
 detection and resume, saving), with two of its classes replaced for the
 run: the arguments class by :class:`LLRDFinetuningArguments` (the CLI's
 ``FinetuningArguments`` plus paddle_llrd's fields) and the trainer by a
 subclass of the CLI's own trainer with :class:`LLRDTrainer` mixed in
-(:class:`LLRDSFTTrainer` for ``SFT``/``PT``, :class:`LLRDDPOTrainer` for
-``DPO``).
+(:mod:`paddle_llrd.cli.train_workflows`, imported only once the config has
+passed its checks).
 
 Before anything loads, the config is checked
 (:mod:`paddle_llrd.cli.train_checks`: keys, stage, paddle_llrd's
-fields, model folder, dataset paths); the command line says a mistake in one
-line on stderr with exit status 2.
+fields, model folder, dataset paths), and so are the command line (an
+override written as a ``--key value`` flag), the ranks (DPO needs two) and
+``output_dir`` (a finished model a run would train over); the command line
+says a mistake in one line on stderr with exit status 2, with nothing
+before it. The console then shows what :mod:`paddle_llrd.cli.train_console`
+prints (the run's settings, its progress, where it wrote what), and
+PaddleFormers' own output goes to ``train.log`` in ``output_dir``.
 
 ``train`` trains what the config asks: a config without ``do_train`` trains,
 and on a machine without CUDA a config that leaves ``device``,
@@ -29,7 +34,8 @@ never changed, and one that cannot run here (``device: gpu`` without CUDA,
 set. These choices and the defaults that differ from ``paddleformers-cli``'s
 are printed as one warning at start, one line each with its reason (see
 :func:`changed_defaults`). A config whose output already holds its final step
-is left alone (see :func:`finished_step`).
+is left alone (see :func:`finished_step`), and one that would train over a
+finished model is refused (see :func:`check_nothing_is_overwritten`).
 
 One device trains in this process. Several GPUs (``device: gpu`` with more
 than one visible, or ``--nproc_per_node N``) are started the way
@@ -59,50 +65,55 @@ import traceback
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
-from paddle_llrd.integrations.paddleformers import PADDLEFORMERS_REQUIREMENT
+from paddle_llrd.cli.train_console import (
+    Console,
+    captured_output,
+    final_summary,
+    log_path,
+    output_to_log,
+)
+from paddle_llrd.cli.train_env import train_environment_error
+from paddle_llrd.warning_classes import TrainerSettingWarning
 
-try:
-    import yaml
-    from omegaconf import OmegaConf
-    from omegaconf.errors import OmegaConfBaseException
-    from paddleformers.cli.hparams import parser as cli_parser
-    from paddleformers.cli.hparams.finetuning_args import FinetuningArguments
-    from paddleformers.cli.train import tuner as cli_tuner
-    from paddleformers.cli.train.dpo import workflow as dpo_workflow
-    from paddleformers.cli.train.dpo.dpo_trainer import DPOTrainer
-    from paddleformers.cli.train.sft import workflow as sft_workflow
-    from paddleformers.cli.train.sft.sft_trainer import SFTTrainer
-except ImportError as exc:  # paddleformers' CLI extras (omegaconf, ...) absent
-    raise ImportError(
-        f"the train command needs PaddleFormers 1.2.0 with its CLI; install it with: {PADDLEFORMERS_REQUIREMENT} "
-        f"(or `pip install -r requirements-paddleformers.txt` from the paddle_llrd repository). "
-        f"The import failed with: {exc}"
-    ) from exc
+# PaddleFormers prints notices while it imports ("PyTorch was not found", ...): the
+# run's log gets them (IMPORT_OUTPUT.text), the console does not.
+with captured_output() as IMPORT_OUTPUT:
+    try:
+        from paddleformers.cli.hparams import parser as cli_parser
+        from paddleformers.cli.hparams.finetuning_args import FinetuningArguments
+        from paddleformers.trainer.trainer_callback import TrainerState
+        from paddleformers.trainer.trainer_utils import get_last_checkpoint
+        from paddleformers.utils.env import TRAINER_STATE_NAME
+        import yaml
+        from omegaconf import OmegaConf
+        from omegaconf.errors import OmegaConfBaseException
 
-from paddleformers.trainer.trainer_callback import TrainerState
-from paddleformers.trainer.trainer_utils import get_last_checkpoint
-from paddleformers.utils.env import TRAINER_STATE_NAME
+        from paddle_llrd.integrations.paddleformers import LLRDTrainingArguments
+    except ImportError as exc:  # PaddleFormers or its CLI extras (omegaconf, ...) absent, or the pins wrong
+        raise train_environment_error("train", exc) from exc
 
-from paddle_llrd.cli.argparse_types import integer_at_least
-from paddle_llrd.integrations.training_arguments import LLRDArgumentsMixin
-from paddle_llrd.cli.train_checks import LLRD_STAGES, check_config, field_defaults
-from paddle_llrd.integrations.paddleformers import LLRDTrainer, LLRDTrainingArguments
+from paddle_llrd.cli.argparse_types import integer_at_least  # noqa: E402
+from paddle_llrd.cli.train_checks import LLRD_STAGES, check_config, field_defaults  # noqa: E402
+from paddle_llrd.integrations.training_arguments import LLRDArgumentsMixin  # noqa: E402
 
 __all__ = [
+    "IMPORT_OUTPUT",
     "LLRD_STAGES",
-    "LLRDDPOTrainer",
     "LLRDFinetuningArguments",
-    "LLRDSFTTrainer",
     "changed_defaults",
     "check_device_keys",
+    "check_nothing_is_overwritten",
+    "check_world_size",
     "choose_unset_keys",
     "cuda_available",
     "finished_step",
+    "flag_style_overrides",
     "main",
     "read_config",
     "run_workflow",
+    "train_arguments_classes",
 ]
 
 # compute_type values that FinetuningArguments turns into bf16=False and fp16=False.
@@ -134,17 +145,6 @@ class LLRDFinetuningArguments(LLRDTrainingArguments, FinetuningArguments):
         if self.sharding is None:
             self.sharding = _paddleformers_default("sharding") if amp else ""
         super().__post_init__()
-
-
-class LLRDSFTTrainer(LLRDTrainer, SFTTrainer):
-    """The CLI's ``SFTTrainer`` (its evaluation with generation, logging and
-    PTQ hooks) training with :class:`paddle_llrd.AdamWDL` as
-    :class:`LLRDTrainer` does."""
-
-
-class LLRDDPOTrainer(LLRDTrainer, DPOTrainer):
-    """The CLI's ``DPOTrainer`` (its reference model and preference losses)
-    training with :class:`paddle_llrd.AdamWDL` as :class:`LLRDTrainer` does."""
 
 
 def _paddleformers_default(name: str) -> Any:
@@ -260,7 +260,7 @@ def _announce_changed_defaults(config: Dict[str, Any], chosen: Dict[str, Tuple[A
         "paddle_llrd train changes these paddleformers-cli defaults; set them in the config to choose:\n"
         + "\n".join(lines)
     )
-    warnings.warn(message, UserWarning, stacklevel=3)
+    warnings.warn(message, TrainerSettingWarning, stacklevel=3)
 
 
 def read_config(path: str, overrides: List[str]) -> Dict[str, Any]:
@@ -308,28 +308,10 @@ def _parse_config_text(path: str, text: str, *, json_file: bool) -> Any:
         raise ValueError(f"CONFIG {path!r} is not valid YAML: {problem}{where}") from None
 
 
-def _train_arguments_classes() -> List[type]:
-    """The classes PaddleFormers' parser builds from the config, with this module's arguments class."""
+def train_arguments_classes() -> List[type]:
+    """The classes PaddleFormers' parser builds from the config, with :class:`LLRDFinetuningArguments`
+    in place of the CLI's ``FinetuningArguments``."""
     return [LLRDFinetuningArguments if cls is FinetuningArguments else cls for cls in cli_parser._TRAIN_ARGS]
-
-
-@contextlib.contextmanager
-def _llrd_classes() -> Iterator[None]:
-    """PaddleFormers' workflows with this module's arguments and trainer classes;
-    the CLI's own classes are back afterwards, whatever happens."""
-    replaced = [
-        (cli_parser, "_TRAIN_ARGS", _train_arguments_classes()),
-        (sft_workflow, "SFTTrainer", LLRDSFTTrainer),
-        (dpo_workflow, "DPOTrainer", LLRDDPOTrainer),
-    ]
-    saved = [(module, name, getattr(module, name)) for module, name, _ in replaced]
-    try:
-        for module, name, value in replaced:
-            setattr(module, name, value)
-        yield
-    finally:
-        for module, name, value in saved:
-            setattr(module, name, value)
 
 
 def _trained_steps(place: Path) -> Optional[Tuple[int, int]]:
@@ -380,6 +362,79 @@ def finished_step(config: Dict[str, Any]) -> Optional[int]:
     return None
 
 
+# Files directly in output_dir that the workflow writes when it saves the final model.
+_FINAL_MODEL_FILES = ("trainer_state.json", "*.safetensors", "*.safetensors.index.json", "*.pdparams")
+
+
+def _final_model(output_dir: Path) -> List[str]:
+    """What of a finished run ``output_dir`` holds: the final model's files and its ``ema/``."""
+    found = sorted({path.name for pattern in _FINAL_MODEL_FILES for path in output_dir.glob(pattern) if path.is_file()})
+    if (output_dir / "ema").is_dir():
+        found.append("ema/")
+    return found
+
+
+def check_nothing_is_overwritten(config: Dict[str, Any]) -> None:
+    """Refuse a run that would train from step 0 over a finished model.
+
+    PaddleFormers' workflow trains from scratch when ``output_dir`` holds no
+    checkpoint to resume from, and then overwrites whatever final model and
+    EMA are there: a longer re-run of a config that saved no checkpoint
+    (``save_steps`` beyond ``max_steps``) would lose them. Such a run stops
+    here unless the config says where to go: ``resume_from_checkpoint``, a
+    new ``output_dir`` or ``overwrite_output_dir``. (A re-run that would
+    change nothing is :func:`finished_step`'s.)
+
+    Raises:
+        ValueError: ``output_dir`` holds a final model (or an EMA) and no
+            ``checkpoint-N``, and neither ``resume_from_checkpoint`` nor
+            ``overwrite_output_dir`` is set; the message says what is there
+            and the three ways on.
+    """
+    if not config.get("do_train") or config.get("overwrite_output_dir") or config.get("resume_from_checkpoint"):
+        return
+    output_dir = Path(str(config.get("output_dir", "")))
+    if not output_dir.is_dir() or get_last_checkpoint(str(output_dir)) is not None:
+        return
+    found = _final_model(output_dir)
+    if not found:
+        return
+    steps = _trained_steps(output_dir)
+    trained = f" trained for {steps[0]} steps" if steps is not None else ""
+    raise ValueError(
+        f"output_dir {str(config['output_dir'])!r} holds a finished model{trained} ({', '.join(found)}) and no "
+        "checkpoint-N to resume from, so this run would train again from step 0 and overwrite it: resume from a "
+        "checkpoint (resume_from_checkpoint=PATH), write to a new output_dir (output_dir=PATH), or start over "
+        "here (overwrite_output_dir=true)"
+    )
+
+
+def check_world_size(config: Dict[str, Any], world_size: int) -> None:
+    """Refuse a ``DPO`` (or ``VL-DPO``) run on one rank, before the model loads.
+
+    Raises:
+        ValueError: ``stage`` is a DPO stage and ``world_size`` is 1:
+            PaddleFormers 1.2.0's DPO workflow wraps its reference model for
+            data parallel, which fails in one process (``AttributeError:
+            'Fleet' object has no attribute '_user_defined_strategy'``), its
+            own launcher's too.
+
+    Examples:
+        >>> check_world_size({"stage": "SFT"}, 1)
+        >>> check_world_size({"stage": "DPO"}, 1)
+        Traceback (most recent call last):
+        ...
+        ValueError: stage DPO trains on two or more ranks: ... add --nproc_per_node 2 (a CPU runs them over gloo)
+    """
+    stage = str(config.get("stage", ""))
+    if stage.endswith("DPO") and world_size < 2:
+        raise ValueError(
+            f"stage {stage} trains on two or more ranks: in one process PaddleFormers 1.2.0's DPO workflow fails "
+            "wrapping its reference model for data parallel ('Fleet' object has no attribute "
+            "'_user_defined_strategy'); add --nproc_per_node 2 (a CPU runs them over gloo)"
+        )
+
+
 def run_workflow(config: Dict[str, Any], chosen: Optional[Dict[str, Tuple[Any, Any, str]]] = None) -> None:
     """Run PaddleFormers' workflow for ``config["stage"]`` in this process with
     :class:`LLRDFinetuningArguments` and the LLRD trainers; ``chosen`` (from
@@ -394,14 +449,17 @@ def run_workflow(config: Dict[str, Any], chosen: Optional[Dict[str, Tuple[Any, A
             missing model folder or dataset), then what PaddleFormers refuses
             while it builds the arguments.
     """
-    _run_checked(check_config(config, _train_arguments_classes()), chosen or {})
+    _run_checked(check_config(config, train_arguments_classes()), chosen or {})
 
 
-def _run_checked(config: Dict[str, Any], chosen: Dict[str, Tuple[Any, Any, str]]) -> None:
-    """:func:`run_workflow` for a config that :func:`check_config` has returned."""
+def _run_checked(config: Dict[str, Any], chosen: Dict[str, Tuple[Any, Any, str]],
+                 console: Optional[Console] = None) -> Any:
+    """:func:`run_workflow` for a config that :func:`check_config` has
+    returned; with ``console``, the trainers report to it (the callback comes back)."""
     _announce_changed_defaults(config, chosen)
-    with _llrd_classes():
-        cli_tuner.run_tuner(dict(config))
+    from paddle_llrd.cli import train_workflows  # seconds of imports: only once the config has passed
+
+    return train_workflows.run_tuner(config, console)
 
 
 def _visible_gpus() -> List[str]:
@@ -465,10 +523,11 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
         # argparse calls overrides required when config is missing: the usage says what is
-        usage=f"{PROG} [-h] [--nproc_per_node N] config [key=value ...]",
+        usage=f"{PROG} [-h] [--nproc_per_node N] [--verbose] config [key=value ...]",
         description="Run PaddleFormers' CLI workflow for the config's stage (SFT, PT, DPO; full or LoRA)\n"
                     "with LLRDTrainer: the CLI's YAML plus layerwise_decay, layer_map, registry schedules,\n"
-                    "weight-decay ramps and EMA.",
+                    "weight-decay ramps and EMA. The console shows the run's settings, its progress and\n"
+                    f"where it wrote what; PaddleFormers' own output goes to {log_path('<output_dir>')}.",
         epilog=_keys_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -480,7 +539,40 @@ def _parser() -> argparse.ArgumentParser:
         help="ranks to start through paddle.distributed.launch (default: every visible GPU with device gpu, "
              "else 1, in this process)",
     )
+    parser.add_argument("--verbose", "-v", action="store_true",
+                        help="print PaddleFormers' own output (its argument dump, debug lines) here too")
     return parser
+
+
+def flag_style_overrides(argv: List[str], parser: argparse.ArgumentParser) -> List[Tuple[str, str]]:
+    """The ``--key value`` (or ``--key=value``) words of ``argv`` that are no
+    flag of ``parser``: each as ``(what was written, the key=value override
+    meant)``. A flag without a value (followed by another flag, or last) is
+    ``key=true``.
+
+    Examples:
+        >>> flag_style_overrides(["sft.yaml", "--layerwise_decay", "0.9", "--nproc_per_node", "2"], _parser())
+        [('--layerwise_decay 0.9', 'layerwise_decay=0.9')]
+        >>> flag_style_overrides(["sft.yaml", "--max_steps=40", "--do_eval"], _parser())
+        [('--max_steps=40', 'max_steps=40'), ('--do_eval', 'do_eval=true')]
+    """
+    known = {option for action in parser._actions for option in action.option_strings}
+    found = []
+    index = 0
+    while index < len(argv):
+        word = argv[index]
+        index += 1
+        if not word.startswith("--") or word == "--" or word.split("=", 1)[0] in known:
+            continue
+        key, equals, value = word[2:].partition("=")
+        if equals:
+            found.append((word, f"{key}={value}"))
+        elif index < len(argv) and not argv[index].startswith("--"):
+            found.append((f"{word} {argv[index]}", f"{key}={argv[index]}"))
+            index += 1
+        else:
+            found.append((word, f"{key}=true"))
+    return found
 
 
 def _refuse(error: BaseException) -> int:
@@ -496,42 +588,96 @@ def _raised_while_building_arguments(error: BaseException) -> bool:
     return any(frame.f_code is cli_parser.get_train_args.__code__ for frame, _ in traceback.walk_tb(error.__traceback__))
 
 
+def _rank() -> int:
+    return int(os.environ.get("PADDLE_TRAINER_ID", "0")) if _is_launched_rank() else 0
+
+
+def _world_size(nproc: int) -> int:
+    return int(os.environ["PADDLE_TRAINERS_NUM"]) if _is_launched_rank() else nproc
+
+
+def _headline(config_path: str, config: Dict[str, Any], log: str, max_steps: int) -> str:
+    """The console's first line: what runs, where it writes, where PaddleFormers' output goes."""
+    what = f"{config['stage']}" + (f" ({config['fine_tuning']})" if config.get("fine_tuning") else "")
+    return (f"paddle_llrd train {config_path}: {what} of {config.get('model_name_or_path')} on "
+            f"{config.get('device', 'gpu')}, {max_steps} steps into {config.get('output_dir')}; "
+            f"PaddleFormers' output in {log} (--verbose prints it here)")
+
+
+def _train_from_the_command_line(config: Dict[str, Any], chosen: Dict[str, Tuple[Any, Any, str]],
+                                 config_path: str, verbose: bool) -> int:
+    """One process's run of :func:`main`: the console shows the settings, the
+    progress and the outputs; PaddleFormers' own output goes to the log file
+    (and to the console too with ``verbose``)."""
+    rank = _rank()
+    console = Console() if rank == 0 else Console(open(os.devnull, "w"))
+    log = log_path(str(config["output_dir"]), rank)
+    console.line(_headline(config_path, config, log, int(config.get("max_steps", _paddleformers_default("max_steps")))))
+    quiet = contextlib.nullcontext() if verbose else output_to_log(log, console, preamble=IMPORT_OUTPUT.text)
+    try:
+        with quiet:
+            seen = _run_checked(config, chosen, console)
+    except (ValueError, TypeError) as exc:
+        if not _raised_while_building_arguments(exc):
+            print(f"{PROG}: the run failed; PaddleFormers' output is in {log}", file=sys.stderr, flush=True)
+            raise
+        return _refuse(exc)
+    except BaseException:
+        print(f"{PROG}: the run failed; PaddleFormers' output is in {log}", file=sys.stderr, flush=True)
+        raise
+    if seen is not None:
+        for line in final_summary(str(config["output_dir"]), log, seen):
+            console.line(line)
+    return 0
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     """The ``train`` command: ``python -m paddle_llrd train CONFIG [key=value ...]``.
 
     A mistake in the command or the config (a missing file, model folder or
-    dataset, a misspelt key, a bad value) is one line on stderr and exit
-    status 2, before any model loads.
+    dataset, a misspelt key, a bad value, a ``--key value`` meant as an
+    override, DPO in one process, a run that would overwrite a finished
+    model) is one line on stderr and exit status 2, before any model loads.
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = _parser()
+    flags = flag_style_overrides(argv, parser)
+    if flags:
+        written, meant = zip(*flags)
+        return _refuse(ValueError(
+            f"{', '.join(written)}: config overrides are key=value pairs, as with paddleformers-cli, not flags; "
+            f"write {' '.join(meant)}"
+        ))
     options = parser.parse_intermixed_args(argv)
     if options.config is None:
         parser.error("the following arguments are required: config")
     on_cuda = cuda_available()
     try:
-        config = check_config(read_config(options.config, options.overrides), _train_arguments_classes())
+        config = check_config(read_config(options.config, options.overrides), train_arguments_classes())
         check_device_keys(config, on_cuda)
     except (OSError, ValueError, TypeError) as exc:
         return _refuse(exc)
     chosen = choose_unset_keys(config, on_cuda)
     config.update({key: value for key, (_, value, _) in chosen.items()})
-    done = finished_step(config)
-    if done is not None:
-        print(f"output_dir already holds the final checkpoint (step {done}); nothing to do", flush=True)
-        return 0
     device = _device_type(config, on_cuda)
     nproc = options.nproc_per_node
     if nproc is None:
         nproc = max(1, len(_visible_gpus())) if device == "gpu" else 1
+    try:
+        check_world_size(config, _world_size(nproc))
+    except ValueError as exc:
+        return _refuse(exc)
+    done = finished_step(config)
+    if done is not None:
+        print(f"output_dir already holds the final checkpoint (step {done}); nothing to do", flush=True)
+        return 0
+    try:
+        check_nothing_is_overwritten(config)
+    except ValueError as exc:
+        return _refuse(exc)
     if nproc > 1 and not _is_launched_rank():
-        command, env = _launch_command(nproc, device, [options.config, *options.overrides])
+        rank_argv = [options.config, *options.overrides] + (["--verbose"] if options.verbose else [])
+        command, env = _launch_command(nproc, device, rank_argv)
         print(f"[paddle_llrd] launching {nproc} ranks: {shlex.join(command)}", file=sys.stderr, flush=True)
         return subprocess.call(command, env=env)
-    try:
-        _run_checked(config, chosen)
-    except (ValueError, TypeError) as exc:
-        if not _raised_while_building_arguments(exc):
-            raise
-        return _refuse(exc)
-    return 0
+    return _train_from_the_command_line(config, chosen, options.config, options.verbose)

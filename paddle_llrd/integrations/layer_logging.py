@@ -71,7 +71,8 @@ def summary_line(
         schedule = weight_decay_schedule
         parts.append(f"weight_decay {schedule.start_wd} -> {schedule.end_wd} ({schedule.style})")
     if ema_decay is not None:
-        parts.append(f"ema_decay={ema_decay}")
+        warmup = f" (timm warm-up, power {args.ema_warmup_power:.3g})" if getattr(args, "ema_warmup", False) else ""
+        parts.append(f"ema_decay={ema_decay}{warmup}")
     return "paddle_llrd: " + "; ".join(parts)
 
 

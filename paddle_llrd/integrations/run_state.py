@@ -22,6 +22,8 @@ __all__ = ["STATE_FILE", "RunStateCallback", "checkpoint_directory", "resolved_c
 
 #: The file each checkpoint directory gets for the EMA and the weight-decay schedule.
 STATE_FILE = "paddle_llrd_state.pdparams"
+# What a resumed EMA keeps of this run's arguments (the checkpoint gives the shadows and the update count).
+_EMA_SETTINGS = ("decay", "warmup", "warmup_style", "warmup_power", "warmup_gamma")
 # Both frameworks name checkpoint directories f"{PREFIX_CHECKPOINT_DIR}-{global_step}" in output_dir.
 _CHECKPOINT_PREFIX = "checkpoint"
 
@@ -80,8 +82,9 @@ def save_run_state(args: Any, global_step: int, ema: Optional[ExponentialMovingA
 class RunStateCallback:
     """Trainer callback: when a run resumed from :attr:`resume_from` begins,
     the EMA and the optimizer's weight-decay schedule continue from its
-    :data:`STATE_FILE` (the EMA keeps this run's ``decay``, as the lr
-    schedule keeps this run's settings). Without that file they restart
+    :data:`STATE_FILE` (the EMA keeps this run's ``decay`` and warm-up, as
+    the lr schedule keeps this run's settings; the warm-up continues from
+    the checkpoint's update count). Without that file they restart
     (the schedule at the global step), with a :class:`~paddle_llrd.CheckpointMatchWarning` each.
 
     Comes after :class:`~paddle_llrd.integrations.averaging.EMACallback`,
@@ -102,9 +105,10 @@ class RunStateCallback:
         resumed = self.resume_from is not None and state.global_step > 0
         if self.ema is not None:
             if saved.get("ema") is not None:
-                decay = self.ema.decay
+                settings = {name: getattr(self.ema, name) for name in _EMA_SETTINGS}
                 self.ema.set_state_dict(saved["ema"])
-                self.ema.decay = decay
+                for name, value in settings.items():
+                    setattr(self.ema, name, value)
             elif resumed:
                 warnings.warn(
                     f"{self.resume_from} has no EMA in {STATE_FILE}: the average starts again at the "

@@ -20,8 +20,8 @@ from typing import Any, Callable, Dict, Optional
 
 from paddle.optimizer.lr import LRScheduler
 
-from paddle_llrd.integrations.training_arguments import EMA_DIRECTORY, check_ema_decay
-from paddle_llrd.integrations.averaging import EMA_EVALUATION, EMACallback, evaluates_the_average
+from paddle_llrd.integrations.training_arguments import EMA_DIRECTORY
+from paddle_llrd.integrations.averaging import EMA_EVALUATION, EMACallback, evaluates_the_average, trainer_ema
 from paddle_llrd.integrations.builders import (
     build_optimizer,
     build_scheduler,
@@ -140,10 +140,7 @@ class LLRDTrainerMixin:
         self.layer_map = settings.layer_map
         self.n_layers = settings.n_layers
         self.set_param_lr_fun = settings.set_param_lr_fun
-        ema_decay = check_ema_decay(getattr(self.args, "ema_decay", 0.0))
-        self.ema: Optional[ExponentialMovingAverage] = (
-            ExponentialMovingAverage(self.model, decay=ema_decay) if ema_decay > 0 else None
-        )
+        self.ema: Optional[ExponentialMovingAverage] = trainer_ema(self.args, self.model)
         self._num_training_steps: Optional[int] = None
         # In this order when training begins: the EMA registers, then the run state restores it.
         if self.ema is not None:

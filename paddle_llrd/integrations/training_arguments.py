@@ -34,14 +34,15 @@ from typing import Any, Dict, Optional
 from paddle_llrd.checks import (
     checked_bool,
     checked_choice,
-    checked_in_range,
     checked_non_negative,
+    checked_positive,
     did_you_mean,
     is_real_number,
     refusal,
 )
 from paddle_llrd.layer_decay.layer_maps import FAMILY_PATTERNS, checked_block_regex
 from paddle_llrd.layer_decay.layerwise import checked_layerwise_decay
+from paddle_llrd.optim.ema import checked_ema_decay
 from paddle_llrd.schedules import registry
 from paddle_llrd.schedules.registry import ScheduleOption
 from paddle_llrd.schedules.weight_decay import WEIGHT_DECAY_STYLES
@@ -154,8 +155,9 @@ def check_layer_map(value: Any) -> str:
 
 
 def check_ema_decay(value: Any) -> float:
-    """``ema_decay`` as a float in ``[0, 1)``; ``0`` turns the average off."""
-    return checked_in_range(value, "ema_decay", low=0.0, high=1.0, high_open=True, advice="0 turns the average off")
+    """``ema_decay`` as a float in ``[0, 1)``, the EMA's own rule
+    (:func:`~paddle_llrd.optim.ema.checked_ema_decay`); ``0`` turns the average off."""
+    return checked_ema_decay(value, "ema_decay", advice="0 turns the average off")
 
 
 def _check_weight_decay_schedule(weight_decay: Any, end: Any, style: Any) -> Optional[float]:
@@ -343,6 +345,8 @@ def check_fields(values: Mapping[str, Any]) -> Dict[str, Any]:
         weight_decay, checked["weight_decay_end"], checked["weight_decay_incr_style"]
     )
     checked["ema_decay"] = check_ema_decay(checked["ema_decay"])
+    checked["ema_warmup"] = checked_bool(checked["ema_warmup"], "ema_warmup")
+    checked["ema_warmup_power"] = checked_positive(checked["ema_warmup_power"], "ema_warmup_power")
     checked["ema_eval"] = checked_bool(checked["ema_eval"], "ema_eval")
     checked["log_grad_norms"] = checked_bool(checked["log_grad_norms"], "log_grad_norms")
     min_lr = values.get("min_lr", 0.0)
@@ -394,6 +398,17 @@ class LLRDArgumentsMixin:
     ema_decay: float = field(
         default=0.0,
         metadata={"help": "Decay of an exponential moving average of the weights, in [0, 1); 0 turns it off."},
+    )
+    ema_warmup: bool = field(
+        default=False,
+        metadata={"help": "Warm the EMA's decay up as timm's ModelEmaV3 does: update t (from 0) uses "
+                          "min(ema_decay, 1 - (1 + t) ** -ema_warmup_power), so that a short run's average "
+                          "follows the weights."},
+    )
+    ema_warmup_power: float = field(
+        default=2.0 / 3.0,
+        metadata={"help": "The power p of the EMA warm-up, > 0: timm's 2/3 reaches a decay of 0.999 after "
+                          "31.6k updates, 3/4 after 10k."},
     )
     ema_eval: bool = field(
         default=True,

@@ -1,15 +1,14 @@
 """Exponential moving average (EMA) of a model's trainable parameters.
 
 A working replacement for ``paddlenlp.ops.optimizer.ExponentialMovingAverage``
-(same constructor and the same four methods), whose ``update`` computes
-``(1 - d) * p + d + shadow``, whose ``apply_shadow`` assigns ``param.data``
-(which does not change a Paddle parameter) and whose ``restore`` restores
-nothing.
+(same constructor and the same four methods); what PaddleNLP's gets wrong on
+Paddle 3 is listed in docs/ema.rst, "What differs from PaddleNLP's class".
 """
 from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import operator
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -18,15 +17,19 @@ import numpy as np
 import paddle
 from paddle import _C_ops
 
-from ..argument_checks import checked_count, checked_unit_fraction
+from ..checks import checked_choice, checked_count, checked_in_range, checked_positive, is_real_number
 from .eager import runs_eagerly_under_sot
 from .buffers import alias_of_run, gathered, numel, share_flat, storage_runs
 from .threads import FlatThreads
 
-__all__ = ["ExponentialMovingAverage"]
+__all__ = ["WARMUP_STYLES", "ExponentialMovingAverage", "checked_ema_decay", "ema_horizon", "warmup_decay"]
 
 _LOW_PRECISION = (paddle.float16, paddle.bfloat16)
 _STATE_KEYS = ("decay", "warmup", "num_updates", "shadow")
+# Entries a state_dict written before the warm-up had styles lacks; their defaults are that warm-up's.
+_WARMUP_STATE_DEFAULTS = {"warmup_style": "tensorflow", "warmup_power": 2.0 / 3.0, "warmup_gamma": 1.0}
+#: The decay warm-up rules: TensorFlow's ``num_updates`` rule and timm's ``ModelEmaV3`` rule.
+WARMUP_STYLES = ("tensorflow", "timm")
 # A parameter this large that does not share a buffer with its neighbours is
 # updated in place on its own: three more ops cost less than copying it
 # into a gathered tensor at every update (on one CPU core, 32 tensors of
@@ -39,6 +42,59 @@ def _validated_warmup(warmup: Any) -> bool:
     if not isinstance(warmup, (bool, np.bool_)):
         raise TypeError(f"warmup must be a bool, got {type(warmup).__name__} {warmup!r}")
     return bool(warmup)
+
+
+def checked_ema_decay(value: Any, argument: str = "decay", *, advice: str = "") -> float:
+    """An EMA's decay as a float in ``[0, 1)``: the one rule for the
+    constructor, the ``decay`` setter, ``set_state_dict`` and the Trainer's
+    ``ema_decay`` field.
+
+    ``1`` is refused: the average would stay at the registered weights for
+    ever. ``advice``, when given, follows the range in the message.
+
+    Raises:
+        TypeError: not a real number (a bool is refused).
+        ValueError: outside ``[0, 1)`` or NaN.
+
+    Examples:
+        >>> checked_ema_decay(0.999)
+        0.999
+        >>> checked_ema_decay(1.0)
+        Traceback (most recent call last):
+        ...
+        ValueError: `decay` must be in [0, 1), got 1.0 (1 would keep the registered weights as the average for ever).
+    """
+    if not advice and is_real_number(value) and float(value) == 1.0:
+        advice = "1 would keep the registered weights as the average for ever"
+    return checked_in_range(value, argument, low=0.0, high=1.0, high_open=True, advice=advice)
+
+
+def warmup_decay(decay: float, num_updates: int, style: str, power: float = 2.0 / 3.0, gamma: float = 1.0) -> float:
+    r"""The decay of update number ``num_updates + 1`` under a warm-up:
+    ``min(decay, (1 + n) / (10 + n))`` (``"tensorflow"``) or
+    ``min(decay, 1 - (1 + n / gamma) ** -power)`` (``"timm"``, ``ModelEmaV3``),
+    with ``n = num_updates``.
+
+    Examples:
+        >>> warmup_decay(0.999, 0, "timm"), warmup_decay(0.999, 7, "timm")
+        (0.0, 0.75)
+        >>> warmup_decay(0.999, 0, "tensorflow")
+        0.1
+    """
+    if style == "timm":
+        return min(decay, 1.0 - (1.0 + num_updates / gamma) ** -power)
+    return min(decay, (1.0 + num_updates) / (10.0 + num_updates))
+
+
+def ema_horizon(decay: float) -> float:
+    """How many updates an average of constant ``decay`` covers, ``1 / (1 - decay)``
+    (``inf`` for 1): the weight of an update falls by ``1/e`` over about that many.
+
+    Examples:
+        >>> round(ema_horizon(0.999))
+        1000
+    """
+    return math.inf if decay >= 1.0 else 1.0 / (1.0 - decay)
 
 
 def _unwrap(model: paddle.nn.Layer) -> paddle.nn.Layer:
@@ -168,7 +224,8 @@ class ExponentialMovingAverage:
         \text{shadow} \leftarrow d_n \cdot \text{shadow} + (1 - d_n) \cdot p,
         \qquad
         d_n = \begin{cases}
-            \min\!\left(\text{decay}, \dfrac{1 + n}{10 + n}\right) & \text{if warmup} \\
+            \min\!\left(\text{decay}, \dfrac{1 + n}{10 + n}\right) & \text{warmup, style tensorflow} \\
+            \min\!\left(\text{decay}, 1 - (1 + n / \gamma)^{-p}\right) & \text{warmup, style timm} \\
             \text{decay} & \text{otherwise}
         \end{cases}
 
@@ -197,13 +254,22 @@ class ExponentialMovingAverage:
 
     Args:
         model (paddle.nn.Layer): The model whose parameters are averaged.
-        decay (float, optional): The decay ``d`` in ``[0, 1]``: ``1`` keeps
-            the shadows at their registered values, ``0`` copies the
-            parameters. Default ``0.999``.
-        warmup (bool, optional): Keyword only. Use the smaller decay
-            ``min(decay, (1 + n) / (10 + n))`` early on (the ``num_updates``
-            rule of TensorFlow's ``ExponentialMovingAverage``), so that the
-            average forgets the initial weights quickly. Default ``False``.
+        decay (float, optional): The decay ``d`` in ``[0, 1)``; ``0`` copies
+            the parameters. Default ``0.999``.
+        warmup (bool, optional): Keyword only. Use a smaller decay early on,
+            so that the average forgets the initial weights quickly.
+            Default ``False``.
+        warmup_style (str, optional): Keyword only. The warm-up's rule:
+            ``"tensorflow"`` (default), ``min(decay, (1 + n) / (10 + n))``,
+            the ``num_updates`` rule of TensorFlow's
+            ``ExponentialMovingAverage``; or ``"timm"``,
+            ``min(decay, 1 - (1 + n / warmup_gamma) ** -warmup_power)``,
+            timm's ``ModelEmaV3``.
+        warmup_power (float, optional): Keyword only. ``p`` of the
+            ``"timm"`` rule, ``> 0``. Default ``2/3`` (timm's; it suggests
+            ``3/4`` for runs of about 100k steps or fewer).
+        warmup_gamma (float, optional): Keyword only. ``gamma`` of the
+            ``"timm"`` rule, ``> 0``. Default ``1``.
         num_threads (int|None, optional): Keyword only. The threads that
             share the update of a large CPU segment (contiguous chunks, the
             same bits as one op). None (default): as ``AdamWDL``'s
@@ -219,9 +285,12 @@ class ExponentialMovingAverage:
             :meth:`register`.
 
     Raises:
-        TypeError: ``model`` is not a ``paddle.nn.Layer``, ``decay`` is not a
-            real number, ``warmup`` is not a bool or ``num_threads`` not an int.
-        ValueError: ``decay`` is outside ``[0, 1]`` or NaN, or ``num_threads``
+        TypeError: ``model`` is not a ``paddle.nn.Layer``, ``decay``,
+            ``warmup_power`` or ``warmup_gamma`` is not a real number,
+            ``warmup`` is not a bool or ``num_threads`` not an int.
+        ValueError: ``decay`` is outside ``[0, 1)`` or NaN, ``warmup_style``
+            is not one of :data:`WARMUP_STYLES`, ``warmup_power`` or
+            ``warmup_gamma`` is not a finite number > 0, or ``num_threads``
             (or ``PADDLE_LLRD_NUM_THREADS``) is below 1.
 
     Examples:
@@ -244,7 +313,15 @@ class ExponentialMovingAverage:
     """
 
     def __init__(
-        self, model: paddle.nn.Layer, decay: float = 0.999, *, warmup: bool = False, num_threads: int | None = None
+        self,
+        model: paddle.nn.Layer,
+        decay: float = 0.999,
+        *,
+        warmup: bool = False,
+        warmup_style: str = "tensorflow",
+        warmup_power: float = 2.0 / 3.0,
+        warmup_gamma: float = 1.0,
+        num_threads: int | None = None,
     ) -> None:
         if not isinstance(model, paddle.nn.Layer):
             raise TypeError(f"model must be a paddle.nn.Layer, got {type(model).__name__}")
@@ -253,6 +330,9 @@ class ExponentialMovingAverage:
         self.model = model
         self.decay = decay
         self.warmup = warmup
+        self.warmup_style = warmup_style
+        self.warmup_power = warmup_power
+        self.warmup_gamma = warmup_gamma
         self.shadow: dict[str, paddle.Tensor] = {}
         self.backup: dict[str, paddle.Tensor] = {}
         self.num_updates = 0
@@ -270,16 +350,43 @@ class ExponentialMovingAverage:
 
     @decay.setter
     def decay(self, value: float) -> None:
-        self._decay = checked_unit_fraction(value, "decay")
+        self._decay = checked_ema_decay(value, "decay")
 
     @property
     def warmup(self) -> bool:
-        """Whether the decay warm-up ``min(decay, (1 + n) / (10 + n))`` is on."""
+        """Whether the decay warm-up (:attr:`warmup_style`) is on."""
         return self._warmup
 
     @warmup.setter
     def warmup(self, value: bool) -> None:
         self._warmup = _validated_warmup(value)
+
+    @property
+    def warmup_style(self) -> str:
+        """The warm-up's rule, one of :data:`WARMUP_STYLES` (validated on assignment)."""
+        return self._warmup_style
+
+    @warmup_style.setter
+    def warmup_style(self, value: str) -> None:
+        self._warmup_style = checked_choice(value, "warmup_style", WARMUP_STYLES)
+
+    @property
+    def warmup_power(self) -> float:
+        """``p`` of the ``"timm"`` warm-up (validated on assignment)."""
+        return self._warmup_power
+
+    @warmup_power.setter
+    def warmup_power(self, value: float) -> None:
+        self._warmup_power = checked_positive(value, "warmup_power", owner="ExponentialMovingAverage")
+
+    @property
+    def warmup_gamma(self) -> float:
+        """``gamma`` of the ``"timm"`` warm-up (validated on assignment)."""
+        return self._warmup_gamma
+
+    @warmup_gamma.setter
+    def warmup_gamma(self, value: float) -> None:
+        self._warmup_gamma = checked_positive(value, "warmup_gamma", owner="ExponentialMovingAverage")
 
     @property
     def registered(self) -> bool:
@@ -293,7 +400,8 @@ class ExponentialMovingAverage:
 
     def current_decay(self) -> float:
         r"""The decay the next :meth:`update` uses: ``decay``, or with warm-up
-        :math:`\min(\text{decay}, (1 + n) / (10 + n))` for ``n = num_updates``.
+        :func:`warmup_decay` of ``n = num_updates`` (for ``"tensorflow"``
+        :math:`\min(\text{decay}, (1 + n) / (10 + n))`).
 
         Examples:
             >>> import paddle
@@ -305,11 +413,14 @@ class ExponentialMovingAverage:
             >>> ema.num_updates = 990
             >>> ema.current_decay()        # min(0.99, 991 / 1000)
             0.99
+            >>> timm = ExponentialMovingAverage(model, decay=0.99, warmup=True, warmup_style="timm")
+            >>> timm.num_updates = 7
+            >>> timm.current_decay()       # min(0.99, 1 - (1 + 7) ** (-2/3))
+            0.75
         """
         if not self._warmup:
             return self._decay
-        n = self.num_updates
-        return min(self._decay, (1.0 + n) / (10.0 + n))
+        return warmup_decay(self._decay, self.num_updates, self._warmup_style, self._warmup_power, self._warmup_gamma)
 
     def _trainable_parameters(self) -> dict[str, paddle.Tensor]:
         return {name: p for name, p in _unwrap(self.model).named_parameters() if not p.stop_gradient}
@@ -374,10 +485,9 @@ class ExponentialMovingAverage:
         if self.applied:
             raise RuntimeError("update() called while the shadows are applied: call restore() first")
         decay = self.current_decay()
-        if decay < 1.0:  # decay == 1 leaves the shadows as they are
-            with paddle.no_grad():
-                for segment in self._flat_segments():
-                    segment.update(decay)
+        with paddle.no_grad():
+            for segment in self._flat_segments():
+                segment.update(decay)
         self.num_updates += 1
 
     def _flat_segments(self) -> list[_FlatSegment]:
@@ -463,10 +573,12 @@ class ExponentialMovingAverage:
 
     def state_dict(self) -> dict[str, Any]:
         """What a checkpoint needs to resume the average:
-        ``{"decay": float, "warmup": bool, "num_updates": int,
-        "shadow": {name: Tensor}}``. The shadow tensors are the live ones (not
-        copies), as in ``paddle.nn.Layer.state_dict``; ``paddle.save`` writes
-        them.
+        ``{"decay": float, "warmup": bool, "warmup_style": str,
+        "warmup_power": float, "warmup_gamma": float, "num_updates": int,
+        "shadow": {name: Tensor}}``; ``num_updates`` is also the warm-up's
+        step, so a resumed average takes the decays of an uninterrupted one.
+        The shadow tensors are the live ones (not copies), as in
+        ``paddle.nn.Layer.state_dict``; ``paddle.save`` writes them.
 
         Raises:
             RuntimeError: before :meth:`register`.
@@ -485,16 +597,21 @@ class ExponentialMovingAverage:
         return {
             "decay": self._decay,
             "warmup": self._warmup,
+            "warmup_style": self._warmup_style,
+            "warmup_power": self._warmup_power,
+            "warmup_gamma": self._warmup_gamma,
             "num_updates": self.num_updates,
             "shadow": dict(self.shadow),
         }
 
     def set_state_dict(self, state_dict: Mapping[str, Any]) -> None:
         """Load a :meth:`state_dict` (e.g. from ``paddle.load``): the shadows
-        are copied into this EMA's shadow tensors, and ``decay``, ``warmup``
-        and ``num_updates`` are taken over. Registers first if needed.
-        Every entry is checked and converted before anything changes, so a
-        refused ``state_dict`` leaves the EMA as it was.
+        are copied into this EMA's shadow tensors, and ``decay``, the warm-up
+        settings and ``num_updates`` are taken over (a state_dict without
+        ``warmup_style``, ``warmup_power`` or ``warmup_gamma``, as written
+        before they existed, has TensorFlow's warm-up). Registers first if
+        needed. Every entry is checked and converted before anything changes,
+        so a refused ``state_dict`` leaves the EMA as it was.
 
         Raises:
             TypeError: ``state_dict`` or one of its entries has the wrong
@@ -513,8 +630,13 @@ class ExponentialMovingAverage:
         missing = [key for key in _STATE_KEYS if key not in state_dict]
         if missing:
             raise KeyError(f"state_dict lacks {missing}; an ExponentialMovingAverage state_dict has the keys {list(_STATE_KEYS)}")
-        decay = checked_unit_fraction(state_dict["decay"], "decay")
+        decay = checked_ema_decay(state_dict["decay"], "state_dict['decay']")
         warmup = _validated_warmup(state_dict["warmup"])
+        style, power, gamma = (state_dict.get(key, default) for key, default in _WARMUP_STATE_DEFAULTS.items())
+        owner = "ExponentialMovingAverage.set_state_dict"
+        rule = (checked_choice(style, "warmup_style", WARMUP_STYLES),
+                checked_positive(power, "warmup_power", owner=owner),
+                checked_positive(gamma, "warmup_gamma", owner=owner))
         num_updates = checked_count(
             state_dict["num_updates"],
             "num_updates",
@@ -541,9 +663,11 @@ class ExponentialMovingAverage:
             for name, value in staged.items():
                 paddle.assign(value, output=self.shadow[name])
         self._decay, self._warmup, self.num_updates = decay, warmup, num_updates
+        self._warmup_style, self._warmup_power, self._warmup_gamma = rule
 
     def __repr__(self) -> str:
+        warmup = f"{self._warmup}, warmup_style={self._warmup_style!r}" if self._warmup else f"{self._warmup}"
         return (
-            f"ExponentialMovingAverage(decay={self._decay}, warmup={self._warmup}, "
+            f"ExponentialMovingAverage(decay={self._decay}, warmup={warmup}, "
             f"num_updates={self.num_updates}, parameters={len(self._params)})"
         )

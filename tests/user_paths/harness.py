@@ -44,8 +44,9 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 TIMEOUT_S = 300
-# ``user-path: NAME`` or ``user-path: NAME (not run: REASON)``, REASON one of NOT_RUN_REASONS
-_MARKER_BODY = r"user-path:\s*([\w-]+)(?:\s+\(not run: ([^)]+)\))?"
+# ``user-path: NAME``, ``user-path: NAME (not run: REASON)`` (REASON one of NOT_RUN_REASONS) or
+# ``user-path: NAME (continues EARLIER)``: the block runs after the page's block EARLIER, in one process
+_MARKER_BODY = r"user-path:\s*([\w-]+)(?:\s+\(not run: ([^)]+)\))?(?:\s+\(continues ([\w-]+)\))?"
 MARKDOWN_MARKER = re.compile(r"<!--\s*" + _MARKER_BODY + r"\s*-->")
 RST_MARKER = re.compile(r"^\.\. " + _MARKER_BODY + r"\s*$")
 #: The block languages whose blocks are documented patterns: programs, configs, shell commands.
@@ -68,6 +69,7 @@ class DocBlock:
     sources: List[str]  # "README.md" or "docs/x.rst:LINE" for every place it appears
     language: str = "python"
     not_run: Optional[str] = None  # the marker's reason why the tests do not run it
+    continues: Optional[str] = None  # the marker of the earlier block of the page this one continues
 
     @property
     def program(self) -> str:
@@ -97,7 +99,7 @@ class DocBlock:
 
 def _block(source: str, index: int, language: str, code: str, match: Optional[re.Match]) -> DocBlock:
     return DocBlock(match and match.group(1), code, [f"{source}:{index + 1}"], language,
-                    match and match.group(2))
+                    match and match.group(2), match and match.group(3))
 
 
 def _markdown_blocks(source: str, text: str, languages: Sequence[str]) -> List[DocBlock]:
@@ -156,7 +158,16 @@ def doc_block(marker: str, languages: Sequence[str] = PYTHON) -> DocBlock:
                              f"{[source for block in found for source in block.sources]}")
     first = found[0]
     return DocBlock(marker, first.code, [source for block in found for source in block.sources], first.language,
-                    first.not_run)
+                    first.not_run, first.continues)
+
+
+def doc_chain(marker: str, languages: Sequence[str] = PYTHON) -> List[DocBlock]:
+    """The block carrying ``marker`` after the blocks it continues, in page order: what a reader runs,
+    in one process, for it."""
+    chain = [doc_block(marker, languages)]
+    while chain[0].continues is not None:
+        chain.insert(0, doc_block(chain[0].continues, languages))
+    return chain
 
 
 def indented_block(marker: str, spaces: int) -> str:
@@ -253,9 +264,9 @@ def register(*scripts: UserScript) -> None:
 
 
 def from_doc(name: str, marker: str, prelude: str = "", epilogue: str = "", **options) -> UserScript:
-    """A documented block with what the page leaves to the reader before it
-    and the test's read-back after it, at module level, as one script."""
-    parts = [textwrap.dedent(prelude).strip("\n"), doc_block(marker).code.strip("\n"),
+    """A documented block, after the blocks it continues (:func:`doc_chain`), with what the page leaves
+    to the reader before them and the test's read-back after it, at module level, as one script."""
+    parts = [textwrap.dedent(prelude).strip("\n"), *(block.code.strip("\n") for block in doc_chain(marker)),
              textwrap.dedent(epilogue).strip("\n")]
     return UserScript(name, code="\n\n".join(part for part in parts if part) + "\n", **options)
 

@@ -12,6 +12,7 @@ promise. The execution-mode blocks are in test_modes.py.
 """
 from __future__ import annotations
 
+import ast
 import math
 
 import numpy as np
@@ -24,7 +25,7 @@ from reference_adamw import layer_ratio
 from user_model import make_batches
 
 # Blocks that need another virtualenv run there, by the test named here.
-RUN_ELSEWHERE = {"paddleformers-trainer": "tests_paddleformers/test_example.py"}
+RUN_ELSEWHERE = {"paddleformers-trainer": "tests_paddleformers/test_doc_configs.py"}
 
 STEPS = 5
 USER_MODEL = """
@@ -150,11 +151,10 @@ opt = AdamWDL(learning_rate=0.1, parameters=model.parameters(), weight_decay=0.0
                  live={n: p.numpy() for n, p in model.named_parameters()})
         """,
     ),
-    harness.from_doc(
+    harness.from_doc(  # the page's imports block, then this one (it continues it), in one script
         "migration-adamwdl", "migration-adamwdl",
         prelude="""
             import paddle
-            from paddle_llrd import AdamWDL, layerwise_lr_decay, LinearDecayWithWarmup
             from paddle_llrd.models.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
             from record import save
 
@@ -327,12 +327,31 @@ def test_every_python_block_is_a_user_path():
     unmarked = [block.sources[0] for block in blocks if block.marker is None]
     assert not unmarked, f"Python blocks without a `user-path:` marker: {unmarked}"
     markers = {block.marker for block in blocks}
-    untested = markers - TESTED_HERE - set(RUN_ELSEWHERE)
+    run = TESTED_HERE | set(RUN_ELSEWHERE)
+    run |= {block.marker for marker in run & markers for block in harness.doc_chain(marker)}  # run in its chain
+    untested = markers - run
     assert not untested, f"markers no user-path test runs: {sorted(untested)}"
     for marker, test_file in RUN_ELSEWHERE.items():
         assert (harness.ROOT / test_file).exists(), (marker, test_file)
     for marker in markers:
         harness.doc_block(marker)  # a marker on two pages marks one program
+
+
+def test_a_block_that_continues_another_follows_it_on_its_page_and_says_so():
+    """docs/design_rules.rst "Tests run the code as users run it": a block that needs an earlier block's
+    names is marked ``(continues EARLIER)``, comes after EARLIER on the same page, and the text just
+    before it tells the reader it continues; the tests run the page's blocks in order in one process."""
+    blocks = harness.doc_blocks()
+    continuing = [block for block in blocks if block.continues is not None]
+    assert continuing, "no block continues another"
+    for block in continuing:
+        source, line = block.sources[0].rsplit(":", 1)
+        earlier = [other for other in blocks if other.marker == block.continues
+                   and other.sources[0].rsplit(":", 1)[0] == source]
+        assert earlier and int(earlier[0].sources[0].rsplit(":", 1)[1]) < int(line), block.sources
+        text = (harness.ROOT / source).read_text(encoding="utf-8").splitlines()[: int(line) - 1]
+        before = " ".join(text[-8:]).lower()
+        assert "continu" in before, f"{block.sources[0]}: the text before the block does not say it continues"
 
 
 def _user_path_test(*names):
@@ -359,6 +378,12 @@ def test_quickstart_ends_where_it_says(user_path, name):
         elif "embeddings" in structured_name:
             assert float(ratio) == pytest.approx(0.8 ** 5), structured_name
     assert any(".encoder.layers.0." in name for name in ratios)
+    # what the block prints, so the reader sees it worked: the step and update counts, each layer id's ratio
+    steps, by_layer = harness.lines_matching(saved.stdout, r"^(\d+) steps, EMA of (\d+) updates$"), \
+        harness.lines_matching(saved.stdout, r"^lr ratio by layer id: (\{.*\})$")
+    assert steps == [("100", "100")], saved.stdout
+    printed = ast.literal_eval(by_layer[0][0])
+    assert printed == {k: round(0.8 ** (5 - k), 3) for k in range(6)}, printed
 
 
 @_user_path_test("migration-adamwdl")
