@@ -15,7 +15,7 @@ from typing import Any
 import paddle
 from paddle import _C_ops
 
-__all__ = ["alias_of_run", "flat_copy", "gathered", "numel", "own_storage", "share_flat", "storage_runs"]
+__all__ = ["alias_of_run", "empty_flat", "flat_copy", "gathered", "numel", "own_storage", "share_flat", "storage_runs"]
 
 # The dtypes ``coalesce_tensor`` has kernels for on CPU and GPU alike; other
 # tensors are gathered by ``concat``.
@@ -40,9 +40,25 @@ def gathered(tensors: Sequence[Any]) -> Any:
     return flat_copy(tensors)
 
 
+def empty_flat(tensors: Sequence[Any]) -> Any:
+    """A new uninitialised flat tensor with room for ``tensors`` (same dtype and place), outside autograd.
+
+    Uninitialised on purpose: the host allocator maps large buffers lazily, so
+    the memory it occupies grows only as the copies into it are written (see
+    :func:`share_flat`).
+    """
+    return _C_ops.empty([sum(numel(t) for t in tensors)], tensors[0].dtype, tensors[0].place)
+
+
 def share_flat(tensors: Sequence[Any]) -> Any:
     """Make ``tensors`` (same dtype and place) views of one new flat buffer holding
     their values in order; returns the buffer. Each keeps its shape and Python object.
+
+    One tensor at a time: each is copied into its range and re-pointed at it
+    at once, which releases its own storage (unless something else holds it).
+    The layout so never holds a second copy of more than one tensor besides
+    the buffer's written part, rather than of every tensor at once (a
+    ``concat`` of them all would).
 
     Examples:
         >>> import paddle
@@ -53,13 +69,16 @@ def share_flat(tensors: Sequence[Any]) -> Any:
         >>> flat.scale_(10.0).numpy().tolist()[3:], b.numpy().tolist()
         ([10.0, 20.0, 20.0, 20.0], [20.0, 20.0, 20.0])
     """
-    flat = flat_copy(tensors)
-    offset = 0
-    for tensor in tensors:
-        size, shape = numel(tensor), list(tensor.shape)
-        flat._slice(offset, offset + size)._share_buffer_to(tensor)
-        tensor.get_tensor()._set_dims(shape)
-        offset += size
+    with paddle.no_grad():
+        flat = empty_flat(tensors)
+        offset = 0
+        for tensor in tensors:
+            size, shape = numel(tensor), list(tensor.shape)
+            view = flat._slice(offset, offset + size)
+            _C_ops.assign_out_(_C_ops.reshape(tensor, [-1]), view)
+            view._share_buffer_to(tensor)
+            tensor.get_tensor()._set_dims(shape)
+            offset += size
     return flat
 
 
