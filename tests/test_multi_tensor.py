@@ -326,10 +326,14 @@ def test_amp_overflow_step_changes_nothing() -> None:
 
 
 # ----------------------------------------------------- what it does not serve
+class ClipOfItsOwn(nn.ClipGradByGlobalNorm):
+    """A user's clip class: it may change what clipping does, so the flat step leaves it to Paddle."""
+
+
 @pytest.mark.parametrize(
     "options, reason",
     [
-        (dict(grad_clip=nn.ClipGradByGlobalNorm(0.1)), "gradient clipping"),
+        (dict(grad_clip=ClipOfItsOwn(0.1)), "gradient clipping by ClipOfItsOwn"),
         (dict(set_param_lr_fun=lambda decay, names, n, p: 0.5), "not pure"),
         (dict(layerwise_decay=paddle.to_tensor(0.7)), "not pure"),
         (dict(beta1=paddle.to_tensor(0.8)), "Tensor beta1"),
@@ -338,7 +342,19 @@ def test_amp_overflow_step_changes_nothing() -> None:
 def test_what_it_does_not_serve_takes_the_per_parameter_path(options: dict, reason: str) -> None:
     multi = both_paths(**options)
     assert multi[3]._multi_tensor.fused_steps == 0
-    assert reason in multi[3]._multi_tensor.last_reason
+    path, why = multi[3].last_update_path
+    assert path == "per_parameter" and reason in why
+
+
+
+def test_a_group_with_its_own_grad_clip_takes_the_per_parameter_path() -> None:
+    def groups(model):
+        layers = [p for n, p in model.named_parameters() if "encoder" in n]
+        rest = [p for n, p in model.named_parameters() if "encoder" not in n]
+        return [{"params": layers, "grad_clip": nn.ClipGradByValue(0.01)}, {"params": rest}]
+
+    multi = both_paths(parameters=groups, grad_clip=nn.ClipGradByGlobalNorm(0.1))
+    assert multi[3].last_update_path == ("per_parameter", "a parameter group with its own grad_clip")
 
 
 def test_use_multi_tensor_must_be_a_bool_or_none() -> None:

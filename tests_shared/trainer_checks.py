@@ -88,6 +88,7 @@ def make_recorder(kit: Kit):
             self.lrs: List[float] = []
             self.before: List[Dict[str, tuple]] = []
             self.after: List[Dict[str, np.ndarray]] = []
+            self.paths: List[Any] = []  # the optimizer's last_update_path after each step
 
         def on_optimizer_begin(self, args, state, control, model=None, optimizer=None, **kwargs):
             self.lrs.append(float(optimizer.get_lr()))
@@ -98,8 +99,9 @@ def make_recorder(kit: Kit):
                 step[name] = (param.numpy().astype(np.float64), grad)
             self.before.append(step)
 
-        def on_optimizer_end(self, args, state, control, model=None, **kwargs):
+        def on_optimizer_end(self, args, state, control, model=None, optimizer=None, **kwargs):
             self.after.append(parameters_numpy(model))
+            self.paths.append(getattr(optimizer, "last_update_path", None))
 
     return Recorder()
 
@@ -235,6 +237,8 @@ def check_whole_run_against_float64_reference(kit: Kit, tmp_path, *, decay, sche
     assert trainer.optimizer.weight_decay_schedule.current_step == steps
     first_norm = math.sqrt(sum(float(np.sum(g**2)) for _, g in recorder.before[0].values()))
     assert first_norm > 2 * clip_norm  # clipping really was active
+    # ... on the multi-tensor step, every step (docs/adamwdl.rst, "The multi-tensor step")
+    assert recorder.paths == [("multi_tensor", None)] * steps
     trajectory = adamw_reference(initial, recorder.before, recorder.lrs, wds,
                                  lambda name: kit.expected_ratio(name, decay, kit.n_layers),
                                  beta1=0.8, beta2=0.95, eps=1e-6, clip_norm=clip_norm)

@@ -109,6 +109,16 @@ def test_a_whole_run_follows_the_float64_reference(kit, tmp_path, style):
     )
 
 
+def test_a_run_with_the_default_max_grad_norm_takes_the_multi_tensor_step_at_every_step(kit, tmp_path):
+    """The Trainer clips by default (``max_grad_norm`` 1.0, a ``ClipGradByGlobalNorm``), and the
+    multi-tensor step clips itself (docs/adamwdl.rst, "The multi-tensor step")."""
+    recorder = make_recorder(kit)
+    args = kit.args(tmp_path, max_steps=4, layerwise_decay=0.8)
+    assert args.max_grad_norm == 1.0
+    kit.trainer(args, callbacks=[recorder]).train()
+    assert recorder.paths == [("multi_tensor", None)] * 4
+
+
 SCHEDULES = {
     "linear": dict(warmup_ratio=0.25),  # floor(0.25 * 10) = 2 warmup steps
     "cosine": dict(warmup_steps=3, num_cycles=0.5),

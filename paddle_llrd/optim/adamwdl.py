@@ -15,7 +15,9 @@ import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
+import paddle
 from paddle.base import framework
+from paddle.base.dygraph import base as imperative_base
 from paddle.base.layer_helper import LayerHelper
 from paddle.optimizer import AdamW
 
@@ -23,7 +25,7 @@ from ..layer_decay.layerwise import layerwise_lr_decay
 from ..schedules.weight_decay import WeightDecaySchedule, claim_schedule
 from .optimizer_checks import check_added_group, checked_adamwdl_arguments, group_with_weight_decay, refuse_groups_in_program
 from .checkpoint import STRUCTURED_NAMES_KEY, matched_state_dict, structured_names_record
-from .dispatch import multi_tensor_step, parameter_route
+from .dispatch import MULTI_TENSOR, UpdatePath, multi_tensor_step, parameter_route
 from .eager import runs_eagerly_under_sot
 from .kernels import adamw_kernel, adamw_update, decoupled_decay
 from .multi_tensor import MultiTensorStep
@@ -47,7 +49,7 @@ if TYPE_CHECKING:
     from paddle.nn.clip import GradientClipBase
     from paddle.optimizer.lr import LRScheduler
 
-__all__ = ["AdamWDL", "ParamLrRow", "STRUCTURED_NAMES_KEY", "WEIGHT_DECAY_SCHEDULE_KEY"]
+__all__ = ["AdamWDL", "ParamLrRow", "UpdatePath", "STRUCTURED_NAMES_KEY", "WEIGHT_DECAY_SCHEDULE_KEY"]
 
 # The entry of the optimizer's state_dict() that holds its schedule's state.
 WEIGHT_DECAY_SCHEDULE_KEY = "weight_decay_schedule"
@@ -189,6 +191,7 @@ class AdamWDL(AdamW):
         self._force_general_decay = False  # tests: every decay as the separate op
         # The multi-tensor dygraph step (multi_tensor.py); None: the per-parameter path only.
         self._multi_tensor = None if use_multi_tensor is False else multi_tensor
+        self._last_update_path: UpdatePath | None = None
         self._params_name: dict[str, None] = {}  # ordered set, for a stable str()
         for param in self._listed_parameters():
             if self._decays(param):
@@ -253,6 +256,7 @@ class AdamWDL(AdamW):
 
     # ------------------------------------------------------------ the step
     @runs_eagerly_under_sot
+    @imperative_base.no_grad()  # as paddle.optimizer.Optimizer.step, whose body this replaces in dygraph
     def step(self) -> None:
         """Update the parameters once (eagerly under ``to_static``); with a weight-decay
         schedule, advance it.
@@ -266,9 +270,14 @@ class AdamWDL(AdamW):
             >>> opt.step()
             >>> opt.clear_grad()
         """
-        if self._multi_tensor is not None and multi_tensor_step(self):
+        dygraph = framework.in_dygraph_mode() and not paddle.base.dygraph.base.in_to_static_mode()
+        if self._multi_tensor is not None and dygraph and multi_tensor_step(self):
+            self._last_update_path = MULTI_TENSOR
             return None
+        self._last_update_path = self._per_parameter_path(dygraph)
         if not self._grouped():
+            if dygraph:  # Paddle's step, but past this class's _apply_optimize, which would try the flat step again
+                return self._apply_per_parameter(None, None, self._params_grads())
             return super().step()  # one _apply_optimize: the schedule and the ratios inside
         # Parameter groups make one _apply_optimize (and one pass) each: ask
         # set_param_lr_fun and apply_decay_param_fun about every group's
@@ -309,11 +318,67 @@ class AdamWDL(AdamW):
         refuse_groups_in_program(self._grouped())
         return super().minimize(loss, startup_program=startup_program, parameters=parameters, no_grad_set=no_grad_set)
 
-    @runs_eagerly_under_sot  # whoever calls it: apply_gradients(), fleet's sharding optimizer
+    @property
+    def last_update_path(self) -> UpdatePath | None:
+        """Which implementation the last update ran, and why not the multi-tensor one:
+        an :class:`~paddle_llrd.optim.dispatch.UpdatePath` ``(path, reason)``, None before
+        the first update. See :ref:`adamwdl-multi-tensor`.
+
+        Examples:
+            >>> import paddle
+            >>> from paddle_llrd import AdamWDL
+            >>> linear = paddle.nn.Linear(3, 2)
+            >>> opt = AdamWDL(parameters=linear.parameters(), set_param_lr_fun=None,
+            ...               grad_clip=paddle.nn.ClipGradByGlobalNorm(1.0))
+            >>> linear(paddle.ones([4, 3])).mean().backward()
+            >>> opt.step()
+            >>> opt.last_update_path
+            UpdatePath(path='multi_tensor', reason=None)
+            >>> opt = AdamWDL(parameters=linear.parameters(), use_multi_tensor=False)
+            >>> opt.step()
+            >>> opt.last_update_path
+            UpdatePath(path='per_parameter', reason='use_multi_tensor=False')
+        """
+        return self._last_update_path
+
+    def _per_parameter_path(self, dygraph: bool = True) -> UpdatePath:
+        """The per-parameter path, with why the multi-tensor step was refused."""
+        if self._multi_tensor is None:
+            return UpdatePath("per_parameter", "use_multi_tensor=False")
+        if not dygraph:
+            return UpdatePath("per_parameter", "not a dygraph step")
+        return UpdatePath("per_parameter", self._multi_tensor.last_reason)
+
+    def _params_grads(self) -> list[tuple[Any, Any]]:
+        """The ``(parameter, gradient)`` pairs Paddle's dygraph ``step()`` hands its pass
+        (trained parameters with a gradient, a ``main_grad`` where one is set)."""
+        pairs = []
+        for param in self._parameter_list or []:
+            if param.stop_gradient:
+                continue
+            main_grad = getattr(param, "main_grad", None)
+            grad = main_grad if main_grad is not None else param._grad_ivar()
+            if grad is not None:
+                pairs.append((param, grad))
+        return pairs
+
+    @runs_eagerly_under_sot  # whoever calls it: apply_gradients(), minimize(), fleet's sharding optimizer
     def _apply_optimize(self, loss: Any, startup_program: Any, params_grads: Any, param_group_idx: int = 0) -> Any:
-        # One call per step without parameter groups: the schedule is read
-        # before it and advanced after it. Groups call it once per group, and
-        # step() follows the schedule around them.
+        # A dygraph caller other than step() (fleet's sharding optimizer hands
+        # one rank's parameters) gets the multi-tensor step where it applies.
+        if (self._multi_tensor is not None and isinstance(params_grads, list) and framework.in_dygraph_mode()
+                and not paddle.base.dygraph.base.in_to_static_mode()):
+            if multi_tensor_step(self, params_grads):
+                self._last_update_path = MULTI_TENSOR
+                return None
+            self._last_update_path = self._per_parameter_path()
+        return self._apply_per_parameter(loss, startup_program, params_grads, param_group_idx)
+
+    def _apply_per_parameter(self, loss: Any, startup_program: Any, params_grads: Any, param_group_idx: int = 0) -> Any:
+        """Paddle's ``_apply_optimize`` (clipping, then the pass): the per-parameter path.
+        One call per step without parameter groups: the schedule is read before it and
+        advanced after it. Groups call it once per group, and step() follows the
+        schedule around them."""
         if self._scheduled_decay is None or isinstance(params_grads, dict):
             return super()._apply_optimize(loss, startup_program, params_grads, param_group_idx=param_group_idx)
         self._refuse_schedule_outside_dygraph()

@@ -23,11 +23,12 @@ import paddle
 from paddle.base import framework
 
 from ..argument_checks import is_real_number
+from .clipping import flat_clip_refusal
 from .kernels import is_tensor
 from .multi_tensor import LayoutInput, StepContext
 from .updates import AdamSettings, LrScale, densify, is_static_sparse
 
-__all__ = ["FUSED_RATIO_RANGE", "Route", "decay_route", "decay_scale", "fused_decay_coeff", "layout_inputs", "multi_tensor_context",
+__all__ = ["FUSED_RATIO_RANGE", "Route", "UpdatePath", "clip_refusal", "given_gradients_refusal", "decay_route", "decay_scale", "fused_decay_coeff", "layout_inputs", "multi_tensor_context",
            "multi_tensor_refusal", "multi_tensor_step", "parameter_route"]
 
 # A fused update folds the ratio into the kernel's decay coefficient
@@ -37,12 +38,30 @@ __all__ = ["FUSED_RATIO_RANGE", "Route", "decay_route", "decay_scale", "fused_de
 FUSED_RATIO_RANGE = (1e-12, 1e12)
 
 
+class UpdatePath(NamedTuple):
+    """Which implementation an AdamWDL step ran (:attr:`AdamWDL.last_update_path
+    <paddle_llrd.AdamWDL.last_update_path>`).
+
+    ``path``: ``"multi_tensor"`` (one kernel call per group of like parameters
+    over flat buffers) or ``"per_parameter"`` (one kernel call per
+    parameter); ``reason``: why the step was not the multi-tensor one (None
+    when it was).
+    """
+
+    path: str
+    reason: str | None = None
+
+
+MULTI_TENSOR = UpdatePath("multi_tensor")
+
+
 # ------------------------------------------------------------------ per step
 def multi_tensor_refusal(optimizer: Any) -> str | None:
     """Why ``optimizer``'s step takes the per-parameter path, or None for the multi-tensor step.
 
     The multi-tensor step needs ``use_multi_tensor`` not False, a dygraph
-    step outside ``to_static`` translation, no gradient clipping, float
+    step outside ``to_static`` translation, gradient clipping the flat step
+    applies itself (:func:`clip_refusal`) or none, float
     betas, epsilon and weight decay (a ``WeightDecaySchedule`` gives floats),
     layer ratios that are cached (a function pure in the name with a float
     ``layerwise_decay``) or none, and no AMP overflow (such a step changes no
@@ -60,8 +79,9 @@ def multi_tensor_refusal(optimizer: Any) -> str | None:
         return "set_param_lr_fun is not pure in the parameter name (its ratios are asked every step)"
     defaults = optimizer._default_dict
     groups = optimizer._param_groups if optimizer._grouped() else [defaults]
-    if optimizer._grad_clip is not None or any(g.get("grad_clip") is not None for g in groups):
-        return "gradient clipping"
+    clip_reason = clip_refusal(optimizer._grad_clip, groups)
+    if clip_reason is not None:
+        return clip_reason
     for group in groups:
         for key in ("beta1", "beta2", "epsilon", "weight_decay"):
             if is_tensor(group.get(key, defaults.get(key))):
@@ -71,23 +91,49 @@ def multi_tensor_refusal(optimizer: Any) -> str | None:
     return None
 
 
-def multi_tensor_step(optimizer: Any) -> bool:
+def clip_refusal(grad_clip: Any, groups: list[dict[str, Any]]) -> str | None:
+    """Why the multi-tensor step cannot clip as ``grad_clip`` and the groups' own
+    ``grad_clip`` would (:func:`~paddle_llrd.optim.clipping.flat_clip_refusal`), or None.
+
+    A parameter group clips with the optimizer's ``grad_clip`` unless its dict
+    gives another; one that does takes the per-parameter path.
+    """
+    if any(group.get("grad_clip", grad_clip) is not grad_clip for group in groups):
+        return "a parameter group with its own grad_clip"
+    return flat_clip_refusal(grad_clip)
+
+
+def given_gradients_refusal(params_grads: list[tuple[Any, Any]]) -> str | None:
+    """Why gradients handed to ``_apply_optimize`` (fleet's sharding optimizer,
+    ``apply_gradients``) cannot be updated from the flat buffers, or None: each must be
+    its parameter's own gradient (not a ``main_grad``, nor a copy clipped elsewhere)."""
+    for param, grad in params_grads:
+        if grad is not None and grad is not param._grad_ivar():
+            return f"the gradient given for {param.name!r} is not the parameter's own"
+    return None
+
+
+def multi_tensor_step(optimizer: Any, params_grads: list[tuple[Any, Any]] | None = None) -> bool:
     """The step on the multi-tensor path, where :func:`multi_tensor_refusal` allows it
     and the layout holds every trained parameter; False (nothing changed) otherwise,
-    and the per-parameter pass runs."""
+    and the per-parameter pass runs. ``params_grads``: update only these (what fleet's
+    sharding optimizer hands one rank), else every listed parameter with a gradient."""
     multi_tensor = optimizer._multi_tensor
     reason = multi_tensor_refusal(optimizer)
+    if reason is None and params_grads is not None:
+        reason = given_gradients_refusal(params_grads)
     if reason is not None:
         multi_tensor.refuse(reason)
         return False
     optimizer._sync_weight_decay()  # (each a no-op without a weight-decay schedule)
-    if not multi_tensor.step(multi_tensor_context(optimizer)):
+    only = None if params_grads is None else frozenset(id(param) for param, grad in params_grads if grad is not None)
+    if not multi_tensor.step(multi_tensor_context(optimizer, only)):
         return False
     optimizer._finish_scheduled_step()
     return True
 
 
-def multi_tensor_context(optimizer: Any) -> StepContext:
+def multi_tensor_context(optimizer: Any, only: frozenset[int] | None = None) -> StepContext:
     """The :class:`~paddle_llrd.optim.multi_tensor.StepContext` of ``optimizer``'s step now:
     its parameter groups with their settings and weight decay, the global lr, the decay rule."""
     groups = optimizer._listed_groups()
@@ -105,6 +151,8 @@ def multi_tensor_context(optimizer: Any) -> StepContext:
         with_ratio=optimizer._decay_with_ratio,
         force_general=optimizer._force_general_decay,
         prepare=functools.partial(layout_inputs, optimizer),
+        grad_clip=optimizer._grad_clip,
+        only=only,
     )
 
 

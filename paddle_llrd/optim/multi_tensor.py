@@ -23,7 +23,8 @@ import paddle
 from paddle import _C_ops
 from paddle.base import core
 
-from .buffers import flat_copy, numel, own_storage, share_flat
+from .clipping import clip_gradients
+from .buffers import empty_flat, numel, own_storage, share_flat
 from .kernels import bound_adamw_kernel, decoupled_decay, is_tensor
 from .threads import FlatThreads
 from .updates import AdamSettings, UpdatePass
@@ -45,6 +46,7 @@ class BankKey(NamedTuple):
     place: str
     master: bool
     fp32_fallback: bool
+    need_clip: bool
     beta1_pow: float
     beta2_pow: float
 
@@ -134,13 +136,19 @@ class Bank:
         plans = [plan for _, _, plan in ordered]
         self.base_scales = [kernel_key.base_scale for kernel_key, ms in members.items() for _ in ms]
         self.param_flat = share_flat(self.params)
-        self.grad_flat = flat_copy([grad for _, grad, _ in ordered])
+        # Each gradient copied into its range and replaced by the view at once,
+        # which frees it: no second copy of them all (buffers.share_flat).
+        # (the layout holds no gradient: a reference would keep it alive)
+        self.grad_flat = empty_flat([param._grad_ivar() for param in self.params])
         self.offsets = []
         offset = 0
-        for param in self.params:
-            self.offsets.append(offset)
-            param._copy_gradient_from(self._grad_view(len(self.offsets) - 1))
-            offset += numel(param)
+        with paddle.no_grad():
+            for index, param in enumerate(self.params):
+                self.offsets.append(offset)
+                view = self._grad_view(index)
+                _C_ops.assign_out_(param._grad_ivar(), view)
+                param._copy_gradient_from(view)
+                offset += numel(param)
         moments = list(zip(*(plan.moments for plan in plans)))
         self.moment1 = share_flat(moments[0])
         self.moment2 = share_flat(moments[1])
@@ -353,14 +361,32 @@ class StepContext(NamedTuple):
     with_ratio: bool
     force_general: bool
     prepare: Callable[[list[tuple[dict[str, Any] | None, list[Any]]], dict[int, bool]], list[list[LayoutInput]]]
+    grad_clip: Any = None
+    """The gradient clipping of every group (:func:`~paddle_llrd.optim.clipping.clip_gradients`), or None."""
+    only: frozenset[int] | None = None
+    """The ids of the parameters to update (fleet's sharding optimizer: one rank's); None: all with a gradient."""
 
 
 def _listed_count(groups: list[tuple[Any, list[Any]]]) -> int:
     return sum(len(params) for _, params in groups)
 
 
-def _trained(param: Any) -> bool:
-    return not param.stop_gradient and param._grad_ivar() is not None
+def _updated(param: Any, only: frozenset[int] | None) -> bool:
+    """Whether the step updates ``param``: trained, with a gradient, and among ``only`` where given."""
+    return not param.stop_gradient and param._grad_ivar() is not None and (only is None or id(param) in only)
+
+
+def _clip_inputs(trained: list[tuple[Any, list[Any]]], banks: list[Bank]) -> dict[int, tuple[list[Any], list[bool], list[Any]]]:
+    """Per parameter group, what :func:`~paddle_llrd.optim.clipping.clip_gradients` is given:
+    its parameters in the optimizer's order (the order Paddle sums the norms in), their
+    ``need_clip``, and the gradient chunks of its banks that are clipped."""
+    inputs = {}
+    for index, (_, params) in enumerate(trained):
+        need_clip = [getattr(param, "need_clip", True) is not False for param in params]
+        flats = [chunk for bank in banks if bank.key.param_group == index and bank.key.need_clip
+                 for chunk in bank.grad_chunks]
+        inputs[index] = (params, need_clip, flats)
+    return inputs
 
 
 class _LrTable:
@@ -400,6 +426,8 @@ class MultiTensorStep:
         self.rebuilds = 0
         self._consecutive_rebuilds = 0
         self._listed = 0
+        self._only: frozenset[int] | None = None
+        self._clip_inputs: dict[int, tuple[list[Any], list[bool], list[Any]]] = {}
         self.disabled: str | None = None
         self.last_reason: str | None = None
         # The last step found the gradients views, and no backward has run since.
@@ -417,6 +445,8 @@ class MultiTensorStep:
         self._lr_tables = {}
         self._asked_decays = AskedDecays([], [], [])
         self._views_checked = False
+        self._only = None
+        self._clip_inputs = {}
 
     def refuse(self, reason: str) -> None:
         """Note that this step takes the per-parameter path, for ``reason``
@@ -451,10 +481,10 @@ class MultiTensorStep:
     def _intact(self, context: StepContext) -> tuple[bool, dict[int, bool]]:
         """Whether the banks still hold (realiasing replaced gradients on the way),
         and the decay rule's answers where they changed (by id of the parameter)."""
-        if _listed_count(context.groups) != self._listed:
-            return False, {}  # a parameter group was added
+        if _listed_count(context.groups) != self._listed or context.only != self._only:
+            return False, {}  # a parameter group was added, or another set of parameters handed over
         for param in self.outside:
-            if _trained(param):
+            if _updated(param, context.only):
                 return False, {}
         for bank in self.banks:
             intact, replaced = bank.check()
@@ -472,7 +502,7 @@ class MultiTensorStep:
     def _layout(self, context: StepContext, decay_answers: dict[int, bool]) -> bool:
         """Put the parameters that have a gradient now into banks; False (nothing
         changed) if one of them cannot share a kernel call."""
-        trained = [(group, [p for p in params if _trained(p)]) for group, params in context.groups]
+        trained = [(group, [p for p in params if _updated(p, context.only)]) for group, params in context.groups]
         for _, params in trained:
             for param in params:
                 if not _shareable(param):
@@ -487,9 +517,7 @@ class MultiTensorStep:
                 if keys is None:
                     self.last_reason = f"parameter {param.name!r} cannot share a kernel call"
                     return False
-                members.setdefault(keys[0], {}).setdefault(keys[1], []).append(
-                    (param, param._grad_ivar(), layout_input.plan)
-                )
+                members.setdefault(keys[0], {}).setdefault(keys[1], []).append((param, None, layout_input.plan))
                 if layout_input.plan.decays is None:
                     asked.append((param, layout_input.decays))
         self._asked_decays = AskedDecays(
@@ -497,8 +525,10 @@ class MultiTensorStep:
         )
         previous = {id(t): t for bank in self.banks for t in bank.tensors}
         self.banks = [Bank(key, by_kernel, self.threads) for key, by_kernel in members.items()]
-        self.outside = [p for _, params in context.groups for p in params if not _trained(p)]
+        self.outside = [p for _, params in context.groups for p in params if not _updated(p, context.only)]
         self._listed = _listed_count(context.groups)
+        self._only = context.only
+        self._clip_inputs = _clip_inputs(trained, self.banks)
         now = {id(t) for bank in self.banks for t in bank.tensors}
         for tensor_id, tensor in previous.items():
             if tensor_id not in now:
@@ -522,7 +552,12 @@ class MultiTensorStep:
         for bank in self.banks:
             index = bank.key.param_group
             if index != current:
-                # One pass per parameter group, as the per-parameter step.
+                # One pass per parameter group, as the per-parameter step,
+                # clipped per group as Paddle clips (each group its own norm).
+                if context.grad_clip is not None:
+                    params, need_clip, flats = self._clip_inputs[index]
+                    clip_gradients(context.grad_clip, list(map(_GRAD_OF, params)), need_clip, flat_grads=flats,
+                                   run=self.threads.run)
                 update = UpdatePass(lambda: global_lr)
                 lrs = self._lr_tables[index].refresh(global_lr)
                 current = index
@@ -586,6 +621,6 @@ def _keys(group_index: int, param: Any, layout_input: LayoutInput) -> tuple[Bank
     beta1_pow, beta2_pow = plan.moments[3], plan.moments[4]
     bank = BankKey(
         group_index, param.dtype, param._grad_ivar().dtype, str(param.place), master, plan.fp32_fallback,
-        float(beta1_pow.item()), float(beta2_pow.item()),
+        getattr(param, "need_clip", True) is not False, float(beta1_pow.item()), float(beta2_pow.item()),
     )
     return bank, KernelKey(layout_input.decays, float(base_scale), float(update_scale))
