@@ -91,7 +91,10 @@ def train(wrapper: str, optimizer_kind: str, out_dir: str, device: Optional[str]
         scheduler = mode_runner.make_learning_rate("scheduler")
         # The optimizer sees the inner model's parameters and names: the
         # wrappers prefix structured names with "_layers." but keep p.name.
-        opt = mode_runner.make_optimizer(optimizer_kind, model, scheduler)
+        # PADDLE_LLRD_TEST_PER_PARAMETER=1: the per-parameter path, to compare the multi-tensor one with
+        per_parameter = os.environ.get("PADDLE_LLRD_TEST_PER_PARAMETER") == "1"
+        opt = mode_runner.make_optimizer(optimizer_kind, model, scheduler,
+                                         **({"use_multi_tensor": False} if per_parameter else {}))
         if wrapper == "data_parallel":
             trained = paddle.DataParallel(model)
         elif wrapper.startswith("fleet"):
@@ -118,10 +121,13 @@ def train(wrapper: str, optimizer_kind: str, out_dir: str, device: Optional[str]
         while not hasattr(inner, "_multi_tensor") and hasattr(inner, "_inner_opt"):
             inner = inner._inner_opt  # fleet's wrappers hold the AdamWDL the user built
         step = getattr(inner, "_multi_tensor", None)
-        if step is not None:  # the multi-tensor path's public counters
+        if step is not None:  # the multi-tensor path's counters
             result["multi_tensor_steps"] = np.asarray(step.fused_steps)
             result["multi_tensor_threads"] = np.asarray(step.threads.count)
-            result["multi_tensor_last_reason"] = np.asarray(str(step.last_reason))
+        last_path = getattr(inner, "last_update_path", None)
+        if last_path is not None:
+            result["update_path"] = np.asarray(last_path.path)
+            result["update_path_reason"] = np.asarray(str(last_path.reason))
         if hasattr(trained, "get_all_parameters"):  # stage 3 keeps only this rank's slice of each parameter
             trained.get_all_parameters()
         for name, param in model.named_parameters():

@@ -366,12 +366,12 @@ class AdamWDL(AdamW):
     def _apply_optimize(self, loss: Any, startup_program: Any, params_grads: Any, param_group_idx: int = 0) -> Any:
         # A dygraph caller other than step() (fleet's sharding optimizer hands
         # one rank's parameters) gets the multi-tensor step where it applies.
-        if (self._multi_tensor is not None and isinstance(params_grads, list) and framework.in_dygraph_mode()
-                and not paddle.base.dygraph.base.in_to_static_mode()):
-            if multi_tensor_step(self, params_grads):
+        if isinstance(params_grads, list) and framework.in_dygraph_mode():
+            dygraph = not paddle.base.dygraph.base.in_to_static_mode()
+            if self._multi_tensor is not None and dygraph and multi_tensor_step(self, params_grads):
                 self._last_update_path = MULTI_TENSOR
                 return None
-            self._last_update_path = self._per_parameter_path()
+            self._last_update_path = self._per_parameter_path(dygraph)
         return self._apply_per_parameter(loss, startup_program, params_grads, param_group_idx)
 
     def _apply_per_parameter(self, loss: Any, startup_program: Any, params_grads: Any, param_group_idx: int = 0) -> Any:

@@ -108,7 +108,10 @@ def given_gradients_refusal(params_grads: list[tuple[Any, Any]]) -> str | None:
     ``apply_gradients``) cannot be updated from the flat buffers, or None: each must be
     its parameter's own gradient (not a ``main_grad``, nor a copy clipped elsewhere)."""
     for param, grad in params_grads:
-        if grad is not None and grad is not param._grad_ivar():
+        if grad is None:
+            continue
+        own = param._grad_ivar()  # (a new Python object at each call: compared by storage)
+        if own is None or not grad._is_shared_buffer_with(own) or grad._offset() != own._offset():
             return f"the gradient given for {param.name!r} is not the parameter's own"
     return None
 
