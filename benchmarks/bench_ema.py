@@ -95,8 +95,8 @@ def main(argv: list[str] | None = None) -> dict:
     # flat buffers; AdamW's in-place step keeps them so. The next update lays the shadows out alike.
     layout = AdamWDL(learning_rate=1e-4, parameters=params, weight_decay=0.01)
     layout.step()
-    if layout._multi_tensor.fused_steps != 1:
-        raise RuntimeError(f"AdamWDL did not take its multi-tensor step: {layout._multi_tensor.last_reason}")
+    if layout._flat.fused_steps != 1:
+        raise RuntimeError(f"AdamWDL did not take its multi-tensor step: {layout.last_update_path}")
     ema.update()
     laid_out_segments = _segments(ema)
     laid_out_ema_ms, laid_out_adamw_ms, laid_out_ratio = _interleaved(ema, optimizer, repeats)

@@ -118,9 +118,9 @@ def train(wrapper: str, optimizer_kind: str, out_dir: str, device: Optional[str]
             opt.clear_grad()
             scheduler.step()
         inner = opt
-        while not hasattr(inner, "_multi_tensor") and hasattr(inner, "_inner_opt"):
+        while not hasattr(inner, "_flat") and hasattr(inner, "_inner_opt"):
             inner = inner._inner_opt  # fleet's wrappers hold the AdamWDL the user built
-        step = getattr(inner, "_multi_tensor", None)
+        step = getattr(inner, "_flat", None)
         if step is not None:  # the multi-tensor path's counters
             result["multi_tensor_steps"] = np.asarray(step.fused_steps)
             result["multi_tensor_threads"] = np.asarray(step.threads.count)

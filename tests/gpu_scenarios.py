@@ -230,10 +230,10 @@ def check_plans_kept_across_a_weight_decay_schedule(dtype: str, expect_fp32_fall
         opt.clear_grad()
         reference_step(reference, grads, runner.BASE_LR, weight_decay=scheduled_weight_decay(step))
         if first_plans is None:
-            first_plans = dict(opt._plans)
+            first_plans = dict(opt._param_states)
     assert set(first_plans) == {param.name for param in model.parameters()}
     for param in model.parameters():
-        plan = opt._plans[param.name]
+        plan = opt._param_states[param.name]
         assert plan is first_plans[param.name], param.name
         assert plan.fp32_fallback is expect_fp32_fallback, param.name
         assert plan.master_weight is opt._master_weights.get(param.name), param.name

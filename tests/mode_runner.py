@@ -250,7 +250,7 @@ def make_optimizer(
     (``"fused"``, its default) or, where the kernel cannot express it, appends
     a separate decay op built from the ``_lr_to_coeff`` cache and the
     ``found_inf`` flag (``"general"``, forced here with its
-    ``_force_general_decay`` switch so that every mode exercises both).
+    ``separate_decay`` helper so that every mode exercises both).
     ``options`` go to the constructor (e.g. ``multi_precision=True``).
     """
     if decay_path not in DECAY_PATHS:
@@ -277,6 +277,7 @@ def make_optimizer(
     if kind == "adamw":
         return paddle.optimizer.AdamW(**common)
     if kind == "adamwdl":
+        from decay_routes import separate_decay
         from paddle_llrd import AdamWDL
 
         if AdamWDL is None:
@@ -287,7 +288,7 @@ def make_optimizer(
             n_layers=NUM_LAYERS,
             name_dict=name_dict,
         )
-        opt._force_general_decay = decay_path == "general"
+        separate_decay(opt, decay_path == "general")
         return opt
     raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {kind!r}")
 

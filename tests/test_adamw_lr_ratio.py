@@ -22,6 +22,7 @@ import pytest
 from paddle import nn
 
 from paddle_llrd import AdamW, AdamWDL
+from decay_routes import separate_decay
 
 
 def adamw_step(param, grad, moment1, moment2, lr, beta1_pow, beta2_pow, *,
@@ -67,7 +68,7 @@ def _layerwise_scenario(general: bool = False, steps: int = 5):
         weight_decay=weight_decay,
         lr_ratio=lr_ratio,
     )
-    opt._force_general_decay = general
+    separate_decay(opt, general)
     reference = {p.name: [p.numpy().astype(np.float64), 0.0, 0.0] for p in params}
     for t in range(1, steps + 1):
         a = paddle.to_tensor(np.random.uniform(-1, 1, (2, 13)).astype("float32"))
@@ -151,7 +152,7 @@ def test_a_ratio_of_zero_freezes_the_parameter(general):
     before = linear.weight.numpy().copy()
     opt = AdamW(learning_rate=0.1, parameters=linear.parameters(), weight_decay=0.5,
                 lr_ratio=lambda p: 0.0 if p is linear.weight else 1.0)
-    opt._force_general_decay = general
+    separate_decay(opt, general)
     for _ in range(3):
         linear(paddle.ones([2, 3])).sum().backward()
         opt.step()

@@ -19,6 +19,7 @@ from paddle.utils import unique_name
 
 from paddle_llrd import AdamWDL
 from paddle_llrd.models.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
+from decay_routes import separate_decay
 from reference_adamw import ReferenceAdamW, clip_by_global_norm, layer_ratio
 
 N_LAYERS = 2
@@ -261,7 +262,7 @@ def make_adamwdl(model: nn.Layer, *, general: bool = False, **kwargs: Any) -> Ad
     kwargs.setdefault("name_dict", name_dict_of(model))
     kwargs.setdefault("n_layers", N_LAYERS)
     optimizer = AdamWDL(**kwargs)
-    optimizer._force_general_decay = general
+    separate_decay(optimizer, general)
     return optimizer
 
 

@@ -12,6 +12,8 @@ import pytest
 from paddle import nn
 
 from paddle_llrd import AdamWDL, layerwise_lr_decay
+from decay_routes import separate_decay
+from paddle_llrd.optim import per_parameter
 from test_adamwdl import N_LAYERS, batches, name_dict_of, tiny_bert
 
 ADVICE = "{p.name: n for n, p in model.named_parameters()}"
@@ -80,15 +82,14 @@ def test_str_lists_decayed_parameters():
     assert str(opt) == "Weight Decay, params: " + ",".join(expected)
 
 
-def test_coeff_and_lr_to_coeff_cache():
+def test_coeff_and_lr_to_coeff_cache(monkeypatch):
     model = tiny_bert()
     # (the per-parameter path: its kernel calls are recorded)
-    opt = AdamWDL(parameters=model.parameters(), weight_decay=0.25, layerwise_decay=0.5,
-                  n_layers=N_LAYERS, name_dict=name_dict_of(model), use_multi_tensor=False)
-    opt._force_general_decay = True
+    opt = separate_decay(AdamWDL(parameters=model.parameters(), weight_decay=0.25, layerwise_decay=0.5,
+                                 n_layers=N_LAYERS, name_dict=name_dict_of(model), use_multi_tensor=False))
     assert opt._coeff == 0.25 and opt._lr_to_coeff == {}
     sizes = []
-    original = opt._append_adamw
+    original = per_parameter.adamw_kernel
 
     def recording(*args, **kwargs):
         sizes.append(len(opt._lr_to_coeff))
@@ -97,7 +98,7 @@ def test_coeff_and_lr_to_coeff_cache():
             assert float(lr) == pytest.approx(0.001, rel=1e-7)  # the default lr, ParamAttr lr 1
         return original(*args, **kwargs)
 
-    opt._append_adamw = recording
+    monkeypatch.setattr(per_parameter, "adamw_kernel", recording)
     for ids, labels in batches(2):
         nn.functional.cross_entropy(model(ids), labels).backward()
         opt.step()
@@ -220,7 +221,7 @@ def test_str_in_a_static_program_lists_the_decayed_parameters(general):
         head = nn.Linear(3, 2)
         loss = paddle.mean(head(hidden(x)))
         opt = AdamWDL(learning_rate=0.01, weight_decay=0.1, apply_decay_param_fun=lambda n: n != head.bias.name)
-        opt._force_general_decay = general
+        separate_decay(opt, general)
         assert str(opt) == "Weight Decay, params: "
         opt.minimize(loss)
     decayed = [hidden.weight.name, hidden.bias.name, head.weight.name]

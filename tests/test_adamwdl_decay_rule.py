@@ -13,6 +13,7 @@ import paddle
 import pytest
 
 from paddle_llrd import AdamWDL
+from decay_routes import separate_decay
 from reference_adamw import ReferenceAdamW
 
 WARMUP, STEPS, LR, WEIGHT_DECAY = 3, 6, 0.05, 0.2
@@ -90,14 +91,14 @@ def test_a_resumed_run_equals_the_uninterrupted_one(general, tmp_path):
     with paddle.utils.unique_name.guard():  # each run names its accumulators alike
         model, rule = _model(), WarmupDecayRule()
         optimizer = _adamwdl(model, rule)
-        optimizer._force_general_decay = general
+        separate_decay(optimizer, general)
         _train(model, optimizer, rule, batches)
         uninterrupted = _weights(model)
 
     with paddle.utils.unique_name.guard():
         model, rule = _model(), WarmupDecayRule()
         optimizer = _adamwdl(model, rule)
-        optimizer._force_general_decay = general
+        separate_decay(optimizer, general)
         _train(model, optimizer, rule, batches[:4])  # saved after the rule changed
         paddle.save(model.state_dict(), str(tmp_path / "model.pdparams"))
         paddle.save(optimizer.state_dict(), str(tmp_path / "opt.pdopt"))
@@ -106,7 +107,7 @@ def test_a_resumed_run_equals_the_uninterrupted_one(general, tmp_path):
         model, rule = _model(seed=11), WarmupDecayRule()
         model.set_state_dict(paddle.load(str(tmp_path / "model.pdparams")))
         optimizer = _adamwdl(model, rule)
-        optimizer._force_general_decay = general
+        separate_decay(optimizer, general)
         optimizer.set_state_dict(paddle.load(str(tmp_path / "opt.pdopt")))
         rule.step = 4
         _train(model, optimizer, rule, batches[4:])
@@ -165,8 +166,8 @@ def _every_tensor(model, optimizer) -> dict[str, np.ndarray]:
 
 
 PATHS = {
-    # grad_clip keeps the step on the per-parameter path
-    "per-parameter-clip": dict(grad_clip=paddle.nn.ClipGradByGlobalNorm(0.5)),
+    # a clip class of its own keeps the step on the per-parameter path
+    "per-parameter-clip": dict(grad_clip=type("ClipOfItsOwn", (paddle.nn.ClipGradByGlobalNorm,), {})(0.5)),
     "per-parameter": dict(use_multi_tensor=False),
     "per-parameter-groups": dict(use_multi_tensor=False, groups=True),
     "multi-tensor": dict(),
@@ -198,7 +199,7 @@ def test_a_rule_raising_mid_step_changes_nothing_and_propagates(path):
             paddle.nn.functional.mse_loss(m(x), y).backward()
             opt.step()
             opt.clear_grad()
-    multi_tensor = optimizer._multi_tensor
+    multi_tensor = optimizer._flat
     assert (multi_tensor is not None and multi_tensor.fused_steps == 2) == path.startswith("multi-tensor")
 
     x, y = batches[2]
@@ -319,8 +320,8 @@ def test_an_answer_that_changes_mid_list_is_taken_at_that_step_and_each_name_ask
     for name, value in _weights(ours).items():
         np.testing.assert_allclose(value, expected[name], rtol=1e-6, atol=1e-7, err_msg=name)
     # every step on the multi-tensor path, laid out at the first step and again when the answer changed
-    assert optimizer._multi_tensor.fused_steps == STEPS
-    assert optimizer._multi_tensor.rebuilds == 2
+    assert optimizer._flat.fused_steps == STEPS
+    assert optimizer._flat.rebuilds == 2
     n_params = len(list(ours.parameters()))
     assert theirs_rule.calls == STEPS * n_params
     assert ours_rule.calls == (STEPS + 1) * n_params

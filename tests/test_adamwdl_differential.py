@@ -331,7 +331,7 @@ def run_case(case: Case, use_multi_tensor: bool | None = None) -> tuple[list[dic
 
 
 def _multi_tensor_steps(optimizer: AdamWDL) -> int:
-    return 0 if optimizer._multi_tensor is None else optimizer._multi_tensor.fused_steps
+    return 0 if optimizer._flat is None else optimizer._flat.fused_steps
 
 
 def run_both_paths(case: Case) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import paddle
 from paddle import nn
 
+from decay_routes import separate_decay
 from reference_adamw import ReferenceAdamW
 from test_adamwdl import (
     batches,
@@ -44,11 +45,11 @@ def test_plans_are_built_once_and_hold_the_optimizer_state():
     reference = ReferenceAdamW(weights_of(model), weight_decay=WEIGHT_DECAY)
     data = batches(3)
     _one_step(model, optimizer, reference, data[0])
-    plans = dict(optimizer._plans)
+    plans = dict(optimizer._param_states)
     assert set(plans) == {p.name for p in model.parameters()}
     for batch in data[1:]:
         _one_step(model, optimizer, reference, batch)
-    assert all(optimizer._plans[name] is plan for name, plan in plans.items())
+    assert all(optimizer._param_states[name] is plan for name, plan in plans.items())
     for param in model.parameters():
         moment1 = optimizer._accumulators[optimizer._moment1_acc_str][param.name]
         assert plans[param.name].moments[0] is moment1
@@ -88,10 +89,13 @@ def test_a_ratio_function_whose_answers_change_is_followed():
 
 
 def test_switching_decay_paths_between_steps_keeps_the_numbers():
-    model, optimizer = _model_and_optimizer()
+    # (the per-parameter path, whose routes are decided anew at each pass)
+    model, optimizer = _model_and_optimizer(use_multi_tensor=False)
+    step_with_fused_decay = optimizer.step
+    step_with_separate_decay = separate_decay(optimizer).step
     reference = ReferenceAdamW(weights_of(model), weight_decay=WEIGHT_DECAY)
     for step, batch in enumerate(batches(4)):
-        optimizer._force_general_decay = step % 2 == 1
+        optimizer.step = step_with_separate_decay if step % 2 == 1 else step_with_fused_decay
         _one_step(model, optimizer, reference, batch)
 
 
@@ -109,7 +113,7 @@ def test_set_state_dict_drops_the_plans_and_training_continues_from_the_loaded_s
     for name, param in model.named_parameters():
         param.set_value(saved_weights[name])
     optimizer.set_state_dict(saved_state)
-    assert optimizer._plans == {}
+    assert optimizer._param_states == {}
     reference.params, reference.state = dict(saved_reference[0]), dict(saved_reference[1])
     for batch in data[3:]:
         _one_step(model, optimizer, reference, batch)
@@ -128,8 +132,8 @@ def test_a_parameter_unfrozen_later_gets_its_plan_at_its_first_update():
         optimizer.step()
         optimizer.clear_grad()
         reference.step(grads, LR, ratio=ratio_fn(DECAY), decay=decays_structured)
-    assert frozen.name not in optimizer._plans
+    assert frozen.name not in optimizer._param_states
     frozen.stop_gradient = False
     for batch in data[2:]:
         _one_step(model, optimizer, reference, batch)
-    assert frozen.name in optimizer._plans
+    assert frozen.name in optimizer._param_states

@@ -12,6 +12,7 @@ import pytest
 from paddle import nn
 
 from paddle_llrd import AdamWDL
+from paddle_llrd.optim import per_parameter
 from reference_adamw import ReferenceAdamW
 from test_adamwdl import (
     ATOL,
@@ -331,7 +332,7 @@ def test_optimize_attr_restored_when_the_update_raises(monkeypatch):
     def broken_kernel(*args, **kwargs):
         raise RuntimeError("kernel failed")
 
-    monkeypatch.setattr(optimizer, "_append_adamw", broken_kernel)
+    monkeypatch.setattr(per_parameter, "adamw_kernel", broken_kernel)
     ids, labels = batches(1)[0]
     nn.functional.cross_entropy(model(ids), labels).backward()
     with pytest.raises(RuntimeError, match="kernel failed"):

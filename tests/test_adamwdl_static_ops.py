@@ -25,6 +25,7 @@ from paddle import nn
 
 from paddle_llrd import AdamWDL
 from paddle_llrd.models.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
+from decay_routes import separate_decay
 from reference_adamw import layer_ratio
 
 N_LAYERS, LAYERWISE_DECAY, WEIGHT_DECAY = 2, 0.8, 0.1
@@ -89,7 +90,7 @@ def _adamwdl(layerwise_decay: float, general: bool = False):
             0.01, weight_decay=WEIGHT_DECAY, apply_decay_param_fun=_decays(name_dict),
             layerwise_decay=layerwise_decay, n_layers=N_LAYERS, name_dict=name_dict,
         )
-        optimizer._force_general_decay = general
+        separate_decay(optimizer, general)
         return optimizer
     return make
 

@@ -258,9 +258,9 @@ def test_parameters_laid_out_by_adamwdl_are_read_in_place_with_the_per_tensor_bi
         assert gathered_params(ema) == []
         assert_layout_is_sound(ema)
         assert_split_into(ema, num_threads)
-    assert optimizer._multi_tensor.fused_steps == 5 and optimizer._multi_tensor.rebuilds == 1
+    assert optimizer._flat.fused_steps == 5 and optimizer._flat.rebuilds == 1
     # One in-place segment per bank (parameter group x dtype), in the banks' storage order.
-    banks = [[p.name for p in bank.params] for bank in optimizer._multi_tensor.banks]
+    banks = [[p.name for p in bank.params] for bank in optimizer._flat.banks]
     names = {n: p.name for n, p in trainable(model).items()}
     assert sorted([names[n] for n in run] for run in in_place_params(ema)) == sorted(banks)
     assert len(banks) == 3
@@ -293,7 +293,7 @@ def test_relayouts_when_parameters_are_frozen_unfrozen_and_banks_rebuilt():
     frozen = model.blocks[0][1].weight
     frozen.stop_gradient = True  # the next AdamWDL step lays its banks out anew, without it
     train(2, "one frozen")
-    assert optimizer._multi_tensor.rebuilds == 2
+    assert optimizer._flat.rebuilds == 2
     after = segments(ema)
     assert after is not before
     # A relayout makes new buffers: no parameter shares one with the old aliases.
@@ -302,16 +302,16 @@ def test_relayouts_when_parameters_are_frozen_unfrozen_and_banks_rebuilt():
     assert gathered_params(ema) == ["blocks.0.1.weight"]  # still averaged, in a buffer of its own now
     frozen.stop_gradient = False
     train(2, "unfrozen")
-    assert optimizer._multi_tensor.rebuilds == 3
+    assert optimizer._flat.rebuilds == 3
     # Its beta powers lag the others': a bank of its own, too small to be read in place alone.
-    alone = [bank for bank in optimizer._multi_tensor.banks if bank.params == [frozen]]
-    assert len(alone) == 1 and len(optimizer._multi_tensor.banks) == 4
+    alone = [bank for bank in optimizer._flat.banks if bank.params == [frozen]]
+    assert len(alone) == 1 and len(optimizer._flat.banks) == 4
     assert gathered_params(ema) == ["blocks.0.1.weight"] and len(in_place_params(ema)) == 3
 
     # The banks dropped (as the optimizer does when its parameters change): laid out anew, in new buffers.
-    optimizer._multi_tensor.invalidate()
+    optimizer._flat.invalidate()
     train(1, "banks dropped")
-    assert optimizer._multi_tensor.rebuilds == 4
+    assert optimizer._flat.rebuilds == 4
 
 
 def test_a_per_parameter_optimizer_on_laid_out_parameters_keeps_the_layout():
@@ -414,7 +414,7 @@ def test_swaps_keep_the_optimizers_and_the_emas_layouts():
             np.testing.assert_array_equal(p.numpy(), live[name], err_msg=name)
         assert segments(ema) is laid_out
     references.check(ema, "after the swaps")
-    assert optimizer._multi_tensor.fused_steps == 4 and optimizer._multi_tensor.rebuilds == 1
+    assert optimizer._flat.fused_steps == 4 and optimizer._flat.rebuilds == 1
 
 
 def test_a_replaced_shadow_tensor_is_laid_out_and_updated():

@@ -31,7 +31,7 @@ def eight_cores(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_the_cores_this_process_may_use(eight_cores: None) -> None:
     assert resolve_num_threads() == 8
-    assert AdamWDL(parameters=paddle.nn.Linear(2, 2).parameters())._multi_tensor.threads.count == 8
+    assert AdamWDL(parameters=paddle.nn.Linear(2, 2).parameters())._flat.threads.count == 8
 
 
 @pytest.mark.parametrize(
@@ -48,14 +48,14 @@ def test_cores_divided_among_the_local_ranks_of_a_launch(eight_cores, monkeypatc
         monkeypatch.setenv(name, value)
     assert resolve_num_threads() == expected
     model = paddle.nn.Linear(2, 2)
-    assert AdamWDL(parameters=model.parameters())._multi_tensor.threads.count == expected
+    assert AdamWDL(parameters=model.parameters())._flat.threads.count == expected
     assert ExponentialMovingAverage(model)._threads.count == expected
 
 
 def test_the_argument_wins_over_the_environment(eight_cores, monkeypatch) -> None:
     monkeypatch.setenv("PADDLE_LLRD_NUM_THREADS", "5")
     model = paddle.nn.Linear(2, 2)
-    assert AdamWDL(parameters=model.parameters(), num_threads=1)._multi_tensor.threads.count == 1
+    assert AdamWDL(parameters=model.parameters(), num_threads=1)._flat.threads.count == 1
     assert ExponentialMovingAverage(model, num_threads=3)._threads.count == 3
 
 
@@ -134,7 +134,7 @@ EXIT_SCRIPT = textwrap.dedent(
         optimizer.step()
         optimizer.clear_grad()
         ema.update()
-    split = max(len(g.chunks) for bank in optimizer._multi_tensor.banks for g in bank.groups)
+    split = max(len(g.chunks) for bank in optimizer._flat.banks for g in bank.groups)
     workers = [t.name for t in threading.enumerate() if t.name.startswith("paddle_llrd-flat")]
     print("chunks", split, "workers", len(workers), flush=True)
     """

@@ -80,7 +80,7 @@ def test_master_weight_path_matches_float64_reference(dtype, decay_path):
         scheduler.step()
         reference_step(reference, grads, lr)
     for name, param in model.named_parameters():
-        plan = opt._plans[param.name]
+        plan = opt._param_states[param.name]
         # Paddle's fused multi_precision kernel, not the CPU float32 fallback.
         assert plan.fp32_fallback is False and plan.master_weight is opt._master_weights[param.name]
         master = opt._master_weights[param.name]
@@ -233,7 +233,7 @@ def test_multi_tensor_step_matches_the_per_parameter_path_on_gpu(dtype):
     multi = multi_tensor.both_paths(
         multi_tensor.elementwise_step, steps=6, model_dtype=dtype, multi_precision=dtype != "float32"
     )
-    state = multi[3]._multi_tensor
+    state = multi[3]._flat
     assert state.fused_steps == 6 and state.kernel_groups < len(list(multi[2].parameters()))
     for bank in state.banks:
         assert "gpu" in bank.key.place.lower() and not bank.key.fp32_fallback

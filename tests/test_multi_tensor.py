@@ -29,6 +29,7 @@ from paddle.utils import unique_name
 from paddle_llrd import AdamWDL, ExponentialMovingAverage, WeightDecaySchedule
 from paddle_llrd.optim.buffers import share_flat
 from paddle_llrd.optim.multi_tensor import MAX_CONSECUTIVE_REBUILDS
+from decay_routes import separate_decay
 
 N_LAYERS = 3
 # Splits a kernel group of the tests' small models into chunks (threads.py's
@@ -45,8 +46,8 @@ def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
 def assert_split_into(optimizer: AdamWDL, num_threads: int) -> None:
     """The largest kernel group ran as ``num_threads`` chunks on CPU, as one call on a GPU
     (whose kernels are parallel already: the path is unchanged there)."""
-    chunks = [len(group.chunks) for bank in optimizer._multi_tensor.banks for group in bank.groups]
-    assert optimizer._multi_tensor.threads.count == num_threads
+    chunks = [len(group.chunks) for bank in optimizer._flat.banks for group in bank.groups]
+    assert optimizer._flat.threads.count == num_threads
     assert max(chunks) == (num_threads if paddle.get_device() == "cpu" else 1), chunks
 
 
@@ -143,7 +144,7 @@ def assert_same_runs(multi: tuple, single: tuple) -> None:
 def both_paths(scenario: Callable = default_step, steps: int = 5, fresh: Callable = dict, **options: Any) -> tuple:
     multi = run(None, scenario, steps, fresh, **options)
     single = run(False, scenario, steps, fresh, **options)
-    assert single[3]._multi_tensor is None
+    assert single[3]._flat is None
     assert_same_runs(multi, single)
     return multi
 
@@ -153,8 +154,8 @@ def both_paths(scenario: Callable = default_step, steps: int = 5, fresh: Callabl
 def test_plain_loop_is_bit_identical_with_one_layout(small_chunks: None, num_threads: int) -> None:
     history, _, model, optimizer = both_paths(steps=6, num_threads=num_threads)
     assert_split_into(optimizer, num_threads)
-    multi = optimizer._multi_tensor
-    assert multi.fused_steps == 6 and multi.rebuilds == 1 and multi.last_reason is None
+    multi = optimizer._flat
+    assert multi.fused_steps == 6 and multi.rebuilds == 1 and optimizer.last_update_path == ("multi_tensor", None)
     # decayed weights and undecayed biases of the embeddings, 3 blocks and the head: 9 kernel calls, not 15
     assert multi.kernel_groups == 9 and len(list(model.parameters())) == 15
     assert not np.array_equal(history[0]["classifier.weight"], history[-1]["classifier.weight"])
@@ -187,7 +188,7 @@ def test_matches_paddle_adamw_without_ratios_and_state_dict_both_ways(small_chun
 
     ours = trained(lambda: build(None, set_param_lr_fun=None, num_threads=num_threads), range(4))
     adamw = trained(_adamw, range(4))
-    assert ours[1]._multi_tensor.fused_steps == 4
+    assert ours[1]._flat.fused_steps == 4
     assert_split_into(ours[1], num_threads)
     for (name, p), q in zip(ours[0].named_parameters(), adamw[0].parameters()):
         np.testing.assert_array_equal(p.numpy(), q.numpy(), err_msg=name)
@@ -205,7 +206,7 @@ def test_matches_paddle_adamw_without_ratios_and_state_dict_both_ways(small_chun
     into_adamw = trained(_adamw, later, _copied(ours[0].state_dict()), _copied(ours[1].state_dict()))
     for step in later:
         default_step(*adamw, step)
-    assert loaded[1]._multi_tensor.fused_steps == 3
+    assert loaded[1]._flat.fused_steps == 3
     for p, q, r in zip(loaded[0].parameters(), adamw[0].parameters(), into_adamw[0].parameters()):
         np.testing.assert_array_equal(p.numpy(), q.numpy())
         np.testing.assert_array_equal(r.numpy(), q.numpy())
@@ -226,7 +227,7 @@ def test_resume_from_a_checkpoint() -> None:
             return model, fresh
 
     (multi_model, multi), (single_model, _) = resumed(None), resumed(False)
-    assert multi._multi_tensor.fused_steps == 3
+    assert multi._flat.fused_steps == 3
     for p, q in zip(multi_model.parameters(), single_model.parameters()):
         np.testing.assert_array_equal(p.numpy(), q.numpy())
 
@@ -246,11 +247,11 @@ def elementwise_step(model: nn.Layer, optimizer: AdamWDL, step: int) -> None:
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_master_weights_of_half_parameters_on_cpu(small_chunks: None, dtype: str, num_threads: int) -> None:
     multi = both_paths(elementwise_step, model_dtype=dtype, multi_precision=True, num_threads=num_threads)
-    assert multi[3]._multi_tensor.fused_steps == 5
+    assert multi[3]._flat.fused_steps == 5
     assert_split_into(multi[3], num_threads)
     # CPU has no half-precision kernel: the float32 fallback; a GPU's kernel takes the master weights itself
     on_cpu = paddle.get_device() == "cpu"
-    assert all(bank.key.fp32_fallback == on_cpu for bank in multi[3]._multi_tensor.banks)
+    assert all(bank.key.fp32_fallback == on_cpu for bank in multi[3]._flat.banks)
 
 
 @pytest.mark.parametrize("num_threads", THREADS)
@@ -267,7 +268,7 @@ def test_param_groups_amsgrad_lr_scheduler_and_general_decay(small_chunks: None,
         parameters=groups, amsgrad=True, num_threads=num_threads,
         fresh=lambda: dict(learning_rate=paddle.optimizer.lr.StepDecay(0.01, 2, 0.5)),
     )
-    assert multi[3]._multi_tensor.fused_steps == 5
+    assert multi[3]._flat.fused_steps == 5
     assert_split_into(multi[3], num_threads)
     # a ratio of 0 (embeddings) and forced separate decay ops
     ratios = {"embeddings": 0.0}
@@ -279,13 +280,13 @@ def test_param_groups_amsgrad_lr_scheduler_and_general_decay(small_chunks: None,
             return ratios.get(name_dict[param.name].split(".")[0], 0.5)
 
     multi = both_paths(set_param_lr_fun=ZeroForEmbeddings(), num_threads=num_threads)
-    assert multi[3]._multi_tensor.fused_steps == 5
+    assert multi[3]._flat.fused_steps == 5
 
     def forced(model, optimizer, step):
-        optimizer._force_general_decay = True
+        separate_decay(optimizer)  # (from the first step on, for good)
         default_step(model, optimizer, step)
 
-    assert both_paths(forced, num_threads=num_threads)[3]._multi_tensor.fused_steps == 5
+    assert both_paths(forced, num_threads=num_threads)[3]._flat.fused_steps == 5
 
 
 def test_group_settings_changed_between_steps_are_used_without_a_new_layout() -> None:
@@ -304,7 +305,7 @@ def test_group_settings_changed_between_steps_are_used_without_a_new_layout() ->
         default_step(model, optimizer, step)
 
     multi = both_paths(changing, steps=6, parameters=groups)
-    assert multi[3]._multi_tensor.fused_steps == 6 and multi[3]._multi_tensor.rebuilds == 1
+    assert multi[3]._flat.fused_steps == 6 and multi[3]._flat.rebuilds == 1
     unchanged = run(None, steps=6, parameters=groups)
     name = next(n for n in unchanged[0][-1] if n.startswith("encoder"))
     assert not np.array_equal(multi[0][-1][name], unchanged[0][-1][name])
@@ -320,7 +321,7 @@ def test_amp_overflow_step_changes_nothing() -> None:
     history, _, _, optimizer = both_paths(
         overflow_at_2, fresh=lambda: dict(weight_decay=WeightDecaySchedule(0.0, 0.1, total_steps=5, style="linear"))
     )
-    assert optimizer._multi_tensor.fused_steps == 4
+    assert optimizer._flat.fused_steps == 4
     assert all(np.array_equal(history[1][n], history[2][n]) for n in history[1])
     assert optimizer.weight_decay_schedule.current_step == 4
 
@@ -341,7 +342,7 @@ class ClipOfItsOwn(nn.ClipGradByGlobalNorm):
 )
 def test_what_it_does_not_serve_takes_the_per_parameter_path(options: dict, reason: str) -> None:
     multi = both_paths(**options)
-    assert multi[3]._multi_tensor.fused_steps == 0
+    assert multi[3]._flat.fused_steps == 0
     path, why = multi[3].last_update_path
     assert path == "per_parameter" and reason in why
 
@@ -366,7 +367,7 @@ def test_use_multi_tensor_must_be_a_bool_or_none() -> None:
 def test_clear_grad_zeroes_the_flat_buffers_and_keeps_the_views() -> None:
     _, _, model, optimizer = run(None, steps=3)
     loss_of(model, 3).backward()
-    banks = optimizer._multi_tensor.banks
+    banks = optimizer._flat.banks
     assert all(float(bank.grad_flat.abs().sum()) > 0 for bank in banks)
     optimizer.clear_grad()
     for bank in banks:
@@ -392,7 +393,7 @@ def test_every_way_of_clearing_gradients(clear: Callable) -> None:
         clear(model, optimizer)
 
     multi = both_paths(scenario, steps=5)
-    assert multi[3]._multi_tensor.fused_steps == 5 and multi[3]._multi_tensor.rebuilds == 1
+    assert multi[3]._flat.fused_steps == 5 and multi[3]._flat.rebuilds == 1
 
 
 def test_clearing_between_backward_and_clear_grad() -> None:
@@ -405,7 +406,7 @@ def test_clearing_between_backward_and_clear_grad() -> None:
         loss_of(model, step, part=1).backward()  # a batch thrown away
         optimizer.clear_grad()
 
-    assert both_paths(scenario)[3]._multi_tensor.fused_steps == 5
+    assert both_paths(scenario)[3]._flat.fused_steps == 5
 
 
 def test_clear_grad_after_a_backward_by_paddle_autograd_backward() -> None:
@@ -420,12 +421,12 @@ def test_clear_grad_after_a_backward_by_paddle_autograd_backward() -> None:
         paddle.autograd.backward([loss_of(model, step, part=2)])  # replaces the cleared gradients
         optimizer.clear_grad()
 
-    assert both_paths(scenario)[3]._multi_tensor.fused_steps == 5
+    assert both_paths(scenario)[3]._flat.fused_steps == 5
 
 
 def test_a_decay_rule_answering_ints_and_strings_keeps_one_layout() -> None:
     multi = both_paths(apply_decay_param_fun=lambda n: 0 if n.endswith(".b_0") else "yes")
-    assert multi[3]._multi_tensor.fused_steps == 5 and multi[3]._multi_tensor.rebuilds == 1
+    assert multi[3]._flat.fused_steps == 5 and multi[3]._flat.rebuilds == 1
 
 
 def test_gradient_accumulation() -> None:
@@ -435,7 +436,7 @@ def test_gradient_accumulation() -> None:
         optimizer.step()
         optimizer.clear_grad()
 
-    assert both_paths(scenario)[3]._multi_tensor.rebuilds == 1
+    assert both_paths(scenario)[3]._flat.rebuilds == 1
 
 
 def test_freezing_and_unfreezing() -> None:
@@ -450,7 +451,7 @@ def test_freezing_and_unfreezing() -> None:
         default_step(model, optimizer, step)
 
     multi = both_paths(scenario, steps=6)
-    assert multi[3]._multi_tensor.fused_steps == 6 and multi[3]._multi_tensor.rebuilds == 3
+    assert multi[3]._flat.fused_steps == 6 and multi[3]._flat.rebuilds == 3
 
 
 def test_replaced_parameters_dtype_round_trip_set_value_and_model_set_state_dict() -> None:
@@ -465,7 +466,7 @@ def test_replaced_parameters_dtype_round_trip_set_value_and_model_set_state_dict
         default_step(model, optimizer, step)
 
     multi = both_paths(scenario, steps=5)
-    assert multi[3]._multi_tensor.fused_steps == 5 and multi[3]._multi_tensor.rebuilds == 2
+    assert multi[3]._flat.fused_steps == 5 and multi[3]._flat.rebuilds == 2
 
 
 @pytest.mark.parametrize("num_threads", THREADS)
@@ -510,8 +511,8 @@ def test_amp_o2_decorate_after_construction(small_chunks: None, dtype: str, num_
     masters = [k for k in multi_states[-1] if k.startswith("master_weights/")]
     assert len(masters) == len(list(multi[2].parameters()))
     assert not any(k.startswith("master_weights/") for k in multi_states[1])
-    assert single[3]._multi_tensor is None
-    tracker = multi[3]._multi_tensor
+    assert single[3]._flat is None
+    tracker = multi[3]._flat
     # laid out at step 0, laid out again for the cast parameters at step 2; every step fused
     assert tracker.disabled is None and tracker.fused_steps == 5 and tracker.rebuilds == 2
     assert all(bank.key.master and bank.key.dtype == getattr(paddle, dtype) for bank in tracker.banks)
@@ -532,8 +533,8 @@ def test_a_parameter_without_gradient_every_other_step_ends_on_the_per_parameter
         optimizer.clear_grad(set_to_zero=False)
 
     multi = both_paths(scenario, steps=7)
-    assert multi[3]._multi_tensor.disabled is not None
-    assert multi[3]._multi_tensor.rebuilds == MAX_CONSECUTIVE_REBUILDS
+    assert multi[3]._flat.disabled is not None
+    assert multi[3]._flat.rebuilds == MAX_CONSECUTIVE_REBUILDS
 
 
 def test_added_parameter_group() -> None:
@@ -560,7 +561,7 @@ def test_added_parameter_group() -> None:
     single = run(False, scenario, parameters=groups)
     assert_same_runs(multi, single)
     np.testing.assert_array_equal(extra[id(multi[3])].numpy(), extra[id(single[3])].numpy())
-    assert multi[3]._multi_tensor.fused_steps == 5 and multi[3]._multi_tensor.rebuilds == 2
+    assert multi[3]._flat.fused_steps == 5 and multi[3]._flat.rebuilds == 2
 
 
 def test_ema_over_the_same_parameters() -> None:
@@ -579,7 +580,7 @@ def test_ema_over_the_same_parameters() -> None:
     multi = run(None, scenario)
     single = run(False, scenario)
     assert_same_runs(multi, single)
-    assert multi[3]._multi_tensor.fused_steps == 5
+    assert multi[3]._flat.fused_steps == 5
     shadows = [emas[id(r[3])].shadow for r in (multi, single)]
     for name in shadows[0]:
         np.testing.assert_array_equal(shadows[0][name].numpy(), shadows[1][name].numpy())
@@ -594,7 +595,7 @@ def test_data_parallel_single_process() -> None:
         optimizer.step()
         optimizer.clear_grad()
 
-    assert both_paths(scenario)[3]._multi_tensor.fused_steps == 5
+    assert both_paths(scenario)[3]._flat.fused_steps == 5
 
 
 def test_share_flat_keeps_values_and_shapes() -> None:
@@ -639,7 +640,7 @@ TO_STATIC_SCRIPT = textwrap.dedent(
     for step in range(4):
         train_step(paddle.to_tensor(np.random.default_rng(step).standard_normal((3, 4)).astype("float32")))
     np.save(sys.argv[2], np.concatenate([p.numpy().ravel() for p in model.parameters()]))
-    print("multi-tensor steps", 0 if optimizer._multi_tensor is None else optimizer._multi_tensor.fused_steps)
+    print("multi-tensor steps", 0 if optimizer._flat is None else optimizer._flat.fused_steps)
     """
 )
 

@@ -15,6 +15,7 @@ import pytest
 from paddle_llrd import AdamWDL, WeightDecaySchedule
 from paddle_llrd.layer_decay.layer_maps import LayerMap, build_name_dict
 from paddle_llrd.models.skeletons import build_skeleton
+from decay_routes import separate_decay
 from lr_table_output import parse_lr_table
 from reference_adamw import ReferenceAdamW
 from test_adamwdl import (
@@ -186,7 +187,7 @@ def test_layer_map_ratios_are_cached_and_right_over_a_run(general):
         set_param_lr_fun=layer_map,
         name_dict=name_dict,
     )
-    optimizer._force_general_decay = general
+    separate_decay(optimizer, general)
     reference = ReferenceAdamW(weights_of(model), weight_decay=0.1)
     rng = np.random.default_rng(5)
     params = dict(model.named_parameters())

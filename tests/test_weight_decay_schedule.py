@@ -179,7 +179,7 @@ def test_adamwdl_follows_schedule_against_float64_reference(style, general, use_
     assert optimizer.weight_decay_schedule.current_step == steps
     assert optimizer._coeff == END
     if use_multi_tensor is None:
-        assert optimizer._multi_tensor.fused_steps == steps and not kernel_decays  # (its decay ops are per group)
+        assert optimizer._flat.fused_steps == steps and not kernel_decays  # (its decay ops are per group)
     else:
         # the fused path keeps the decay inside the kernel; the general one uses the separate op
         assert bool(kernel_decays) == general

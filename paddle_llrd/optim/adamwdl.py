@@ -1,18 +1,22 @@
 """AdamW with layer-wise learning-rate decay (``AdamWDL``), exact on Paddle 3. See :doc:`/adamwdl`.
 
-The class owns the parameters, the optimizer state and the public API, and
-overrides the Paddle hooks it must. One step, top to bottom:
-:meth:`AdamWDL.step` -> :func:`~paddle_llrd.optim.dispatch.multi_tensor_step`
-(the multi-tensor step, where the dispatch allows it) or Paddle's pass ->
-``_run_pass`` (ratios and decay rule asked, an
-:class:`~paddle_llrd.optim.updates.UpdatePass` opened) -> per parameter
-:meth:`AdamWDL._append_optimize_op` -> :func:`~paddle_llrd.optim.dispatch.parameter_route`
--> :func:`~paddle_llrd.optim.kernels.adamw_update`.
+The class owns the parameters, the optimizer state and the public API. A
+dygraph step, top to bottom (:doc:`/adamwdl`, "One step"): :meth:`AdamWDL.step`
+collects an :class:`~paddle_llrd.optim.update_batch.UpdateBatch` per parameter
+group (``_collect``, the only code that reads Paddle's optimizer internals for
+the update), :func:`~paddle_llrd.optim.update_batch.choose_update_path` picks
+the implementation, and it runs:
+:func:`~paddle_llrd.optim.multi_tensor.multi_tensor_update`, or Paddle's pass,
+whose :meth:`AdamWDL._append_optimize_op` hands each parameter to
+:func:`~paddle_llrd.optim.per_parameter.update_parameter` (the path of static
+programs, ``to_static`` and fleet's wrappers too).
 """
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from operator import attrgetter, itemgetter
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import paddle
@@ -23,38 +27,38 @@ from paddle.optimizer import AdamW
 
 from ..layer_decay.layerwise import layerwise_lr_decay
 from ..schedules.weight_decay import WeightDecaySchedule, claim_schedule
-from .optimizer_checks import check_added_group, checked_adamwdl_arguments, group_with_weight_decay, refuse_groups_in_program
-from .checkpoint import STRUCTURED_NAMES_KEY, matched_state_dict, structured_names_record
-from .dispatch import MULTI_TENSOR, UpdatePath, multi_tensor_step, parameter_route
+from .checkpoint import STRUCTURED_NAMES_KEY, has_saved_state, matched_state_dict, structured_names_record
 from .eager import runs_eagerly_under_sot
-from .kernels import adamw_kernel, adamw_update, decoupled_decay
-from .multi_tensor import MultiTensorStep
-from .param_lr_rows import ParamLrRow, param_lr_rows
-from .scheduled_decay import ScheduledDecay
-from .ratios import RatioCache, is_pure_in_name, resolve_update_scales, update_scale
-from .updates import (
-    LrScale,
-    UpdatePass,
-    UpdatePlan,
-    accumulators_as_started,
-    base_scale_of,
-    lr_attributes,
-    plan_update,
-    refit_plans,
-    uses_master,
+from .kernels import decoupled_decay, is_tensor
+from .multi_tensor import FlatState, multi_tensor_update
+from .optimizer_checks import (
+    check_added_group, check_layerwise_arguments, checked_adamwdl_arguments, group_with_weight_decay,
+    refuse_groups_in_program,
 )
+from .param_lr_rows import ParamLrRow, param_lr_rows
+from .param_state import ParamState, cast_refusal, initial_beta_pow, rename_accumulators
+from .per_parameter import AdamSettings, ParameterPass, update_parameter
+from .ratios import LrScale, RatioCache, is_pure_in_name, lr_attributes, resolve_update_scales, update_scale
+from .scheduled_decay import ScheduledDecay
+from .update_batch import MULTI_TENSOR, UpdateBatch, UpdatePath, choose_update_path
 
 if TYPE_CHECKING:
     from paddle import Tensor
     from paddle.nn.clip import GradientClipBase
     from paddle.optimizer.lr import LRScheduler
 
-__all__ = ["AdamWDL", "ParamLrRow", "UpdatePath", "STRUCTURED_NAMES_KEY", "WEIGHT_DECAY_SCHEDULE_KEY"]
+__all__ = ["AdamWDL", "ParamLrRow", "STRUCTURED_NAMES_KEY", "UpdatePath", "WEIGHT_DECAY_SCHEDULE_KEY"]
 
 # The entry of the optimizer's state_dict() that holds its schedule's state.
 WEIGHT_DECAY_SCHEDULE_KEY = "weight_decay_schedule"
 # The entries of state_dict() beyond paddle.optimizer.AdamW's, none of them a Tensor.
 EXTRA_STATE_KEYS = (WEIGHT_DECAY_SCHEDULE_KEY, STRUCTURED_NAMES_KEY)
+
+_NAME = attrgetter("name")
+_DECAYS = attrgetter("decays")
+_LR_FACTOR = itemgetter("learning_rate")
+_OPTIMIZE_ATTR = attrgetter("optimize_attr")
+
 
 class AdamWDL(AdamW):
     r"""AdamW with layer-wise learning-rate decay and exact decoupled weight decay.
@@ -162,7 +166,7 @@ class AdamWDL(AdamW):
             weight_decay=weight_decay, apply_decay_param_fun=apply_decay_param_fun, layerwise_decay=layerwise_decay,
             n_layers=n_layers, set_param_lr_fun=set_param_lr_fun, name_dict=name_dict, use_multi_tensor=use_multi_tensor,
         )
-        multi_tensor = MultiTensorStep(num_threads)  # (checks num_threads, whichever path)
+        flat = FlatState(num_threads)  # (checks num_threads, whichever path)
         # Paddle's constructor adds the parameter groups (_add_param_group),
         # which notes the groups that follow the schedule.
         self._scheduled_decay: ScheduledDecay | None = None
@@ -174,155 +178,67 @@ class AdamWDL(AdamW):
             weight_decay=weight_decay, apply_decay_param_fun=apply_decay_param_fun, grad_clip=grad_clip,
             lazy_mode=lazy_mode, multi_precision=multi_precision, amsgrad=amsgrad, name=name,
         )
-        self.layerwise_decay = layerwise_decay
-        self.n_layers = n_layers
-        self.name_dict = name_dict
-        self.set_param_lr_fun = None if set_param_lr_fun is None else functools.partial(
-            set_param_lr_fun, layerwise_decay, name_dict, n_layers)
-        # A function pure in the parameter name (with a float decay) has its
-        # ratios computed once; any other function runs every update.
-        pure = is_pure_in_name(set_param_lr_fun) and isinstance(layerwise_decay, float)
-        self._ratio_cache = RatioCache(self.set_param_lr_fun) if pure else None
-        # The update scales and decay answers of a grouped step(), asked before its first group's pass.
-        self._step_asked: tuple[dict[str, LrScale], dict[str, bool]] | None = None
-        self._pass: UpdatePass | None = None  # the optimisation pass under way
-        # Per parameter name, what its dygraph updates reuse; emptied by set_state_dict.
-        self._plans: dict[str, UpdatePlan] = {}
-        self._force_general_decay = False  # tests: every decay as the separate op
-        # The multi-tensor dygraph step (multi_tensor.py); None: the per-parameter path only.
-        self._multi_tensor = None if use_multi_tensor is False else multi_tensor
+        self._ratio_function = set_param_lr_fun
+        self._layerwise = (layerwise_decay, name_dict, n_layers)
+        self._pass: ParameterPass | None = None  # the per-parameter pass under way
+        # Per parameter name, the state its dygraph updates reuse; emptied by set_state_dict.
+        self._param_states: dict[str, ParamState] = {}
+        # The multi-tensor path's banks (multi_tensor.py); None: the per-parameter path only.
+        self._flat = None if use_multi_tensor is False else flat
         self._last_update_path: UpdatePath | None = None
         self._params_name: dict[str, None] = {}  # ordered set, for a stable str()
         for param in self._listed_parameters():
-            if self._decays(param):
-                self._params_name[param.name] = None
-            if not param.stop_gradient and self._ratio_cache is not None:
-                self._ratio_cache.ratio(param)
+            self._decays(param)
+        self._bind_ratio_function()
         if self._scheduled_decay is not None:
             claim_schedule(self._scheduled_decay.schedule, self)  # last: a failed constructor claims nothing
 
     def __str__(self) -> str:
         return "Weight Decay, params: " + ",".join(self._params_name)
 
+    # ------------------------------------------------------- layer-wise decay
+    def _bind_ratio_function(self) -> None:
+        """``set_param_lr_fun`` bound to ``(layerwise_decay, name_dict, n_layers)``; the
+        ratios of a function pure in the name (with a float decay) are cached and asked
+        of every trained parameter now, so that a bad one is refused before any step."""
+        fun = self._ratio_function
+        self.set_param_lr_fun = None if fun is None else functools.partial(fun, *self._layerwise)
+        pure = is_pure_in_name(fun) and isinstance(self._layerwise[0], float)
+        self._ratio_cache = RatioCache(self.set_param_lr_fun) if pure else None
+        if self._ratio_cache is not None:
+            for param in self._listed_parameters():
+                if not param.stop_gradient:
+                    self._ratio_cache.ratio(param)
+        if self._flat is not None:
+            self._flat.invalidate()  # the kernel groups follow the ratios
+
+    def _set_layerwise(self, index: int, value: Any) -> None:
+        settings = list(self._layerwise)
+        settings[index] = value
+        decay, name_dict, n_layers = settings
+        check_layerwise_arguments(decay, n_layers, self._ratio_function, name_dict)  # before anything changes
+        self._layerwise = tuple(settings)
+        self._bind_ratio_function()
+
+    # Assignable: the next update follows (ratios recomputed, checked first).
+    layerwise_decay = property(lambda self: self._layerwise[0], lambda self, v: self._set_layerwise(0, v),
+                               doc="The ratio between adjacent layers; assigning it re-asks the ratios.")
+    name_dict = property(lambda self: self._layerwise[1], lambda self, v: self._set_layerwise(1, v),
+                         doc="``{param.name: structured name}``; assigning it re-asks the ratios.")
+    n_layers = property(lambda self: self._layerwise[2], lambda self, v: self._set_layerwise(2, v),
+                        doc="The number of blocks; assigning it re-asks the ratios.")
+
+    # --------------------------------------------------------------- accessors
     @property
     def weight_decay_schedule(self) -> WeightDecaySchedule | None:
         """The :class:`~paddle_llrd.WeightDecaySchedule` given as ``weight_decay``, or None."""
         return None if self._scheduled_decay is None else self._scheduled_decay.schedule
 
-    def _set_coeff(self, value: float) -> None:
-        self._weight_decay = self._default_dict["weight_decay"] = float(value)
-
-    # PaddleNLP's name of the weight decay (of the group being updated, in a pass).
-    _coeff = property(lambda self: self._weight_decay, _set_coeff)
-
-    @property
-    def _lr_to_coeff(self) -> dict[Any, Any]:
-        """The decay factors ``1 - lr * coeff`` of the pass under way, by lr tensor (empty between passes)."""
-        return {} if self._pass is None else self._pass.decay_factors
-
-    def _listed_parameters(self) -> list[Any]:
-        if not self._parameter_list:
-            return []
-        if self._grouped():
-            return [p for group in self._param_groups for p in group["params"]]
-        return list(self._parameter_list)
-
-    def _grouped(self) -> bool:
-        return bool(self._parameter_list) and isinstance(self._parameter_list[0], dict)
-
-    def _decays(self, param: Any) -> bool:
-        return self._apply_decay_param_fun is None or bool(self._apply_decay_param_fun(param.name))
-
-    def _plan_and_decays(self, param: Any, answer: bool | None) -> tuple[UpdatePlan, bool]:
-        """``param``'s kept plan (made now if need be) and whether it decays at this update:
-        the plan's kept answer, else ``answer`` if ``apply_decay_param_fun`` was asked already
-        this step, else asked now (a rule not pure in the name is asked at every update,
-        as ``paddle.optimizer.AdamW`` asks)."""
-        plan = self._plans.get(param.name) or self._plan(param, answer)
-        decays = plan.decays
-        if decays is None:
-            decays = self._decays(param) if answer is None else answer
-            if decays:
-                self._params_name[param.name] = None
-        return plan, decays
-
-    def _add_param_group(self, param_group: dict[str, Any]) -> None:
-        check_added_group(param_group, self._param_groups)  # before it changes anything
-        group_with_weight_decay(param_group)  # PaddleNLP's `coeff`
-        follows_schedule = "weight_decay" not in param_group
-        super()._add_param_group(param_group)
-        if follows_schedule and self._scheduled_decay is not None:
-            self._scheduled_decay.follow(param_group)
-
-    # ------------------------------------------------------------ the step
-    @runs_eagerly_under_sot
-    @imperative_base.no_grad()  # as paddle.optimizer.Optimizer.step, whose body this replaces in dygraph
-    def step(self) -> None:
-        """Update the parameters once (eagerly under ``to_static``); with a weight-decay
-        schedule, advance it.
-
-        Examples:
-            >>> import paddle
-            >>> from paddle_llrd import AdamWDL
-            >>> linear = paddle.nn.Linear(3, 2)
-            >>> opt = AdamWDL(learning_rate=0.01, parameters=linear.parameters())
-            >>> linear(paddle.ones([4, 3])).mean().backward()
-            >>> opt.step()
-            >>> opt.clear_grad()
-        """
-        dygraph = framework.in_dygraph_mode() and not paddle.base.dygraph.base.in_to_static_mode()
-        if self._multi_tensor is not None and dygraph and multi_tensor_step(self):
-            self._last_update_path = MULTI_TENSOR
-            return None
-        self._last_update_path = self._per_parameter_path(dygraph)
-        if not self._grouped():
-            if dygraph:  # Paddle's step, but past this class's _apply_optimize, which would try the flat step again
-                return self._apply_per_parameter(None, None, self._params_grads())
-            return super().step()  # one _apply_optimize: the schedule and the ratios inside
-        # Parameter groups make one _apply_optimize (and one pass) each: ask
-        # set_param_lr_fun and apply_decay_param_fun about every group's
-        # parameters before the first group changes anything, and follow the
-        # schedule around them all.
-        if framework.in_dygraph_mode():
-            self._step_asked = self._ask_before_updates([
-                param for group in self._param_groups for param in group["params"]
-                if not param.stop_gradient and param._grad_ivar() is not None
-            ])
-        self._sync_weight_decay()
-        try:
-            super().step()
-        finally:
-            self._step_asked = None
-        self._finish_scheduled_step()
-        return None
-
-    def _listed_groups(self) -> list[tuple[dict[str, Any] | None, list[Any]]]:
-        """``(group dict or None, parameters)`` per parameter group, in the optimizer's order."""
-        if self._grouped():
-            return [(group, group["params"]) for group in self._param_groups]
-        return [(None, self._parameter_list or [])]
-
-    def _global_lr_tensor(self) -> Any:
-        """The global lr tensor of this step (made, with what Paddle's pass sets up first, if need be)."""
-        if getattr(self, "helper", None) is None:
-            self.helper = LayerHelper(self.__class__.__name__)
-        self._create_global_learning_rate()
-        return self._global_learning_rate()
-
-    @runs_eagerly_under_sot
-    def minimize(self, loss: Tensor, startup_program: Any = None, parameters: Any = None, no_grad_set: Any = None) -> Any:
-        """As ``paddle.optimizer.AdamW.minimize``; refused in a static program with a
-        weight-decay schedule (``NotImplementedError``) or parameter groups
-        (``TypeError``), before anything is added to it."""
-        self._refuse_schedule_outside_dygraph()
-        refuse_groups_in_program(self._grouped())
-        return super().minimize(loss, startup_program=startup_program, parameters=parameters, no_grad_set=no_grad_set)
-
     @property
     def last_update_path(self) -> UpdatePath | None:
         """Which implementation the last update ran, and why not the multi-tensor one:
-        an :class:`~paddle_llrd.optim.dispatch.UpdatePath` ``(path, reason)``, None before
-        the first update. See :ref:`adamwdl-multi-tensor`.
+        an :class:`~paddle_llrd.optim.update_batch.UpdatePath` ``(path, reason)``, None
+        before the first update. See :ref:`adamwdl-multi-tensor`.
 
         Examples:
             >>> import paddle
@@ -341,51 +257,184 @@ class AdamWDL(AdamW):
         """
         return self._last_update_path
 
-    def _per_parameter_path(self, dygraph: bool = True) -> UpdatePath:
-        """The per-parameter path, with why the multi-tensor step was refused."""
-        if self._multi_tensor is None:
-            return UpdatePath("per_parameter", "use_multi_tensor=False")
-        if not dygraph:
-            return UpdatePath("per_parameter", "not a dygraph step")
-        return UpdatePath("per_parameter", self._multi_tensor.last_reason)
+    def _set_coeff(self, value: float) -> None:
+        self._weight_decay = self._default_dict["weight_decay"] = float(value)
 
-    def _params_grads(self) -> list[tuple[Any, Any]]:
-        """The ``(parameter, gradient)`` pairs Paddle's dygraph ``step()`` hands its pass
-        (trained parameters with a gradient, a ``main_grad`` where one is set)."""
-        pairs = []
-        for param in self._parameter_list or []:
-            if param.stop_gradient:
-                continue
-            main_grad = getattr(param, "main_grad", None)
-            grad = main_grad if main_grad is not None else param._grad_ivar()
-            if grad is not None:
-                pairs.append((param, grad))
-        return pairs
+    # PaddleNLP's name of the weight decay (of the group being updated, in a pass).
+    _coeff = property(lambda self: self._weight_decay, _set_coeff)
+
+    @property
+    def _lr_to_coeff(self) -> dict[Any, Any]:
+        """The decay factors ``1 - lr * coeff`` of the pass under way, by lr tensor (empty between passes)."""
+        return {} if self._pass is None else self._pass.decay_factors
+
+    def _listed_parameters(self) -> list[Any]:
+        return [param for _, params in self._listed_groups() for param in params]
+
+    def _listed_groups(self) -> list[tuple[dict[str, Any] | None, list[Any]]]:
+        """``(group dict or None, parameters)`` per parameter group, in the optimizer's order."""
+        if self._grouped():
+            return [(group, group["params"]) for group in self._param_groups]
+        return [(None, list(self._parameter_list or []))]
+
+    def _grouped(self) -> bool:
+        return bool(self._parameter_list) and isinstance(self._parameter_list[0], dict)
+
+    def _decays(self, param: Any) -> bool:
+        """``apply_decay_param_fun``'s answer (True without one); a decayed parameter joins ``str(self)``."""
+        decays = self._apply_decay_param_fun is None or bool(self._apply_decay_param_fun(param.name))
+        if decays:
+            self._params_name[param.name] = None
+        return decays
+
+    def _add_param_group(self, param_group: dict[str, Any]) -> None:
+        check_added_group(param_group, self._param_groups)  # before it changes anything
+        group_with_weight_decay(param_group)  # PaddleNLP's `coeff`
+        follows_schedule = "weight_decay" not in param_group
+        super()._add_param_group(param_group)
+        if follows_schedule and self._scheduled_decay is not None:
+            self._scheduled_decay.follow(param_group)
+
+    # ------------------------------------------------------------ the step
+    @runs_eagerly_under_sot
+    @imperative_base.no_grad()  # as paddle.optimizer.Optimizer.step, whose dygraph body this replaces
+    def step(self) -> None:
+        """Update the parameters once (eagerly under ``to_static``); with a weight-decay
+        schedule, advance it.
+
+        Examples:
+            >>> import paddle
+            >>> from paddle_llrd import AdamWDL
+            >>> linear = paddle.nn.Linear(3, 2)
+            >>> opt = AdamWDL(learning_rate=0.01, parameters=linear.parameters())
+            >>> linear(paddle.ones([4, 3])).mean().backward()
+            >>> opt.step()
+            >>> opt.clear_grad()
+        """
+        if not framework.in_dygraph_mode() or paddle.base.dygraph.base.in_to_static_mode():
+            self._last_update_path = UpdatePath("per_parameter", "not a dygraph step")
+            return super().step()
+        groups = [(group, [p for p in params if not p.stop_gradient and p._grad_ivar() is not None])
+                  for group, params in self._listed_groups()]
+        if self._grouped():  # Paddle's step: one _apply_optimize (and one pass) per group
+            paddle_pass = super().step
+        else:
+            pairs = [(p, _gradient(p)) for p in groups[0][1]]
+            paddle_pass = functools.partial(super()._apply_optimize, None, None, pairs)
+        self._update(groups, paddle_pass, given_gradients=_main_grads(groups))
+        return None
+
+    def _update(self, groups: list[tuple[dict[str, Any] | None, list[Any]]], paddle_pass: Callable[[], Any],
+                given_gradients: str | None = None) -> Any:
+        """One dygraph update of ``groups``: collect, choose, run; the weight-decay
+        schedule read before and advanced after (not on an AMP overflow step)."""
+        self._sync_weight_decay()
+        batches = self._collect(groups)
+        path = choose_update_path(batches, self._flat, dygraph=True, overflow=self._overflow_step(),
+                                  given_gradients=given_gradients)
+        self._last_update_path = path
+        result = None
+        if path is MULTI_TENSOR:
+            multi_tensor_update(self._flat, batches, self._global_lr_tensor(), with_ratio=self._decay_with_ratio)
+        else:
+            self._pass = self._new_pass(batches)
+            try:
+                result = paddle_pass()
+            finally:
+                self._pass = None
+        self._finish_scheduled_step()
+        return result
+
+    def _collect(self, groups: list[tuple[dict[str, Any] | None, list[Any]]]) -> list[UpdateBatch]:
+        """What this step's updates need, per parameter group (the trained parameters with a
+        gradient): the ratios asked first (a bad one changes nothing), states fitted to casts,
+        the accumulators of new parameters made, then one :class:`UpdateBatch` each."""
+        everything = [param for _, params in groups for param in params]
+        cache = self._active_ratio_cache()
+        if cache is not None:
+            for param in everything:
+                if param.name not in cache.ratios:
+                    cache.ratio(param)
+        if self._multi_precision and self._param_states:
+            self._refit_states(everything)
+        batches = []
+        for group, params in groups:
+            names = list(map(_NAME, params))
+            states = self._states_of(group, params, names)
+            decays = list(map(_DECAYS, states))
+            if None in decays:  # a rule not pure in the name: asked at every update, as AdamW asks
+                decays = [self._decays(p) if d is None else d for p, d in zip(params, decays)]
+            if self.set_param_lr_fun is None:
+                ratios = [1.0] * len(params)
+            else:
+                ratios = None if cache is None else list(map(cache.ratios.__getitem__, names))
+            clip = self._grad_clip if group is None else group.get("grad_clip", self._grad_clip)
+            batches.append(UpdateBatch(
+                settings=self._group_settings(group), grad_clip=clip, own_clip=clip is not self._grad_clip,
+                params=params, states=states, lr_factors=_lr_factors(params), ratios=ratios, decays=decays,
+            ))
+        return batches
+
+    def _states_of(self, group: dict[str, Any] | None, params: list[Any], names: list[str]) -> list[ParamState]:
+        """The kept :class:`ParamState` of each parameter; a new parameter's accumulators
+        (Paddle's own, as its pass makes them) and state are made now."""
+        states = list(map(self._param_states.get, names))
+        if None in states:
+            missing = [param for param, state in zip(params, states) if state is None]
+            block = framework.default_main_program().global_block()
+            self._create_accumulators(block, missing if group is None else dict(group, params=missing))
+            states = [self._state(param) if state is None else state for param, state in zip(params, states)]
+        return states
+
+    def _group_settings(self, group: dict[str, Any] | None) -> AdamSettings:
+        """The :class:`AdamSettings` of ``group`` (None: the optimizer's current settings),
+        read without selecting the group in the optimizer."""
+        dygraph = framework.in_dygraph_mode()
+        get = (lambda key: getattr(self, "_" + key)) if group is None else (
+            lambda key: group.get(key, self._default_dict[key]))
+        beta1, beta2 = get("beta1"), get("beta2")
+        coeff = self._weight_decay if group is None else group.get("weight_decay", self._default_dict["weight_decay"])
+        return AdamSettings(
+            beta1, beta2, _beta_value(beta1, dygraph), _beta_value(beta2, dygraph), get("epsilon"),
+            get("lazy_mode"), self._amsgrad, None if dygraph else self._get_auxiliary_var("found_inf"), dygraph, coeff,
+        )
+
+    def _global_lr_tensor(self) -> Any:
+        """The global lr tensor of this step (made, with what Paddle's pass sets up first, if need be)."""
+        if getattr(self, "helper", None) is None:
+            self.helper = LayerHelper(self.__class__.__name__)
+        self._create_global_learning_rate()
+        return self._global_learning_rate()
+
+    def _overflow_step(self) -> bool:
+        """Whether this is a dygraph AMP overflow step (``found_inf`` set), which updates nothing."""
+        if not framework.in_dygraph_mode():
+            return False
+        found_inf = self._get_auxiliary_var("found_inf")
+        return found_inf is not None and bool(found_inf)
+
+    # ------------------------------------------------ Paddle's template methods
+    @runs_eagerly_under_sot
+    def minimize(self, loss: Tensor, startup_program: Any = None, parameters: Any = None, no_grad_set: Any = None) -> Any:
+        """As ``paddle.optimizer.AdamW.minimize``; refused in a static program with a
+        weight-decay schedule (``NotImplementedError``) or parameter groups
+        (``TypeError``), before anything is added to it."""
+        self._refuse_schedule_outside_dygraph()
+        refuse_groups_in_program(self._grouped())
+        return super().minimize(loss, startup_program=startup_program, parameters=parameters, no_grad_set=no_grad_set)
 
     @runs_eagerly_under_sot  # whoever calls it: apply_gradients(), minimize(), fleet's sharding optimizer
     def _apply_optimize(self, loss: Any, startup_program: Any, params_grads: Any, param_group_idx: int = 0) -> Any:
-        # A dygraph caller other than step() (fleet's sharding optimizer hands
-        # one rank's parameters) gets the multi-tensor step where it applies.
-        if isinstance(params_grads, list) and framework.in_dygraph_mode():
-            dygraph = not paddle.base.dygraph.base.in_to_static_mode()
-            if self._multi_tensor is not None and dygraph and multi_tensor_step(self, params_grads):
-                self._last_update_path = MULTI_TENSOR
-                return None
-            self._last_update_path = self._per_parameter_path(dygraph)
-        return self._apply_per_parameter(loss, startup_program, params_grads, param_group_idx)
-
-    def _apply_per_parameter(self, loss: Any, startup_program: Any, params_grads: Any, param_group_idx: int = 0) -> Any:
-        """Paddle's ``_apply_optimize`` (clipping, then the pass): the per-parameter path.
-        One call per step without parameter groups: the schedule is read before it and
-        advanced after it. Groups call it once per group, and step() follows the
-        schedule around them."""
-        if self._scheduled_decay is None or isinstance(params_grads, dict):
-            return super()._apply_optimize(loss, startup_program, params_grads, param_group_idx=param_group_idx)
+        apply = functools.partial(super()._apply_optimize, loss, startup_program, params_grads,
+                                  param_group_idx=param_group_idx)
+        if isinstance(params_grads, dict):  # one group of step()'s, which follows the schedule around them all
+            return apply()
+        if framework.in_dygraph_mode() and not paddle.base.dygraph.base.in_to_static_mode():
+            params = [p for p, g in params_grads if g is not None and not p.stop_gradient]
+            return self._update([(None, params)], apply, given_gradients=_foreign_gradients(params_grads))
+        self._last_update_path = UpdatePath("per_parameter", "not a dygraph step")
         self._refuse_schedule_outside_dygraph()
-        self._sync_weight_decay()
-        result = super()._apply_optimize(loss, startup_program, params_grads, param_group_idx=param_group_idx)
-        self._finish_scheduled_step()
-        return result
+        return apply()
 
     # Paddle builds a pass with one of these two, by IR (dygraph uses the first).
     def _create_optimization_pass(self, parameters_and_grads: Any, param_group_idx: int = 0) -> Any:
@@ -395,67 +444,72 @@ class AdamWDL(AdamW):
         return self._run_pass(super()._pir_create_optimization_pass, parameters_and_grads, param_group_idx)
 
     def _run_pass(self, create_pass: Callable[..., Any], parameters_and_grads: Any, param_group_idx: int) -> Any:
-        """One optimisation pass: the ratios asked before anything changes, then Paddle's
-        pass, which calls :meth:`_append_optimize_op` per parameter; the pass's
-        :class:`~paddle_llrd.optim.updates.UpdatePass` lives until it ends."""
-        # What may fail on user input happens first (apply_gradients and a
-        # to_static full graph build a program without minimize()).
-        self._refuse_schedule_outside_dygraph()
-        asked = self._step_asked
-        if asked is None:
-            grouped = isinstance(parameters_and_grads, dict)
-            pairs = parameters_and_grads["params"] if grouped else parameters_and_grads
-            asked = self._ask_before_updates(
-                [param for param, grad in pairs if grad is not None and not param.stop_gradient]
-            )
-        self._pass = self._new_pass(*asked)
+        """Paddle's pass, which calls :meth:`_append_optimize_op` per parameter, in the
+        :class:`ParameterPass` a dygraph update opened, else in one opened here (the
+        ratios and decay rule asked before anything changes) until it ends."""
+        self._refuse_schedule_outside_dygraph()  # (apply_gradients and a to_static graph skip minimize())
+        if self._pass is not None:
+            return create_pass(parameters_and_grads, param_group_idx=param_group_idx)
+        grouped = isinstance(parameters_and_grads, dict)
+        pairs = parameters_and_grads["params"] if grouped else parameters_and_grads
+        params = [param for param, grad in pairs if grad is not None and not param.stop_gradient]
+        self._pass = self._new_pass(update_scales=self._asked_scales(params))
         try:
             return create_pass(parameters_and_grads, param_group_idx=param_group_idx)
         finally:
             self._pass = None
 
-    def _new_pass(
-        self, update_scales: dict[str, LrScale] | None = None, decay_answers: dict[str, bool] | None = None
-    ) -> UpdatePass:
+    def _new_pass(self, batches: Sequence[UpdateBatch] = (), update_scales: dict[str, LrScale] | None = None
+                  ) -> ParameterPass:
+        """A :class:`ParameterPass`, with what ``batches`` asked already."""
+        if batches and update_scales is None:
+            update_scales = self._asked_scales([param for batch in batches for param in batch.params])
         cache = self._active_ratio_cache()
-        return UpdatePass(self._global_learning_rate, self._update_scale, update_scales,
-                          None if cache is None else cache.ratios, decay_answers=decay_answers)
-
-    def _current_pass(self) -> UpdatePass:
-        """The pass under way; an update outside a pass gets one, kept until the next pass ends."""
-        update = self._pass
-        if update is None:
-            update = self._pass = self._new_pass()
-        return update
+        return ParameterPass(
+            self._global_learning_rate, self._group_settings(None), ask=self._update_scale,
+            ask_decays=self._decays_now, state_of=self._state_for_update,
+            decay_op=self._append_decoupled_weight_decay, update_scales=update_scales,
+            cached_ratios=None if cache is None else cache.ratios, with_ratio=self._decay_with_ratio,
+            decay_answers={p.name: d for batch in batches for p, d in zip(batch.params, batch.decays)},
+            states={p.name: s for batch in batches for p, s in zip(batch.params, batch.states)},
+        )
 
     def _update_param_group(self, parameters: dict[str, Any]) -> Any:
+        selected = super()._update_param_group(parameters)
         if self._pass is not None:
-            self._pass.next_group()  # the group's betas, epsilon and lazy mode
-        return super()._update_param_group(parameters)
+            self._pass.settings = self._group_settings(None)  # the group's betas, epsilon, decay, lazy mode
+        return selected
 
-    def _before_updates(self, params: list[Any]) -> dict[str, LrScale]:
-        """Ask ``set_param_lr_fun`` about every parameter (a bad ratio changes nothing),
-        then, under ``multi_precision``, fit the plans of parameters cast since their
-        last update (:func:`~paddle_llrd.optim.updates.refit_plans`); the update scales."""
-        update_scales = self._resolve_update_scales(params)
-        if self._multi_precision and self._plans and framework.in_dygraph_mode():
-            refit_plans(self, params)
-        return update_scales
+    def _append_optimize_op(self, block: Any, param_and_grad: Any) -> Any:
+        if isinstance(param_and_grad, dict):
+            param_and_grad = self._update_param_group(param_and_grad)
+        if self._pass is None:  # called outside a pass: one kept until the next pass ends
+            self._pass = self._new_pass()
+        return update_parameter(self._pass, block, *param_and_grad)
 
-    def _ask_before_updates(self, params: list[Any]) -> tuple[dict[str, LrScale], dict[str, bool]]:
-        """:meth:`_before_updates`, then ``apply_decay_param_fun`` about every parameter whose
-        answer is not kept (nothing on a dygraph AMP overflow step): the pass's update scales
-        and decay answers, before any parameter changes."""
-        update_scales = self._before_updates(params)
-        if self._apply_decay_param_fun is None or self._overflow_step():
-            return update_scales, {}
-        plans = self._plans
-        decay_answers = {}
-        for param in params:
-            plan = plans.get(param.name)
-            if plan is None or plan.decays is None:
-                decay_answers[param.name] = self._decays(param)
-        return update_scales, decay_answers
+    def _append_decoupled_weight_decay(
+        self, block: Any, param_and_grad: Any, lr_scale: LrScale | None = None, *, decays: bool | None = None
+    ) -> Any:
+        r"""The separate decay op: ``target *= 1 - lr * lr_scale * coeff`` on the master
+        weight (``multi_precision``) or the parameter, if it ``decays`` (default:
+        ``apply_decay_param_fun``'s answer); ``lr_scale`` defaults to :math:`s_p`. The
+        factor is made once per lr tensor and pass (``_lr_to_coeff``)."""
+        if isinstance(param_and_grad, dict):
+            param_and_grad = self._update_param_group(param_and_grad)
+        param = param_and_grad[0]
+        if not (self._decays_now(param) if decays is None else decays):
+            return None
+        if self._pass is None:
+            self._pass = self._new_pass()
+        state = self._param_states.get(param.name)
+        if state is not None:
+            target = state.decay_target(param)
+        else:  # in a program, or outside an update: no accumulators needed
+            target = self._master_weights[param.name] if self._uses_master(param) else param
+        if lr_scale is None:
+            attributes = lr_attributes(param)
+            lr_scale = 1.0 if attributes is None else attributes["learning_rate"]
+        return decoupled_decay(block, target, self._pass.decay_factor(self._pass.lr(lr_scale)))
 
     # ---------------------------------------------------------- layer ratios
     def _active_ratio_cache(self) -> RatioCache | None:
@@ -469,100 +523,94 @@ class AdamWDL(AdamW):
         """:math:`s_p r_p`, the lr factor of the parameter's Adam step (``base_scale`` is :math:`s_p`)."""
         return update_scale(self.set_param_lr_fun, self._active_ratio_cache(), param, optimize_attr, base_scale)
 
-    def _resolve_update_scales(self, params: Iterable[Any]) -> dict[str, LrScale]:
-        """Ask ``set_param_lr_fun`` about every parameter before any update (empty on a
+    def _asked_scales(self, params: list[Any]) -> dict[str, LrScale]:
+        """``set_param_lr_fun`` asked about every parameter before any update (nothing on a
         dygraph AMP overflow step, so that a function is called once per update)."""
         if self._overflow_step():
             return {}
+        if self._multi_precision and self._param_states and framework.in_dygraph_mode():
+            self._refit_states(params)
         return resolve_update_scales(self.set_param_lr_fun, self._active_ratio_cache(), params)
 
-    def _overflow_step(self) -> bool:
-        """Whether this is a dygraph AMP overflow step (``found_inf`` set), which updates nothing."""
-        if not framework.in_dygraph_mode():
-            return False
-        found_inf = self._get_auxiliary_var("found_inf")
-        return found_inf is not None and bool(found_inf)
+    # ------------------------------------------------------ parameter states
+    def _decays_now(self, param: Any) -> bool:
+        """Whether ``param`` decays at this update: its state's kept answer, else asked."""
+        state = self._param_states.get(param.name)
+        if state is not None and state.decays is not None:
+            return state.decays
+        return self._decays(param)
 
-    # ---------------------------------------------------- one parameter's update
-    def _plan(self, param: Any, decays: bool | None = None) -> UpdatePlan:
-        """A new :class:`~paddle_llrd.optim.updates.UpdatePlan` of ``param``, kept across
-        dygraph steps (``decays``: ``apply_decay_param_fun``'s answer, if asked already)."""
+    def _state_for_update(self, param: Any) -> ParamState:
+        """``param``'s kept state (dygraph), else a new one (the accumulators exist)."""
+        return self._param_states.get(param.name) or self._state(param)
+
+    def _state(self, param: Any) -> ParamState:
+        """A new :class:`ParamState` of ``param`` from its accumulators, kept in dygraph."""
         decay_fun = self._apply_decay_param_fun
-        plan = plan_update(self, param, cache_decay=decay_fun is None or is_pure_in_name(decay_fun), decays=decays)
-        if plan.decays:
-            self._params_name[param.name] = None
-        if framework.in_dygraph_mode():
-            self._plans[param.name] = plan
-        return plan
+        get = self._get_accumulator_master
+        master = self._uses_master(param)
+        dygraph = framework.in_dygraph_mode()
+        decays = self._decays(param) if decay_fun is None or is_pure_in_name(decay_fun) else None
+        state = ParamState(
+            decays=decays,
+            moments=(get(self._moment1_acc_str, param), get(self._moment2_acc_str, param),
+                     get(self._moment2_acc_max_str, param) if self._amsgrad else None,
+                     get(self._beta1_pow_acc_str, param), get(self._beta2_pow_acc_str, param)),
+            master_weight=self._master_weights[param.name] if master else None,
+            fp32_fallback=master and _on_cpu(param), dtype=param.dtype, place=param.place if dygraph else None,
+        )
+        if dygraph:
+            self._param_states[param.name] = state
+        return state
 
-    def _append_optimize_op(self, block: Any, param_and_grad: Any) -> Any:
-        if isinstance(param_and_grad, dict):
-            param_and_grad = self._update_param_group(param_and_grad)
-        param, grad = param_and_grad
-        update = self._pass or self._current_pass()
-        optimize_attr = getattr(param, "optimize_attr", None)  # lr_attributes, inlined: per update
-        if optimize_attr is not None and "learning_rate" not in optimize_attr:
-            optimize_attr = None
-        base_scale = 1.0 if optimize_attr is None else optimize_attr["learning_rate"]
-        update_scale = update.update_scale(param, optimize_attr, base_scale)
-        if optimize_attr is not None:
-            optimize_attr["learning_rate"] = update_scale  # for this update only
-        try:
-            plan, decays = self._plan_and_decays(param, update.decay_answers.get(param.name))
-            grad, route = parameter_route(
-                param, grad, decays, self._weight_decay, base_scale, update_scale, update.settings(self),
-                with_ratio=self._decay_with_ratio, force_general=self._force_general_decay, memo=update.routes,
-            )
-            if route.separate_decay_scale is not None:
-                self._append_decoupled_weight_decay(block, param_and_grad, lr_scale=route.separate_decay_scale, decays=True)
-            return self._append_adamw(
-                block, param, grad, plan, lr=update.lr(update_scale), coeff=route.fused_coeff, adam_kernel=route.adam_kernel
-            )
-        finally:
-            if optimize_attr is not None:
-                optimize_attr["learning_rate"] = base_scale
+    def _uses_master(self, param: Any) -> bool:
+        """Whether ``param`` is updated through a float32 master weight (``multi_precision``, float16/bfloat16)."""
+        return self._multi_precision and self._is_dtype_fp16_or_bf16(param.dtype)
 
-    def _append_adamw(
-        self, block: Any, param: Any, grad: Any, plan: UpdatePlan, *, lr: Any, coeff: float | None, adam_kernel: bool
-    ) -> Any:
-        """The kernel update with this group's settings (:mod:`~paddle_llrd.optim.kernels`)."""
-        settings = self._current_pass().settings(self)
-        if settings.dygraph and not adam_kernel:
-            return adamw_kernel(
-                param, grad, lr, plan.moments, plan.master_weight, settings.beta1_value, settings.beta2_value,
-                settings.epsilon, coeff, settings.lazy_mode, settings.amsgrad, plan.fp32_fallback,
-            )
-        return adamw_update(block, param, grad, lr, plan, settings, coeff=coeff, adam_kernel=adam_kernel)
+    def _refit_states(self, params: list[Any]) -> None:
+        """Drop the states of ``params`` cast to another dtype since they were made, fitting
+        the optimizer's state to the new dtype; refuse, naming the parameter and before
+        anything changes, a cast the state cannot serve (``RuntimeError``).
 
-    def _append_decoupled_weight_decay(
-        self, block: Any, param_and_grad: Any, lr_scale: LrScale | None = None, *, decays: bool | None = None
-    ) -> Any:
-        r"""The separate decay op: ``target *= 1 - lr * lr_scale * coeff`` on the master
-        weight (``multi_precision``) or the parameter, if it ``decays`` (default: the
-        plan's or ``apply_decay_param_fun``'s answer); ``lr_scale`` defaults to
-        :math:`s_p`. The factor is made once per lr tensor and pass (``_lr_to_coeff``)."""
-        if isinstance(param_and_grad, dict):
-            param_and_grad = self._update_param_group(param_and_grad)
-        param = param_and_grad[0]
-        plan = self._plans.get(param.name)
-        if decays is None:
-            decays = plan.decays if plan is not None and plan.decays is not None else self._decays(param)
-        if not decays:
-            return None
-        if plan is None:  # in a program, or called outside an update: no accumulators needed
-            target = self._master_weights[param.name] if uses_master(self, param) else param
-        else:
-            target = plan.decay_target(param)
-        if lr_scale is None:
-            lr_scale = base_scale_of(lr_attributes(param))
-        update = self._current_pass()
-        lr = update.lr(lr_scale)
-        factor = update.decay_factor(lr, self._weight_decay, update.settings(self).found_inf)
-        return decoupled_decay(block, target, factor)
+        A parameter cast to float16/bfloat16 under ``multi_precision`` gets its
+        float32 master weight (from its value now) and keeps its float32 moments,
+        under the names an optimizer built for the cast model gives them, so that
+        checkpoints load either way; a move keeps the state as it is (as
+        ``paddle.optimizer.AdamW`` does).
+        """
+        stale = [(p, self._param_states[p.name]) for p in params
+                 if p.name in self._param_states and not self._param_states[p.name].fits(p)]
+        for param, state in stale:
+            state_dtype = paddle.float32 if self._is_dtype_fp16_or_bf16(param.dtype) else param.dtype
+            refusal = cast_refusal(param, state, state_dtype=state_dtype, wants_master=self._uses_master(param),
+                                   has_master=param.name in self._master_weights)
+            if refusal is not None:
+                raise RuntimeError(refusal)
+        for param, _ in stale:
+            if self._uses_master(param) and param.name not in self._master_weights:
+                master = self._create_master_weight(param)
+                rename_accumulators(self._accumulators, param.name, master.name)
+            del self._param_states[param.name]
 
     def _add_moments_pows(self, p: Any) -> None:
-        with accumulators_as_started(self, p):  # a parameter new to the checkpoint, Tensor betas
+        with self._accumulators_as_started(p):  # a parameter new to the checkpoint, Tensor betas
             return super()._add_moments_pows(p)
+
+    @contextlib.contextmanager
+    def _accumulators_as_started(self, param: Any) -> Iterator[None]:
+        """While Paddle creates ``param``'s accumulators, start them as an uninterrupted run
+        would: with no loaded state for a parameter the loaded checkpoint has none of (it
+        was frozen then; Paddle would assert, the uninterrupted run starts its moments at
+        zero), and with beta powers at a Tensor beta's value (Paddle 3.3.1 starts them at
+        0.9/0.999)."""
+        holder, beta1, beta2 = self._accumulators_holder, self._beta1, self._beta2
+        if holder and not has_saved_state(holder, param.name):
+            self._accumulators_holder = {}
+        self._beta1, self._beta2 = initial_beta_pow(beta1), initial_beta_pow(beta2)
+        try:
+            yield
+        finally:
+            self._accumulators_holder, self._beta1, self._beta2 = holder, beta1, beta2
 
     # ------------------------------------------------ the weight-decay schedule
     def _sync_weight_decay(self) -> None:
@@ -609,12 +657,12 @@ class AdamWDL(AdamW):
         parameters by structured name where both sides know it, by Paddle's name otherwise
         (:func:`~paddle_llrd.optim.checkpoint.matched_state_dict`, which says what it
         refuses and warns about); restores a weight-decay schedule's position (a
-        checkpoint without one warns and leaves it). The update plans start afresh.
+        checkpoint without one warns and leaves it). The parameter states start afresh.
         See :doc:`/adamwdl` (checkpoints)."""
         state_dict = matched_state_dict(self, state_dict, self._listed_parameters(), name_dict=self.name_dict)
-        self._plans.clear()  # their accumulators and master weights may be replaced
-        if self._multi_tensor is not None:
-            self._multi_tensor.invalidate()  # laid out afresh from the loaded state at the next step
+        self._param_states.clear()  # their accumulators and master weights may be replaced
+        if self._flat is not None:
+            self._flat.invalidate()  # laid out afresh from the loaded state at the next step
         schedule_state = state_dict.get(WEIGHT_DECAY_SCHEDULE_KEY)
         state_dict = {k: v for k, v in state_dict.items() if k != WEIGHT_DECAY_SCHEDULE_KEY}
         if self._scheduled_decay is None:
@@ -628,7 +676,7 @@ class AdamWDL(AdamW):
     def clear_grad(self, set_to_zero: bool = True) -> None:
         """As ``paddle.optimizer.AdamW.clear_grad``; on the multi-tensor path
         ``set_to_zero=True`` zeroes each group's flat gradient buffer in one op."""
-        if self._multi_tensor is not None and self._multi_tensor.clear_grad(self._listed_groups(), set_to_zero):
+        if self._flat is not None and self._flat.clear_grad(self._listed_groups(), set_to_zero):
             return None
         return super().clear_grad(set_to_zero)
 
@@ -648,5 +696,59 @@ class AdamWDL(AdamW):
             >>> [(row.ratio, row.lr, row.weight_decay) for row in opt.param_lr_table()]
             [(1.0, 0.1, 0.01), (1.0, 0.1, 0.01)]
         """
-        return param_lr_rows(self)
+        self._sync_weight_decay()
+        cache = self._active_ratio_cache()
+        coeffs = {id(p): self._group_settings(group).coeff for group, params in self._listed_groups() for p in params}
+        return param_lr_rows(
+            self, [p for p in self._listed_parameters() if not p.stop_gradient], weight_decays=coeffs,
+            update_scale=self._update_scale, decays=self._decays, cached_ratio=None if cache is None else cache.ratio,
+        )
 
+
+def _beta_value(beta: Any, dygraph: bool) -> Any:
+    """A dygraph Tensor beta's value; a PIR program passes the Value itself (a legacy op, see ``beta1``)."""
+    return beta.item(0) if dygraph and is_tensor(beta) else beta
+
+
+def _on_cpu(param: Any) -> bool:
+    """Where Paddle has no half-precision ``adamw`` kernel (CPU: float32/float64 only)."""
+    if framework.in_dygraph_mode():
+        return param.place.is_cpu_place()
+    return paddle.device.get_device() == "cpu"
+
+
+def _gradient(param: Any) -> Any:
+    """The gradient Paddle's dygraph step hands its pass: a ``main_grad`` where one is set."""
+    main_grad = getattr(param, "main_grad", None)
+    return param._grad_ivar() if main_grad is None else main_grad
+
+
+def _lr_factors(params: list[Any]) -> list[Any]:
+    """:math:`s_p` of each parameter (None without an ``optimize_attr``), by one C-level pass where all have one."""
+    try:
+        return list(map(_LR_FACTOR, map(_OPTIMIZE_ATTR, params)))
+    except (AttributeError, KeyError, TypeError):
+        return [attributes["learning_rate"] if attributes else None for attributes in map(lr_attributes, params)]
+
+
+def _main_grads(groups: list[tuple[Any, list[Any]]]) -> str | None:
+    """Why the flat buffers cannot serve a step whose gradients are ``main_grad``s
+    (Paddle's step takes them instead of ``.grad``), or None."""
+    for _, params in groups:
+        for param in params:
+            if getattr(param, "main_grad", None) is not None:
+                return f"parameter {param.name!r} has a main_grad"
+    return None
+
+
+def _foreign_gradients(params_grads: list[tuple[Any, Any]]) -> str | None:
+    """Why gradients handed to ``_apply_optimize`` (fleet's sharding optimizer,
+    ``apply_gradients``) cannot be updated from the flat buffers, or None: each must be
+    its parameter's own gradient (not a ``main_grad``, nor a copy clipped elsewhere)."""
+    for param, grad in params_grads:
+        if grad is None:
+            continue
+        own = param._grad_ivar()  # (a new Python object at each call: compared by storage)
+        if own is None or not grad._is_shared_buffer_with(own) or grad._offset() != own._offset():
+            return f"the gradient given for {param.name!r} is not the parameter's own"
+    return None

@@ -162,7 +162,7 @@ def adamw_update(
     block: Any, param: Any, grad: Any, lr: Any, plan: Any, settings: Any, *, coeff: float | None, adam_kernel: bool = False
 ) -> Any:
     """One parameter's kernel update with ``plan``'s state tensors and ``settings``
-    (:class:`~paddle_llrd.optim.updates.AdamSettings`): :func:`adamw_kernel`, or
+    (:class:`~paddle_llrd.optim.per_parameter.AdamSettings`): :func:`adamw_kernel`, or
     in a legacy program :func:`legacy_adamw_op`."""
     if not settings.dygraph:
         if is_tensor(settings.beta1) or is_tensor(settings.beta2):

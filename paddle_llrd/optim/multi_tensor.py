@@ -1,35 +1,41 @@
-"""AdamWDL's multi-tensor dygraph step: one ``adamw`` kernel call per group of like parameters.
+"""AdamWDL's multi-tensor step: one ``adamw`` kernel call per group of like parameters.
 
 The parameters that share everything the kernel is given become views of
 flat buffers (:mod:`~paddle_llrd.optim.buffers`), a :class:`Bank` per set of
 buffers and a :class:`KernelGroup` range of it per kernel call; the kernel
-is elementwise, so the bits are those of one call per parameter. Each step
-checks the views (:meth:`Bank.check`) and lays the banks out afresh where
-they broke. :class:`MultiTensorStep` reads nothing of the optimizer but the
-:class:`StepContext` it is handed (:func:`~paddle_llrd.optim.dispatch.multi_tensor_context`);
-its :meth:`~MultiTensorStep.step` and :meth:`~MultiTensorStep.clear_grad`
-return False where the caller must take the per-parameter path. The story
-(what breaks the views, what the path cannot serve) is :ref:`adamwdl-multi-tensor`.
+is elementwise, so the bits are those of one call per parameter. The
+gradients are clipped on the same buffers (:mod:`~paddle_llrd.optim.clipping`).
+
+:class:`FlatState` holds the banks. :meth:`FlatState.refusal` tells
+:func:`~paddle_llrd.optim.update_batch.choose_update_path` whether this
+step's :class:`~paddle_llrd.optim.update_batch.UpdateBatch` list can take the
+path (the parameters each have a place in a bank, or can be laid out);
+:func:`multi_tensor_update` then runs it. Neither sees the optimizer. What
+breaks the views, and what the path cannot serve: :ref:`adamwdl-multi-tensor`.
 """
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable
-from itertools import compress, count, repeat
-from operator import attrgetter, itemgetter, ne, truth
-from typing import Any, NamedTuple
+from collections.abc import Sequence
+from itertools import chain, repeat
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import paddle
 from paddle import _C_ops
 from paddle.base import core
 
-from .clipping import clip_gradients
 from .buffers import empty_flat, numel, own_storage, share_flat
-from .kernels import bound_adamw_kernel, decoupled_decay, is_tensor
+from .clipping import clip_gradients
+from .kernels import bound_adamw_kernel, decay_factor, decoupled_decay, is_tensor
+from .per_parameter import AdamSettings, decay_route
 from .threads import FlatThreads
-from .updates import AdamSettings, UpdatePass
 
-__all__ = ["AskedDecays", "Bank", "BankKey", "KernelGroup", "KernelKey", "LayoutInput", "MultiTensorStep", "StepContext"]
+if TYPE_CHECKING:
+    from .update_batch import UpdateBatch
+
+__all__ = ["MAX_CONSECUTIVE_REBUILDS", "Bank", "BankKey", "FlatState", "KernelGroup", "KernelKey", "flat_obstacle",
+           "multi_tensor_update"]
 
 # Rebuilding the groups in this many consecutive steps means something
 # replaces parameters or changes the trained set every step: the flat
@@ -63,31 +69,7 @@ _STOP_GRADIENT = attrgetter("stop_gradient")
 _IS_VIEW_OF = paddle.Tensor._is_shared_buffer_with
 _GRAD_OF = paddle.Tensor._grad_ivar
 _GRAD = attrgetter("grad")
-_OPTIMIZE_ATTR = attrgetter("optimize_attr")
-_LR_FACTOR = itemgetter("learning_rate")
-
-
-class AskedDecays(NamedTuple):
-    """The parameters whose ``apply_decay_param_fun`` (not pure in the name) is
-    asked at every step, their names, and its answers the layout was made with."""
-
-    params: list[Any]
-    names: list[str]
-    answers: list[bool]
-
-    def changed_answers(self, decays: Any) -> dict[int, bool] | None:
-        """None if ``decays`` answers as at the layout; else its answers now, by id of the parameter.
-
-        Each name is asked once. No list of the answers is built while they
-        agree (see :meth:`Bank.check` on lists in a step).
-        """
-        asked = map(truth, map(decays, self.names))
-        first_changed = next(compress(count(), map(ne, asked, self.answers)), None)
-        if first_changed is None:
-            return None
-        # ``asked`` stopped after the first changed answer: the rest are asked now.
-        answers = self.answers[:first_changed] + [not self.answers[first_changed]] + list(asked)
-        return {id(param): answer for param, answer in zip(self.params, answers)}
+_PARAMS = attrgetter("params")
 
 
 class KernelGroup:
@@ -128,13 +110,12 @@ class Bank:
     """Parameters of one :class:`BankKey` as views of flat buffers (parameters,
     gradients, moments, master weights, beta powers), in :class:`KernelGroup` ranges."""
 
-    def __init__(self, key: BankKey, members: dict[KernelKey, list[tuple[Any, Any, Any]]], threads: FlatThreads) -> None:
+    def __init__(self, key: BankKey, members: dict[KernelKey, list[tuple[Any, Any]]], threads: FlatThreads) -> None:
         self.key = key
         self.threads = threads
         ordered = [member for kernel_members in members.values() for member in kernel_members]
-        self.params = [param for param, _, _ in ordered]
-        plans = [plan for _, _, plan in ordered]
-        self.base_scales = [kernel_key.base_scale for kernel_key, ms in members.items() for _ in ms]
+        self.params = [param for param, _ in ordered]
+        plans = [state for _, state in ordered]
         self.param_flat = share_flat(self.params)
         # Each gradient copied into its range and replaced by the view at once,
         # which frees it: no second copy of them all (buffers.share_flat).
@@ -166,15 +147,15 @@ class Bank:
         self.groups = []
         start = 0
         for kernel_key, kernel_members in members.items():
-            stop = start + sum(numel(param) for param, _, _ in kernel_members)
-            group_params = [param for param, _, _ in kernel_members]
+            stop = start + sum(numel(param) for param, _ in kernel_members)
+            group_params = [param for param, _ in kernel_members]
             self.groups.append(KernelGroup(kernel_key, group_params, self, start, stop))
             start = stop
         self.split = any(len(group.chunks) > 1 for group in self.groups)
         self.grad_chunks = [
             self.grad_flat._slice(a, b) for a, b in threads.bounds(0, start, self.params[0].place)
         ]
-        self._routes_key: tuple[float, bool, bool] | None = None
+        self._routes_key: tuple[float, bool] | None = None
         self._routes_cache: list[Any] = []
         self._calls_key: tuple[Any, ...] | None = None
         self._calls_lrs: list[Any] | None = None
@@ -193,7 +174,7 @@ class Bank:
 
     def check(self) -> tuple[bool, list[int]]:
         """``(intact, replaced)``: whether every parameter is still trained, has a
-        gradient, its lr factor and is a view of the bank, and the positions
+        gradient and is a view of the bank, and the positions
         of gradients that are no longer views (replaced by a backward after
         ``clear_gradient``)."""
         # One pass of C calls per list (map over method descriptors, no Python
@@ -205,11 +186,7 @@ class Bank:
         # whole rounds, docs/benchmarks.rst); a step that asks for nothing
         # that large is timed on its own work.
         params, param_flat = self.params, self.param_flat
-        if (
-            any(map(_STOP_GRADIENT, params))
-            or not all(map(_IS_VIEW_OF, params, repeat(param_flat)))
-            or any(map(ne, map(_LR_FACTOR, map(_OPTIMIZE_ATTR, params)), self.base_scales))
-        ):
+        if any(map(_STOP_GRADIENT, params)) or not all(map(_IS_VIEW_OF, params, repeat(param_flat))):
             return False, []
         if self._grads_are_views():
             return True, []
@@ -265,16 +242,14 @@ class Bank:
             self.threads.run([chunk.zero_ for chunk in self.grad_chunks])
         return True
 
-    def _routes(self, coeff: float, context: StepContext) -> list[Any]:
-        """The :func:`~paddle_llrd.optim.dispatch.decay_route` of each kernel group,
+    def _routes(self, coeff: float, with_ratio: bool) -> list[Any]:
+        """The :func:`~paddle_llrd.optim.per_parameter.decay_route` of each kernel group,
         decided again only when the weight decay changes (under a ``WeightDecaySchedule``)."""
-        key = (coeff, context.with_ratio, context.force_general)
+        key = (coeff, with_ratio)
         if self._routes_key != key:
             self._routes_cache = [
-                context.decay_route(
-                    group.key.decays, coeff, group.key.base_scale, group.key.update_scale,
-                    with_ratio=context.with_ratio, force_general=context.force_general,
-                )
+                decay_route(group.key.decays, coeff, group.key.base_scale, group.key.update_scale,
+                            with_ratio=with_ratio)
                 for group in self.groups
             ]
             self._routes_key = key
@@ -300,17 +275,18 @@ class Bank:
             self._calls_key, self._calls_lrs = key, lrs
         return self._calls_cache
 
-    def update(self, lrs: list[Any], update: UpdatePass, settings: AdamSettings, coeff: float,
-               context: StepContext) -> None:
+    def update(self, lrs: list[Any], global_lr: Any, settings: AdamSettings, with_ratio: bool) -> None:
         """One Adam step of the bank: the per-parameter path's ops on its
         :class:`KernelGroup` ranges (the separate decay op where a group's
-        route says so, then :func:`~paddle_llrd.optim.kernels.adamw_kernel`),
-        then the beta powers advance (one ``scale_`` each)."""
-        routes = self._routes(coeff, context)
+        route says so, then the ``adamw`` kernel), then the beta powers
+        advance (one ``scale_`` each)."""
+        routes = self._routes(settings.coeff, with_ratio)
         for group, route in zip(self.groups, routes):
             if route.separate_decay_scale is not None:  # as the per-parameter path: before the kernel
-                factor = update.decay_factor(update.lr(route.separate_decay_scale), coeff, None)
-                decoupled_decay(None, group.master if self.key.master else group.param, factor)
+                scale = route.separate_decay_scale
+                lr = global_lr if scale == 1.0 else global_lr * scale  # (ParameterPass.lr's tensor)
+                decoupled_decay(None, group.master if self.key.master else group.param,
+                                decay_factor(lr, settings.coeff, None))
         # (each call touches only its own chunk's views, and the decays above
         # other ranges than theirs: any thread may run it, in any order)
         calls = self._kernel_calls(lrs, settings, routes)
@@ -322,71 +298,6 @@ class Bank:
         # What the kernel does to one parameter's powers (use_global_beta_pow=False), for all.
         _C_ops.scale_(self.beta1_pows, float(settings.beta1_value), 0.0, True)
         _C_ops.scale_(self.beta2_pows, float(settings.beta2_value), 0.0, True)
-
-
-class LayoutInput(NamedTuple):
-    """What the layout needs of the optimizer's state for one trained parameter
-    (its ``prepare``, see :class:`StepContext`)."""
-
-    plan: Any
-    """Its :class:`~paddle_llrd.optim.updates.UpdatePlan` (accumulators and master weight made)."""
-    ratio: float
-    """Its cached layer ratio :math:`r_p` (1 without ``set_param_lr_fun``)."""
-    decays: bool
-    """Whether it decays at this step."""
-
-
-class StepContext(NamedTuple):
-    """Everything a multi-tensor step reads of its optimizer, built by the optimizer per step.
-
-    ``groups``: ``(group dict or None, listed parameters)`` per parameter group;
-    ``settings``/``coeffs``: each group's :class:`~paddle_llrd.optim.updates.AdamSettings`
-    and weight decay; ``decay_rule``: ``apply_decay_param_fun`` (asked again
-    at every step for the parameters whose answer is not kept);
-    ``decay_route``: :func:`~paddle_llrd.optim.dispatch.decay_route`, the one
-    fused-or-separate rule, with ``with_ratio``/``force_general`` (the decay's
-    lr rule and the tests' switch to the separate decay op);
-    ``prepare(trained, decay_answers)``: at a layout, per group the
-    :class:`LayoutInput` of each trained parameter (the ratio function asked
-    first, the accumulators and plans made; ``decay_answers`` this step's
-    answers by id of the parameter, where already asked).
-    """
-
-    groups: list[tuple[dict[str, Any] | None, list[Any]]]
-    settings: list[AdamSettings]
-    coeffs: list[float]
-    global_lr: Any
-    decay_rule: Callable[[str], Any] | None
-    decay_route: Callable[..., Any]
-    with_ratio: bool
-    force_general: bool
-    prepare: Callable[[list[tuple[dict[str, Any] | None, list[Any]]], dict[int, bool]], list[list[LayoutInput]]]
-    grad_clip: Any = None
-    """The gradient clipping of every group (:func:`~paddle_llrd.optim.clipping.clip_gradients`), or None."""
-    only: frozenset[int] | None = None
-    """The ids of the parameters to update (fleet's sharding optimizer: one rank's); None: all with a gradient."""
-
-
-def _listed_count(groups: list[tuple[Any, list[Any]]]) -> int:
-    return sum(len(params) for _, params in groups)
-
-
-def _updated(param: Any, only: frozenset[int] | None) -> bool:
-    """Whether the step updates ``param``: trained, with a gradient, and among ``only`` where given."""
-    return not param.stop_gradient and param._grad_ivar() is not None and (only is None or id(param) in only)
-
-
-def _clip_inputs(trained: list[tuple[Any, list[Any]]], banks: list[Bank]) -> dict[int, tuple[list[Any], list[bool], list[Any]]]:
-    """Per parameter group, what :func:`~paddle_llrd.optim.clipping.clip_gradients` is given:
-    its parameters in the optimizer's order (the order Paddle sums the norms in), their
-    ``need_clip``, and the gradient chunks of its banks that are clipped."""
-    inputs = {}
-    for index, (_, params) in enumerate(trained):
-        need_clip = [getattr(param, "need_clip", True) is not False for param in params]
-        flats = [chunk for bank in banks if bank.key.param_group == index and bank.key.need_clip
-                 for chunk in bank.grad_chunks]
-        inputs[index] = (params, need_clip, flats)
-    return inputs
 
 
 class _LrTable:
@@ -405,31 +316,67 @@ class _LrTable:
         return self.slices
 
 
-class MultiTensorStep:
-    """The multi-tensor path's state in one optimizer: its banks and why it may be off.
+def flat_obstacle(param: Any, state: Any) -> str | None:
+    """Why ``param`` (with its :class:`~paddle_llrd.optim.param_state.ParamState`) cannot
+    share a kernel call, or None: its gradient must be dense and like it, its lr factor
+    a number, and it needs no regularizer, no distributed tensor, and a kernel for its dtype."""
+    grad = param._grad_ivar()
+    reason = None
+    if grad.is_selected_rows():
+        reason = "a sparse gradient"
+    elif not param._is_initialized() or numel(param) == 0:
+        reason = "no elements"
+    elif getattr(param, "regularizer", None) is not None:
+        reason = "a regularizer of its own"
+    elif param.is_dist():
+        reason = "a distributed tensor"
+    elif grad.dtype != param.dtype or list(grad.shape) != list(param.shape):
+        reason = "a gradient of another dtype or shape"
+    else:
+        attr = getattr(param, "optimize_attr", None)
+        if attr is None or "learning_rate" not in attr or is_tensor(attr["learning_rate"]):
+            reason = "no number as its lr factor"
+        elif (state.master_weight is None and param.place.is_cpu_place()
+              and param.dtype not in (paddle.float32, paddle.float64)):
+            reason = "no half-precision kernel on CPU"  # (the per-parameter path raises as AdamW does)
+    return None if reason is None else f"parameter {param.name!r} cannot share a kernel call ({reason})"
+
+
+def _keys(group_index: int, param: Any, state: Any, lr_factor: float, ratio: float,
+          decays: bool) -> tuple[BankKey, KernelKey]:
+    """The param's bank and kernel keys."""
+    beta1_pow, beta2_pow = state.moments[3], state.moments[4]
+    bank = BankKey(
+        group_index, param.dtype, param._grad_ivar().dtype, str(param.place), state.master_weight is not None,
+        state.fp32_fallback, getattr(param, "need_clip", True) is not False,
+        float(beta1_pow.item()), float(beta2_pow.item()),
+    )
+    return bank, KernelKey(decays, float(lr_factor), float(lr_factor) * ratio)
+
+
+class FlatState:
+    """The multi-tensor path's state in one optimizer: its banks, and why it may be off.
 
     ``fused_steps`` counts the steps it took; ``rebuilds`` how often the
     banks were laid out; ``disabled`` says why the optimizer keeps the
-    per-parameter path for good (None while it does not); ``last_reason``
-    why the last step did not take it (None if it did).
+    per-parameter path for good (None while it does not).
     """
 
     def __init__(self, num_threads: int | None = None) -> None:
         # How many threads share a CPU bank's kernel calls (threads.py).
         self.threads = FlatThreads(num_threads, owner="AdamWDL: `num_threads`")
         self.banks: list[Bank] = []
-        self.outside: list[Any] = []  # listed parameters in no bank (frozen, no gradient)
-        self._lr_tables: dict[int, _LrTable] = {}
-        # An apply_decay_param_fun not pure in the name: its answers at the layout, asked again every step
-        self._asked_decays = AskedDecays([], [], [])
         self.fused_steps = 0
         self.rebuilds = 0
-        self._consecutive_rebuilds = 0
-        self._listed = 0
-        self._only: frozenset[int] | None = None
-        self._clip_inputs: dict[int, tuple[list[Any], list[bool], list[Any]]] = {}
         self.disabled: str | None = None
-        self.last_reason: str | None = None
+        self._consecutive_rebuilds = 0
+        self._needs_layout = True
+        self._laid_out: tuple[list[int], list[Any], list[Any], list[Any]] | None = None
+        self._banks_of: dict[int, list[Bank]] = {}
+        self._lr_tables: dict[int, _LrTable] = {}
+        self._clip_inputs: dict[int, tuple[list[Any], list[bool], list[Any]]] = {}
+        self._banked: set[int] = set()
+        self._outside: tuple[int, list[Any]] | None = None  # (listed count, listed parameters in no bank)
         # The last step found the gradients views, and no backward has run since.
         self._views_checked = False
 
@@ -441,186 +388,153 @@ class MultiTensorStep:
     def invalidate(self) -> None:
         """Drop the banks (the tensors stay views of their buffers until the next layout)."""
         self.banks = []
-        self.outside = []
-        self._lr_tables = {}
-        self._asked_decays = AskedDecays([], [], [])
+        self._laid_out = None
+        self._banks_of, self._lr_tables, self._clip_inputs = {}, {}, {}
+        self._banked, self._outside = set(), None
         self._views_checked = False
-        self._only = None
-        self._clip_inputs = {}
+        self._needs_layout = True
 
-    def refuse(self, reason: str) -> None:
-        """Note that this step takes the per-parameter path, for ``reason``
-        (:func:`~paddle_llrd.optim.dispatch.multi_tensor_refusal`)."""
-        self.last_reason = reason
-
-    # ------------------------------------------------------------------ step
-    def step(self, context: StepContext) -> bool:
-        """One multi-tensor step over ``context``; False where the caller must
-        take the per-parameter path (nothing has changed then)."""
-        self.last_reason = None
-        intact, decay_answers = (False, {}) if not self.banks else self._intact(context)
-        if not intact:
-            if self.banks or self.rebuilds:
-                self._consecutive_rebuilds += 1
-            if self._consecutive_rebuilds >= MAX_CONSECUTIVE_REBUILDS:
-                self.disabled = self.last_reason = (
-                    f"the trained parameters changed in {MAX_CONSECUTIVE_REBUILDS} consecutive steps"
-                )
-                return False
-            if not self._layout(context, decay_answers):
-                return False
-        else:
+    # --------------------------------------------------------------- refusal
+    def refusal(self, batches: Sequence[UpdateBatch]) -> str | None:
+        """Why ``batches`` cannot take the multi-tensor step, or None; notes whether
+        :func:`multi_tensor_update` must lay the banks out first."""
+        if self.disabled is not None:
+            return self.disabled
+        self._needs_layout = not self.banks or not self._intact(batches)
+        if not self._needs_layout:
             self._consecutive_rebuilds = 0
-        self.run_kernels(context)
-        self.fused_steps += 1
-        if not self._views_checked:
-            self._views_checked = True
-            _on_next_backward(weakref.ref(self))
-        return True
+            return None
+        for batch in batches:
+            for param, state in zip(batch.params, batch.states):
+                reason = flat_obstacle(param, state)
+                if reason is not None:
+                    return reason
+        if self.banks or self.rebuilds:
+            self._consecutive_rebuilds += 1
+        if self._consecutive_rebuilds >= MAX_CONSECUTIVE_REBUILDS:
+            self.disabled = f"the trained parameters changed in {MAX_CONSECUTIVE_REBUILDS} consecutive steps"
+            return self.disabled
+        return None
 
-    def _intact(self, context: StepContext) -> tuple[bool, dict[int, bool]]:
-        """Whether the banks still hold (realiasing replaced gradients on the way),
-        and the decay rule's answers where they changed (by id of the parameter)."""
-        if _listed_count(context.groups) != self._listed or context.only != self._only:
-            return False, {}  # a parameter group was added, or another set of parameters handed over
-        for param in self.outside:
-            if _updated(param, context.only):
-                return False, {}
+    def _intact(self, batches: Sequence[UpdateBatch]) -> bool:
+        """Whether the banks still serve ``batches``: the same parameters, lr factors,
+        ratios and decay answers as at the layout, every one still a view (replaced
+        gradients realiased on the way)."""
+        ids, lr_factors, ratios, decays = self._laid_out
+        # One C-level pass per list: this runs at every step for every parameter.
+        if list(map(id, chain.from_iterable(map(_PARAMS, batches)))) != ids:
+            return False
+        try:
+            if ([b.lr_factors for b in batches] != lr_factors or [b.ratios for b in batches] != ratios
+                    or [b.decays for b in batches] != decays):
+                return False
+        except (TypeError, ValueError, RuntimeError):  # a Tensor set as a lr factor since
+            return False
         for bank in self.banks:
             intact, replaced = bank.check()
             if not intact or (replaced and not bank.realias_grads(replaced)):
-                return False, {}
-        # A decay rule that is not pure in the name may answer otherwise now
-        # (no decay during warmup): the kernel groups are laid out by its
-        # answers. Asked once per parameter and step, as AdamW asks; a new
-        # layout takes these answers.
-        if not self._asked_decays.params:
-            return True, {}
-        changed = self._asked_decays.changed_answers(context.decay_rule)
-        return changed is None, changed or {}
+                return False
+        return True
 
-    def _layout(self, context: StepContext, decay_answers: dict[int, bool]) -> bool:
-        """Put the parameters that have a gradient now into banks; False (nothing
-        changed) if one of them cannot share a kernel call."""
-        trained = [(group, [p for p in params if _updated(p, context.only)]) for group, params in context.groups]
-        for _, params in trained:
-            for param in params:
-                if not _shareable(param):
-                    self.last_reason = f"parameter {param.name!r} cannot share a kernel call"
-                    return False
-        inputs = context.prepare(trained, decay_answers)
-        members: dict[BankKey, dict[KernelKey, list[tuple[Any, Any, Any]]]] = {}
-        asked = []
-        for group_index, ((_, params), group_inputs) in enumerate(zip(trained, inputs)):
-            for param, layout_input in zip(params, group_inputs):
-                keys = _keys(group_index, param, layout_input)
-                if keys is None:
-                    self.last_reason = f"parameter {param.name!r} cannot share a kernel call"
-                    return False
-                members.setdefault(keys[0], {}).setdefault(keys[1], []).append((param, None, layout_input.plan))
-                if layout_input.plan.decays is None:
-                    asked.append((param, layout_input.decays))
-        self._asked_decays = AskedDecays(
-            [param for param, _ in asked], [param.name for param, _ in asked], [decays for _, decays in asked]
-        )
+    def _layout(self, batches: Sequence[UpdateBatch], global_lr: Any) -> None:
+        """Put the parameters of ``batches`` into banks (:meth:`refusal` found no obstacle)."""
+        members: dict[BankKey, dict[KernelKey, list[tuple[Any, Any]]]] = {}
+        for index, batch in enumerate(batches):
+            for member in zip(batch.params, batch.states, batch.lr_factors, batch.ratios, batch.decays):
+                bank_key, kernel_key = _keys(index, *member)
+                members.setdefault(bank_key, {}).setdefault(kernel_key, []).append(member[:2])
         previous = {id(t): t for bank in self.banks for t in bank.tensors}
         self.banks = [Bank(key, by_kernel, self.threads) for key, by_kernel in members.items()]
-        self.outside = [p for _, params in context.groups for p in params if not _updated(p, context.only)]
-        self._listed = _listed_count(context.groups)
-        self._only = context.only
-        self._clip_inputs = _clip_inputs(trained, self.banks)
         now = {id(t) for bank in self.banks for t in bank.tensors}
         for tensor_id, tensor in previous.items():
             if tensor_id not in now:
                 own_storage(tensor)
-        self._lr_tables = {}
-        for group_index in {bank.key.param_group for bank in self.banks}:
-            groups = [g for bank in self.banks if bank.key.param_group == group_index for g in bank.groups]
-            scales = sorted({g.key.update_scale for g in groups})
+        self._laid_out = (
+            list(map(id, chain.from_iterable(map(_PARAMS, batches)))),
+            [list(b.lr_factors) for b in batches], [list(b.ratios) for b in batches], [list(b.decays) for b in batches],
+        )
+        self._banks_of, self._lr_tables, self._clip_inputs = {}, {}, {}
+        for index, batch in enumerate(batches):
+            banks = [bank for bank in self.banks if bank.key.param_group == index]
+            if not banks:
+                continue
+            self._banks_of[index] = banks
+            groups = [group for bank in banks for group in bank.groups]
+            scales = sorted({group.key.update_scale for group in groups})
             for group in groups:
                 group.lr_index = scales.index(group.key.update_scale)
-            self._lr_tables[group_index] = _LrTable(scales, context.global_lr)
+            self._lr_tables[index] = _LrTable(scales, global_lr)
+            # what clipping is given: the group's gradients in the optimizer's
+            # order (Paddle sums the norms in it) and the chunks it scales
+            need_clip = [getattr(param, "need_clip", True) is not False for param in batch.params]
+            flats = [chunk for bank in banks if bank.key.need_clip for chunk in bank.grad_chunks]
+            self._clip_inputs[index] = (list(batch.params), need_clip, flats)
+        self._banked = {id(param) for bank in self.banks for param in bank.params}
+        self._outside = None
+        self._needs_layout = False
         self.rebuilds += 1
-        return True
 
-    def run_kernels(self, context: StepContext) -> None:
-        """The update of a step alone, on the banks as they are (no check of the
-        views, no layout): the kernel calls, lr and beta-power ops. The floor a
-        benchmark compares the step with; it advances the optimizer state as a step does."""
-        global_lr = context.global_lr
-        current, lrs, update = None, None, None
-        for bank in self.banks:
-            index = bank.key.param_group
-            if index != current:
-                # One pass per parameter group, as the per-parameter step,
-                # clipped per group as Paddle clips (each group its own norm).
-                if context.grad_clip is not None:
-                    params, need_clip, flats = self._clip_inputs[index]
-                    clip_gradients(context.grad_clip, list(map(_GRAD_OF, params)), need_clip, flat_grads=flats,
-                                   run=self.threads.run)
-                update = UpdatePass(lambda: global_lr)
-                lrs = self._lr_tables[index].refresh(global_lr)
-                current = index
-            bank.update(lrs, update, context.settings[index], context.coeffs[index], context)
+    # ------------------------------------------------------------------ step
+    def run_kernels(self, batches: Sequence[UpdateBatch], global_lr: Any, *, with_ratio: bool) -> None:
+        """The update of a step on the banks as they are (no check, no layout): clipping,
+        the kernel calls, lr and beta-power ops, one parameter group after the other.
+        It advances the optimizer state as a step does; a benchmark's floor."""
+        for index, banks in self._banks_of.items():
+            batch = batches[index]
+            if batch.grad_clip is not None:  # each group clipped by its own norm, as Paddle clips groups
+                params, need_clip, flats = self._clip_inputs[index]
+                split = any(bank.split for bank in banks)
+                clip_gradients(batch.grad_clip, list(map(_GRAD_OF, params)), need_clip, flat_grads=flats,
+                               run=self.threads.run if split else None)
+            lrs = self._lr_tables[index].refresh(global_lr)
+            for bank in banks:
+                bank.update(lrs, global_lr, batch.settings, with_ratio)
 
     # ------------------------------------------------------------ clear_grad
-    def clear_grad(self, groups: list[tuple[dict[str, Any] | None, list[Any]]], set_to_zero: bool) -> bool:
-        """``clear_grad(set_to_zero=True)`` of the parameters listed in ``groups``:
-        one zeroing op per intact bank and Paddle's per-parameter clearing for
-        every other parameter. False (the caller clears as Paddle does) with
-        ``set_to_zero=False`` or no banks."""
+    def clear_grad(self, listed: list[tuple[dict[str, Any] | None, list[Any]]], set_to_zero: bool) -> bool:
+        """``clear_grad(set_to_zero=True)`` of the parameters ``listed``: one zeroing op per
+        intact bank and Paddle's per-parameter clearing for every other parameter. False
+        (the caller clears as Paddle does) with ``set_to_zero=False`` or no banks."""
         if not set_to_zero or not self.banks or self.disabled is not None:
             return False
-        rest = list(self.outside)
+        count = sum(len(params) for _, params in listed)
+        if self._outside is None or self._outside[0] != count:
+            self._outside = (count, [p for _, params in listed for p in params if id(p) not in self._banked])
+        rest = list(self._outside[1])
         for bank in self.banks:
             if not bank.zero_grads(self._views_checked):
                 rest.extend(bank.params)
-        if _listed_count(groups) != self._listed:  # a parameter group added since the layout
-            banked = {id(p) for bank in self.banks for p in bank.params}
-            rest = [p for _, params in groups for p in params if id(p) not in banked]
         for param in rest:
             if not param.stop_gradient:
                 param.clear_gradient(True)
         return True
 
 
-def _on_next_backward(step: weakref.ref[MultiTensorStep]) -> None:
+def multi_tensor_update(flat: FlatState, batches: Sequence[UpdateBatch], global_lr: Any, *,
+                        with_ratio: bool) -> None:
+    """One step on the multi-tensor path (after :meth:`FlatState.refusal` said None):
+    the banks laid out where they must be, then :meth:`FlatState.run_kernels`.
+
+    ``global_lr``: the step's global lr tensor; ``with_ratio``: the decay's lr
+    rule (:func:`~paddle_llrd.optim.per_parameter.decay_scale`).
+    """
+    if flat._needs_layout:
+        flat._layout(batches, global_lr)
+    flat.run_kernels(batches, global_lr, with_ratio=with_ratio)
+    flat.fused_steps += 1
+    if not flat._views_checked:
+        flat._views_checked = True
+        _on_next_backward(weakref.ref(flat))
+
+
+def _on_next_backward(flat: weakref.ref[FlatState]) -> None:
     """Have the next backward (Paddle runs a final hook once, then drops it)
-    mark ``step``'s gradients as to be checked again: that backward may
+    mark ``flat``'s gradients as to be checked again: that backward may
     replace a gradient (one cleared with ``clear_gradient``) by a new tensor."""
 
     def backward_ran() -> None:
-        alive = step()
+        alive = flat()
         if alive is not None:
             alive._views_checked = False
 
     core.eager._add_backward_final_hook(backward_ran)
-
-
-def _shareable(param: Any) -> bool:
-    """Whether ``param`` and its gradient can be views of flat buffers, before any state is made for it."""
-    grad = param._grad_ivar()
-    if grad.is_selected_rows() or not param._is_initialized() or numel(param) == 0:
-        return False
-    if getattr(param, "regularizer", None) is not None or param.is_dist():
-        return False
-    attr = getattr(param, "optimize_attr", None)
-    if attr is None or "learning_rate" not in attr or is_tensor(attr["learning_rate"]):
-        return False
-    return grad.dtype == param.dtype and list(grad.shape) == list(param.shape)
-
-
-def _keys(group_index: int, param: Any, layout_input: LayoutInput) -> tuple[BankKey, KernelKey] | None:
-    """The param's bank and kernel keys; None where its update cannot share a kernel call."""
-    plan = layout_input.plan
-    master = plan.master_weight is not None
-    if not master and param.place.is_cpu_place() and param.dtype not in (paddle.float32, paddle.float64):
-        return None  # no half-precision kernel on CPU: the per-parameter path raises as AdamW does
-    base_scale = param.optimize_attr["learning_rate"]
-    update_scale = base_scale * layout_input.ratio
-    beta1_pow, beta2_pow = plan.moments[3], plan.moments[4]
-    bank = BankKey(
-        group_index, param.dtype, param._grad_ivar().dtype, str(param.place), master, plan.fp32_fallback,
-        getattr(param, "need_clip", True) is not False, float(beta1_pow.item()), float(beta2_pow.item()),
-    )
-    return bank, KernelKey(layout_input.decays, float(base_scale), float(update_scale))

@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from .updates import base_scale_of, lr_attributes
+from .ratios import base_scale_of, lr_attributes
 
 
 class ParamLrRow(NamedTuple):
@@ -26,30 +27,32 @@ class ParamLrRow(NamedTuple):
     """The coefficient :math:`\\lambda` its decay uses this step (``0.0`` if not decayed)."""
 
 
-def param_lr_rows(optimizer: Any) -> list[ParamLrRow]:
-    """:meth:`AdamWDL.param_lr_table <paddle_llrd.AdamWDL.param_lr_table>` of ``optimizer``."""
-    optimizer._sync_weight_decay()
+def param_lr_rows(
+    optimizer: Any,
+    params: list[Any],
+    *,
+    weight_decays: dict[int, Any],
+    update_scale: Callable[[Any, Any, Any], Any],
+    decays: Callable[[Any], bool],
+    cached_ratio: Callable[[Any], float] | None,
+) -> list[ParamLrRow]:
+    """:meth:`AdamWDL.param_lr_table <paddle_llrd.AdamWDL.param_lr_table>` of ``optimizer``
+    (its public lr, ``name_dict``, ``n_layers`` and ``set_param_lr_fun``) for ``params``:
+    ``weight_decays`` by id of the parameter, ``update_scale(param, optimize_attr, s_p)``
+    :math:`s_p r_p`, ``decays(param)`` the decay rule, ``cached_ratio`` a pure function's
+    cached ratio (None: not cached)."""
     global_lr = float(optimizer.get_lr())
-    group_decays = {}
-    if optimizer._parameter_list and isinstance(optimizer._parameter_list[0], dict):
-        for group in optimizer._param_groups:
-            for param in group["params"]:
-                group_decays[id(param)] = group.get("weight_decay", optimizer._default_dict["weight_decay"])
-    default_decay = optimizer._default_dict["weight_decay"]
-    cache = optimizer._active_ratio_cache()
     rows = []
-    for param in optimizer._listed_parameters():
-        if param.stop_gradient:
-            continue
+    for param in params:
         optimize_attr = lr_attributes(param)
         base_scale = base_scale_of(optimize_attr)
-        update_scale = float(optimizer._update_scale(param, optimize_attr, base_scale))
+        scale = float(update_scale(param, optimize_attr, base_scale))
         base_scale = float(base_scale)
         if base_scale != 0.0:
-            ratio = update_scale / base_scale
+            ratio = scale / base_scale
         else:
-            ratio = math.nan if cache is None else cache.ratio(param)
-        decayed = optimizer._decays(param)
+            ratio = math.nan if cached_ratio is None else cached_ratio(param)
+        decayed = decays(param)
         structured = _structured_name(optimizer, param)
         rows.append(
             ParamLrRow(
@@ -57,9 +60,9 @@ def param_lr_rows(optimizer: Any) -> list[ParamLrRow]:
                 param_name=param.name,
                 layer_id=_layer_id(optimizer, structured),
                 ratio=ratio,
-                lr=global_lr * update_scale,
+                lr=global_lr * scale,
                 decayed=decayed,
-                weight_decay=float(group_decays.get(id(param), default_decay)) if decayed else 0.0,
+                weight_decay=float(weight_decays[id(param)]) if decayed else 0.0,
             )
         )
     return rows

@@ -12,9 +12,28 @@ import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..argument_checks import is_real_number
+from typing import Union
+
+import paddle
+
+from ..checks import is_real_number
 from .kernels import is_tensor
-from .updates import LrScale, base_scale_of, lr_attributes
+
+LrScale = Union[float, "paddle.Tensor"]
+"""A factor of the global lr: a number, or a Tensor (then the general path is taken)."""
+
+
+def lr_attributes(param: Any) -> dict[str, Any] | None:
+    """``param.optimize_attr`` if it holds a ``'learning_rate'`` (a Paddle parameter's does), else None."""
+    optimize_attr = getattr(param, "optimize_attr", None)
+    if optimize_attr is None or "learning_rate" not in optimize_attr:
+        return None
+    return optimize_attr
+
+
+def base_scale_of(optimize_attr: dict[str, Any] | None) -> LrScale:
+    """:math:`s_p`, the parameter's own lr factor (1 without an ``optimize_attr``)."""
+    return 1.0 if optimize_attr is None else optimize_attr["learning_rate"]
 
 
 def is_pure_in_name(set_param_lr_fun: Any) -> bool:
