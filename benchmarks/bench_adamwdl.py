@@ -36,7 +36,7 @@ from typing import Any
 import paddle
 
 from paddle_llrd import AdamWDL, WeightDecaySchedule
-from bench_common import benchmark_model, describe, model_size_parser, parse_lenient
+from bench_common import benchmark_model, describe, model_size_parser, parse_lenient, synthetic_backward
 
 # The step-time ratio to AdamW each regime must stay under.
 TARGET_RATIOS = {"bert-base": 1.05, "small-params": 1.0}
@@ -73,8 +73,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     n_params = sum(int(p.size) for p in params)
     name_dict = {p.name: n for n, p in model.named_parameters()}
 
-    # dense gradients for every parameter (0.01 * sum of its elements), set once
-    paddle.add_n([(p * 0.01).sum() for p in params]).backward()
+    synthetic_backward(params)  # dense gradients for every parameter, set once
 
     common = dict(learning_rate=1e-4, parameters=params, weight_decay=0.01)
     optimizers: dict[str, paddle.optimizer.Optimizer] = {

@@ -31,7 +31,7 @@ import time
 import paddle
 
 from paddle_llrd import AdamWDL, ExponentialMovingAverage
-from bench_common import benchmark_model, describe, model_size_parser, parse_lenient
+from bench_common import benchmark_model, describe, model_size_parser, parse_lenient, synthetic_backward
 
 # The bert-base regime's target; small tensors are measured, without a target.
 TARGET_RATIOS = {"bert-base": 0.5, "small-params": None}
@@ -71,6 +71,17 @@ def _segments(ema: ExponentialMovingAverage) -> tuple[int, int]:
     return len(segments), sum(segment.params_alias is not None for segment in segments)
 
 
+def _took_multi_tensor_step(optimizer: AdamWDL) -> tuple[bool, str | None]:
+    """Whether ``optimizer``'s last step took the multi-tensor path, and why not:
+    from its ``last_update_path``, else (an AdamWDL without that property) from
+    the internals it keeps (``_multi_tensor``)."""
+    last = getattr(optimizer, "last_update_path", None)
+    if last is not None:
+        path, reason = last
+        return path == "multi_tensor", reason
+    return optimizer._multi_tensor.fused_steps == 1, optimizer._multi_tensor.last_reason
+
+
 def main(argv: list[str] | None = None) -> dict:
     """Run the benchmark; returns the settings, medians (ms) and the ratios."""
     args = _parse(list(sys.argv[1:] if argv is None else argv))
@@ -80,8 +91,7 @@ def main(argv: list[str] | None = None) -> dict:
     params = [p for p in model.parameters() if not p.stop_gradient]
     n_params = sum(int(p.size) for p in params)
 
-    # dense gradients for every parameter (0.01 * (p_0 + ... ) summed), set once
-    paddle.add_n([(p * 0.01).sum() for p in params]).backward()
+    synthetic_backward(params)  # dense gradients for every parameter, set once
     optimizer = paddle.optimizer.AdamW(learning_rate=1e-4, parameters=params, weight_decay=0.01)
     ema = ExponentialMovingAverage(model, decay=args.decay)
     ema.register()
@@ -95,8 +105,9 @@ def main(argv: list[str] | None = None) -> dict:
     # flat buffers; AdamW's in-place step keeps them so. The next update lays the shadows out alike.
     layout = AdamWDL(learning_rate=1e-4, parameters=params, weight_decay=0.01)
     layout.step()
-    if layout._multi_tensor.fused_steps != 1:
-        raise RuntimeError(f"AdamWDL did not take its multi-tensor step: {layout._multi_tensor.last_reason}")
+    took, reason = _took_multi_tensor_step(layout)
+    if not took:
+        raise RuntimeError(f"AdamWDL did not take its multi-tensor step: {reason}")
     ema.update()
     laid_out_segments = _segments(ema)
     laid_out_ema_ms, laid_out_adamw_ms, laid_out_ratio = _interleaved(ema, optimizer, repeats)

@@ -1,17 +1,25 @@
 """The benchmark scripts run (tiny sizes; speed itself is only ever reported
 by ``make bench``, never asserted) and report what they promise."""
+import math
 import sys
 from pathlib import Path
+from typing import NamedTuple, Optional
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 import bench_adamwdl  # noqa: E402
+import bench_common  # noqa: E402
 import bench_ema  # noqa: E402
 import bench_training_loop  # noqa: E402
 
 TINY = ["--layers", "1", "--hidden", "32", "--steps", "2"]
+OPTIMIZERS = ("adamw", "adamwdl_multi_tensor", "adamwdl_per_parameter")
+
+
+def _positive_finite(value) -> bool:
+    return isinstance(value, (int, float)) and math.isfinite(value) and value > 0
 
 
 def test_adamwdl_benchmark_reports_ratios_and_no_extra_state(capsys):
@@ -86,9 +94,74 @@ def test_training_loop_benchmark_runs_the_multi_tensor_path(capsys):
     seconds = results["multi_tensor_kernels_ms"] / 1e3
     assert results["kernel_gbs"] == pytest.approx(28 * results["parameters"] / seconds / 1e9)
     assert results["memory_floor_ms"] == pytest.approx(1e3 * 28 * results["parameters"] / (results["machine_gbs"] * 1e9))
+    # no clip unless asked; the paths each AdamWDL took, where it reports them
+    assert results["clip"] is False and results["grad_clip"] == dict.fromkeys(OPTIMIZERS)
+    paths = results["update_paths"]
+    if paths["adamwdl_multi_tensor"] is not None:
+        assert paths["adamwdl_multi_tensor"]["multi_tensor"] == results["steps"] + 1
+        assert paths["adamwdl_per_parameter"]["per_parameter"] == results["steps"] + 1
     out = capsys.readouterr().out
     assert "AdamWDL, multi-tensor" in out and "time ratio to AdamW (lower is faster)" in out and "on 3 thread(s)" in out
-    assert "6 interleaved rounds" in out and "paid before the timer" in out
+    assert "6 interleaved rounds" in out and "paid before the timer" in out and "no gradient clipping" in out
+
+
+def test_training_loop_benchmark_clips_every_optimizer_as_the_trainers_do(capsys):
+    # 96 tensors: the gradients' global norm (0.01 per element) is above 1.0, so the clip scales them
+    results = bench_training_loop.main(
+        ["--regime", "small-params", "--small-params", "96", "--blocks", "4", "--steps", "1", "--clip"]
+    )
+    assert results["clip"] is True and results["max_grad_norm"] == 1.0
+    # read back from each optimizer, AdamW (the reference) included
+    assert results["grad_clip"] == dict.fromkeys(OPTIMIZERS, "ClipGradByGlobalNorm")
+    assert results["gradient_global_norm"] == pytest.approx(0.01 * math.sqrt(results["parameters"]))
+    assert results["clip_scales_gradients"] is True
+    for key in ("loop_multi_tensor_ratio", "loop_per_parameter_ratio", "settled_loop_multi_tensor_ratio"):
+        assert _positive_finite(results[key]), key
+    paths = results["update_paths"]
+    for name, summary in paths.items():
+        if summary is not None:  # every step, the untimed first one too, took one path or the other
+            assert summary["multi_tensor"] + summary["per_parameter"] == summary["steps"] == results["steps"] + 1, name
+            assert summary["per_parameter"] == sum(summary["reasons"].values()), name
+    # the floor runs the multi-tensor layout's kernels: none to run where no step took that path
+    if not results["multi_tensor_steps"]:
+        assert results["multi_tensor_kernels_ms"] is None and results["kernel_calls_alone_ratio"] is None
+    out = capsys.readouterr().out
+    assert "grad_clip=ClipGradByGlobalNorm(1.0) for all" in out and "scaled down by the clip" in out
+
+
+class _UpdatePath(NamedTuple):
+    path: str
+    reason: Optional[str]
+
+
+class _Reports:
+    """An optimizer whose steps report the paths given, in turn."""
+
+    def __init__(self, *paths):
+        self.paths = list(paths)
+        self.last_update_path = None
+
+    def step(self):
+        self.last_update_path = self.paths.pop(0)
+
+
+def test_path_tally_counts_each_step_path_and_names_them_as_the_docs_do():
+    optimizer, tally = _Reports(
+        _UpdatePath("multi_tensor", None), _UpdatePath("per_parameter", "gradient clipping"),
+        _UpdatePath("per_parameter", "gradient clipping"),
+    ), bench_common.PathTally()
+    for _ in range(3):
+        optimizer.step()
+        tally.record(optimizer)
+    summary = tally.summary()
+    assert summary == {"steps": 3, "multi_tensor": 1, "per_parameter": 2, "reasons": {"gradient clipping": 2}}
+    assert bench_common.describe_paths(summary) == (
+        "multi-tensor path in 1 of 3 steps, per-parameter path in 2 of 3 steps (gradient clipping)"
+    )
+    # an optimizer without the property: not reported, not guessed
+    unreported = bench_common.PathTally()
+    unreported.record(object())
+    assert unreported.summary() is None and "not reported" in bench_common.describe_paths(None)
 
 
 def test_settle_freed_memory_stops_at_the_first_fast_allocation(monkeypatch):
