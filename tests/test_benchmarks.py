@@ -12,6 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import bench_adamwdl  # noqa: E402
 import bench_common  # noqa: E402
 import bench_ema  # noqa: E402
+import bench_memory  # noqa: E402
 import bench_training_loop  # noqa: E402
 
 TINY = ["--layers", "1", "--hidden", "32", "--steps", "2"]
@@ -162,6 +163,30 @@ def test_path_tally_counts_each_step_path_and_names_them_as_the_docs_do():
     unreported = bench_common.PathTally()
     unreported.record(object())
     assert unreported.summary() is None and "not reported" in bench_common.describe_paths(None)
+
+
+def test_memory_benchmark_reports_each_peak_and_their_ratio_per_configuration(capsys):
+    results = bench_memory.main(["--layers", "1", "--hidden", "32", "--memory-steps", "2", "--steps", "7"])
+    assert results["steps"] == 2 and results["parameters"] > 0
+    for config, clip in (("clipped", "ClipGradByGlobalNorm"), ("bare", None)):
+        row = results[config]
+        assert row["clip"] is (clip is not None) and _positive_finite(row["peak_ratio"])
+        for name in ("adamw", "adamwdl"):
+            run = row[name]
+            assert run["optimizer"] == name and run["grad_clip"] == clip and run["steps"] == 2
+            assert _positive_finite(run["peak_rss_mib"]) and run["peak_above_model_mib"] >= 0
+            assert run["peak_rss_mib"] >= run["rss_model_mib"] >= run["rss_after_import_mib"] > 0
+        assert row["peak_ratio"] == pytest.approx(row["adamwdl"]["peak_rss_mib"] / row["adamw"]["peak_rss_mib"])
+        paths = row["adamwdl"]["update_paths"]
+        assert paths is None or paths["steps"] == 2
+    out = capsys.readouterr().out
+    assert "ignoring ['--steps', '7']" in out  # run_all's --steps is for the timed benchmarks
+    assert "grad_clip=ClipGradByGlobalNorm(1.0)" in out and "no gradient clipping" in out and "MiB" in out
+
+
+def test_memory_benchmark_refuses_no_steps():
+    with pytest.raises(SystemExit):
+        bench_memory.main(["--memory-steps", "0"])
 
 
 def test_settle_freed_memory_stops_at_the_first_fast_allocation(monkeypatch):
