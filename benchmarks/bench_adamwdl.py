@@ -31,12 +31,14 @@ import argparse
 import statistics
 import sys
 import time
+from unittest import mock
 from typing import Any
 
 import paddle
 
 from paddle_llrd import AdamWDL, WeightDecaySchedule
-from bench_common import benchmark_model, describe, model_size_parser, parse_lenient
+from paddle_llrd.optim import per_parameter
+from bench_common import benchmark_model, describe, model_size_parser, parse_lenient, synthetic_backward
 
 # The step-time ratio to AdamW each regime must stay under.
 TARGET_RATIOS = {"bert-base": 1.05, "small-params": 1.0}
@@ -62,6 +64,17 @@ def _timed_step(optimizer: paddle.optimizer.Optimizer) -> float:
     return time.perf_counter() - start
 
 
+def _with_the_separate_decay_op(step: Any) -> Any:
+    """``step`` with the fused decay rule answering None (as for a ratio of 0), so that
+    every decay takes the separate op (docs/adamwdl.rst, "The decay")."""
+
+    def step_with_the_separate_op() -> Any:
+        with mock.patch.object(per_parameter, "fused_decay_coeff", lambda *args: None):
+            return step()
+
+    return step_with_the_separate_op
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Run the benchmark; returns the settings, medians (ms), ratios and state sizes."""
     args = _parse(list(sys.argv[1:] if argv is None else argv))
@@ -73,8 +86,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     n_params = sum(int(p.size) for p in params)
     name_dict = {p.name: n for n, p in model.named_parameters()}
 
-    # dense gradients for every parameter (0.01 * sum of its elements), set once
-    paddle.add_n([(p * 0.01).sum() for p in params]).backward()
+    synthetic_backward(params)  # dense gradients for every parameter, set once
 
     common = dict(learning_rate=1e-4, parameters=params, weight_decay=0.01)
     optimizers: dict[str, paddle.optimizer.Optimizer] = {
@@ -89,7 +101,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             **common, layerwise_decay=args.layerwise_decay, n_layers=n_layers, name_dict=name_dict
         ),
     }
-    optimizers["adamwdl_general"]._force_general_decay = True
+    # the separate decay op for every parameter (the route of a ratio of 0 or a Tensor lr factor)
+    general = optimizers["adamwdl_general"]
+    general.step = _with_the_separate_decay_op(general.step)
     optimizers["adamwdl_wd_schedule"] = AdamWDL(
         **dict(common, weight_decay=WeightDecaySchedule(0.0, 0.1, total_steps=1000, style="cosine")),
         layerwise_decay=args.layerwise_decay,

@@ -1,17 +1,27 @@
 """The benchmark scripts run (tiny sizes; speed itself is only ever reported
 by ``make bench``, never asserted) and report what they promise."""
+import json
+import math
 import sys
 from pathlib import Path
+from typing import NamedTuple, Optional
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 import bench_adamwdl  # noqa: E402
+import bench_common  # noqa: E402
 import bench_ema  # noqa: E402
+import bench_memory  # noqa: E402
 import bench_training_loop  # noqa: E402
 
 TINY = ["--layers", "1", "--hidden", "32", "--steps", "2"]
+OPTIMIZERS = ("adamw", "adamwdl_multi_tensor", "adamwdl_per_parameter")
+
+
+def _positive_finite(value) -> bool:
+    return isinstance(value, (int, float)) and math.isfinite(value) and value > 0
 
 
 def test_adamwdl_benchmark_reports_ratios_and_no_extra_state(capsys):
@@ -48,25 +58,46 @@ def test_ema_small_params_regime_has_no_target():
     assert results["target_ratio"] is None and results["update_vs_adamw_ratio"] > 0
 
 
-def test_run_all_tables_both_regimes_and_writes_the_figure(tmp_path, monkeypatch, capsys):
-    import json
-
+def test_run_all_leads_with_the_clipped_configuration_and_writes_the_figure(tmp_path, capsys):
     import run_all
 
-    monkeypatch.setattr(run_all, "OUT_DIR", str(tmp_path))
-    assert run_all.main(TINY + ["--small-params", "48"]) == 0
+    assert run_all.main(TINY + ["--small-params", "48", "--memory-steps", "1", "--out-dir", str(tmp_path)]) == 0
     results = json.loads((tmp_path / "benchmarks.json").read_text())
-    assert set(results) == {"machine", "bert-base", "small-params", "bandwidth"}
-    assert results["bandwidth"]["bert-base"]["num_threads"] >= 1 and results["machine"]["cores_available"] >= 1
-    assert results["small-params"]["adamwdl"]["tensors"] == 48
+    # the configuration users run first, then the bare one, the memory, the detail
+    assert list(results) == ["machine", "clipped", "bare", "memory", "detail"]
+    assert results["machine"]["cores_available"] >= 1
+    for regime in ("bert-base", "small-params"):
+        loop = results["clipped"]["results"][regime]["training_loop"]
+        assert loop["clip"] is True and set(loop["grad_clip"].values()) == {"ClipGradByGlobalNorm"}
+        bare = results["bare"]["results"][regime]
+        assert set(bare) == {"training_loop", "adamwdl", "ema"}
+        assert set(bare["training_loop"]["grad_clip"].values()) == {None}
+        assert results["detail"]["bandwidth"]["bare"][regime]["num_threads"] >= 1
+    assert results["bare"]["results"]["small-params"]["adamwdl"]["tensors"] == 48
+    clipped_rows, bare_rows = results["clipped"]["table"], results["bare"]["table"]
+    assert list(clipped_rows) == [run_all.LABELS["loop_multi_tensor_ratio"], run_all.LABELS["loop_per_parameter_ratio"]]
+    for table in (clipped_rows, bare_rows):
+        assert all(_positive_finite(value) for row in table.values() for value in row.values())
+        assert not any("settled" in label or "floor" in label for label in table)
+    detail = results["detail"]["table"]
+    assert f"{bench_common.CLIP_DESCRIPTION}: multi-tensor path, frees settled" in detail
+    assert "no clipping: memory floor (28 B/parameter at measured GB/s)" in detail
+    for config in ("ClipGradByGlobalNorm(1.0)", "no clipping"):
+        assert _positive_finite(results["memory"]["table"][config]["ratio"])
     assert (tmp_path / "benchmarks.png").stat().st_size > 0
-    table = capsys.readouterr().out.split("Median per-round time ratio (lower is faster)")[1]
-    for label in ("AdamWDL step, fast path", "EMA update", "AdamWDL step+clear_grad, multi-tensor"):
+    out = capsys.readouterr().out
+    titles = [run_all.CLIPPED_TITLE, run_all.BARE_TITLE, run_all.MEMORY_TITLE, run_all.DETAIL_TITLE]
+    positions = [out.index(title) for title in titles]
+    assert positions == sorted(positions)  # printed in that order too
+    clipped, bare, memory, detail = (out[a:b] for a, b in zip(positions, positions[1:] + [len(out)]))
+    for table, label in ((clipped, "multi-tensor path (default)"), (bare, "AdamWDL step, per-parameter path"),
+                         (bare, "EMA update")):
         row = next(line for line in table.splitlines() if label in line)
         assert row.count("x") >= 2  # a ratio for each regime
-    for regime in ("bert-base", "small-params"):
-        line = next(line for line in table.splitlines() if line.strip().startswith(f"{regime}: multi-tensor step on"))
-        assert "GB/s" in line and "NumPy copy" in line
+    assert "update paths, bert-base: default AdamWDL" in clipped and "settled" not in clipped + bare
+    assert "AdamW" in memory and "MiB" in memory
+    line = next(line for line in detail.splitlines() if line.strip().startswith("no clipping, bert-base: multi-tensor"))
+    assert "GB/s" in line and "NumPy copy" in line
 
 
 def test_training_loop_benchmark_runs_the_multi_tensor_path(capsys):
@@ -86,9 +117,98 @@ def test_training_loop_benchmark_runs_the_multi_tensor_path(capsys):
     seconds = results["multi_tensor_kernels_ms"] / 1e3
     assert results["kernel_gbs"] == pytest.approx(28 * results["parameters"] / seconds / 1e9)
     assert results["memory_floor_ms"] == pytest.approx(1e3 * 28 * results["parameters"] / (results["machine_gbs"] * 1e9))
+    # no clip unless asked; the paths each AdamWDL took, where it reports them
+    assert results["clip"] is False and results["grad_clip"] == dict.fromkeys(OPTIMIZERS)
+    paths = results["update_paths"]
+    if paths["adamwdl_multi_tensor"] is not None:
+        assert paths["adamwdl_multi_tensor"]["multi_tensor"] == results["steps"] + 1
+        assert paths["adamwdl_per_parameter"]["per_parameter"] == results["steps"] + 1
     out = capsys.readouterr().out
     assert "AdamWDL, multi-tensor" in out and "time ratio to AdamW (lower is faster)" in out and "on 3 thread(s)" in out
-    assert "6 interleaved rounds" in out and "paid before the timer" in out
+    assert "6 interleaved rounds" in out and "paid before the timer" in out and "no gradient clipping" in out
+
+
+def test_training_loop_benchmark_clips_every_optimizer_as_the_trainers_do(capsys):
+    # 96 tensors: the gradients' global norm (0.01 per element) is above 1.0, so the clip scales them
+    results = bench_training_loop.main(
+        ["--regime", "small-params", "--small-params", "96", "--blocks", "4", "--steps", "1", "--clip"]
+    )
+    assert results["clip"] is True and results["max_grad_norm"] == 1.0
+    # read back from each optimizer, AdamW (the reference) included
+    assert results["grad_clip"] == dict.fromkeys(OPTIMIZERS, "ClipGradByGlobalNorm")
+    assert results["gradient_global_norm"] == pytest.approx(0.01 * math.sqrt(results["parameters"]))
+    assert results["clip_scales_gradients"] is True
+    for key in ("loop_multi_tensor_ratio", "loop_per_parameter_ratio", "settled_loop_multi_tensor_ratio"):
+        assert _positive_finite(results[key]), key
+    paths = results["update_paths"]
+    for name, summary in paths.items():
+        if summary is not None:  # every step, the untimed first one too, took one path or the other
+            assert summary["multi_tensor"] + summary["per_parameter"] == summary["steps"] == results["steps"] + 1, name
+            assert summary["per_parameter"] == sum(summary["reasons"].values()), name
+    # the floor runs the multi-tensor layout's kernels: none to run where no step took that path
+    if not results["multi_tensor_steps"]:
+        assert results["multi_tensor_kernels_ms"] is None and results["kernel_calls_alone_ratio"] is None
+    out = capsys.readouterr().out
+    assert "grad_clip=ClipGradByGlobalNorm(1.0) for all" in out and "scaled down by the clip" in out
+
+
+class _UpdatePath(NamedTuple):
+    path: str
+    reason: Optional[str]
+
+
+class _Reports:
+    """An optimizer whose steps report the paths given, in turn."""
+
+    def __init__(self, *paths):
+        self.paths = list(paths)
+        self.last_update_path = None
+
+    def step(self):
+        self.last_update_path = self.paths.pop(0)
+
+
+def test_path_tally_counts_each_step_path_and_names_them_as_the_docs_do():
+    optimizer, tally = _Reports(
+        _UpdatePath("multi_tensor", None), _UpdatePath("per_parameter", "gradient clipping"),
+        _UpdatePath("per_parameter", "gradient clipping"),
+    ), bench_common.PathTally()
+    for _ in range(3):
+        optimizer.step()
+        tally.record(optimizer)
+    summary = tally.summary()
+    assert summary == {"steps": 3, "multi_tensor": 1, "per_parameter": 2, "reasons": {"gradient clipping": 2}}
+    assert bench_common.describe_paths(summary) == (
+        "multi-tensor path in 1 of 3 steps, per-parameter path in 2 of 3 steps (gradient clipping)"
+    )
+    # an optimizer without the property: not reported, not guessed
+    unreported = bench_common.PathTally()
+    unreported.record(object())
+    assert unreported.summary() is None and "not reported" in bench_common.describe_paths(None)
+
+
+def test_memory_benchmark_reports_each_peak_and_their_ratio_per_configuration(capsys):
+    results = bench_memory.main(["--layers", "1", "--hidden", "32", "--memory-steps", "2", "--steps", "7"])
+    assert results["steps"] == 2 and results["parameters"] > 0
+    for config, clip in (("clipped", "ClipGradByGlobalNorm"), ("bare", None)):
+        row = results[config]
+        assert row["clip"] is (clip is not None) and _positive_finite(row["peak_ratio"])
+        for name in ("adamw", "adamwdl"):
+            run = row[name]
+            assert run["optimizer"] == name and run["grad_clip"] == clip and run["steps"] == 2
+            assert _positive_finite(run["peak_rss_mib"]) and run["peak_above_model_mib"] >= 0
+            assert run["peak_rss_mib"] >= run["rss_model_mib"] >= run["rss_after_import_mib"] > 0
+        assert row["peak_ratio"] == pytest.approx(row["adamwdl"]["peak_rss_mib"] / row["adamw"]["peak_rss_mib"])
+        paths = row["adamwdl"]["update_paths"]
+        assert paths is None or paths["steps"] == 2
+    out = capsys.readouterr().out
+    assert "ignoring ['--steps', '7']" in out  # run_all's --steps is for the timed benchmarks
+    assert "grad_clip=ClipGradByGlobalNorm(1.0)" in out and "no gradient clipping" in out and "MiB" in out
+
+
+def test_memory_benchmark_refuses_no_steps():
+    with pytest.raises(SystemExit):
+        bench_memory.main(["--memory-steps", "0"])
 
 
 def test_settle_freed_memory_stops_at_the_first_fast_allocation(monkeypatch):
@@ -108,7 +228,8 @@ def test_training_loop_benchmark_refuses_zero_threads():
         bench_training_loop.main(["--regime", "small-params", "--num-threads", "0"])
 
 
-def test_run_all_refuses_a_regime_flag():
+def test_run_all_refuses_a_regime_or_clip_flag():
     import run_all
 
     assert run_all.main(["--regime", "small-params"]) == 2
+    assert run_all.main(["--clip"]) == 2  # it runs both configurations

@@ -136,6 +136,16 @@ def test_quick_benchmark_run(user_path):
     assert "benchmarks.json" in result.stdout and (_BENCH_COPY.parent / "docs" / "_static" / "benchmarks.json").is_file()
 
 
+@pytest.mark.user_path("shell-benchmarks-commands-2", "shell-benchmarks-commands-3")
+def test_single_benchmark_commands(user_path):
+    """The clipped training loop prints its ratios and the clip each optimizer held; the memory
+    benchmark, the ratio of the peaks in each configuration."""
+    loop = user_path("shell-benchmarks-commands-2").check().stdout
+    assert "grad_clip=ClipGradByGlobalNorm(1.0) for all" in loop and re.search(r"\d+\.\d{3}x", loop), loop[-2000:]
+    memory = user_path("shell-benchmarks-commands-3").check().stdout
+    assert len(re.findall(r"MiB +\d+\.\d{3}x", memory)) == 2, memory[-2000:]
+
+
 DATA_PARALLEL = [name for name in SCRIPTS if "data-parallel" in name]
 
 
