@@ -268,7 +268,7 @@ def multi_tensor_applies(case: Case) -> bool:
     """Whether AdamWDL's multi-tensor step serves ``case`` (written out from the rules in its docs)."""
     return (
         not any(spec.sparse for spec in case.params)
-        and case.clip_norm is None
+        # (it clips by the optimizer's ClipGradByGlobalNorm itself; a group's own clip is Paddle's to apply)
         and not any(group.clip_norm is not None for group in case.groups or ())
         and case.ratios in ("layerwise", "layer_map", "none")
         # (a Tensor weight_decay is read as a float by Paddle's AdamW; a group's float betas replace Tensor ones)

@@ -37,17 +37,18 @@ from .optimizer_checks import (
 )
 from .param_lr_rows import ParamLrRow, param_lr_rows
 from .param_state import ParamState, cast_refusal, initial_beta_pow, rename_accumulators
-from .per_parameter import AdamSettings, ParameterPass, update_parameter
+from .per_parameter import ParameterPass, append_optimize_op
 from .ratios import LrScale, RatioCache, is_pure_in_name, lr_attributes, resolve_update_scales, update_scale
 from .scheduled_decay import ScheduledDecay
-from .update_batch import MULTI_TENSOR, UpdateBatch, UpdatePath, choose_update_path
+from .clipping import flat_clip_refusal
+from .update_batch import MULTI_TENSOR, AdamSettings, UpdateBatch, UpdatePath
 
 if TYPE_CHECKING:
     from paddle import Tensor
     from paddle.nn.clip import GradientClipBase
     from paddle.optimizer.lr import LRScheduler
 
-__all__ = ["AdamWDL", "ParamLrRow", "STRUCTURED_NAMES_KEY", "UpdatePath", "WEIGHT_DECAY_SCHEDULE_KEY"]
+__all__ = ["AdamWDL", "ParamLrRow", "STRUCTURED_NAMES_KEY", "UpdatePath", "WEIGHT_DECAY_SCHEDULE_KEY", "choose_update_path"]
 
 # The entry of the optimizer's state_dict() that holds its schedule's state.
 WEIGHT_DECAY_SCHEDULE_KEY = "weight_decay_schedule"
@@ -318,9 +319,9 @@ class AdamWDL(AdamW):
                   for group, params in self._listed_groups()]
         if self._grouped():  # Paddle's step: one _apply_optimize (and one pass) per group
             paddle_pass = super().step
-        else:
-            pairs = [(p, _gradient(p)) for p in groups[0][1]]
-            paddle_pass = functools.partial(super()._apply_optimize, None, None, pairs)
+        else:  # Paddle's step without groups, past this class's _apply_optimize
+            apply = super()._apply_optimize
+            paddle_pass = lambda: apply(None, None, [(p, _gradient(p)) for p in groups[0][1]])  # noqa: E731
         self._update(groups, paddle_pass, given_gradients=_main_grads(groups))
         return None
 
@@ -448,7 +449,8 @@ class AdamWDL(AdamW):
         :class:`ParameterPass` a dygraph update opened, else in one opened here (the
         ratios and decay rule asked before anything changes) until it ends."""
         self._refuse_schedule_outside_dygraph()  # (apply_gradients and a to_static graph skip minimize())
-        if self._pass is not None:
+        if self._pass is not None:  # opened by _update for the whole step: this group's part of it
+            self._pass.next_group()
             return create_pass(parameters_and_grads, param_group_idx=param_group_idx)
         grouped = isinstance(parameters_and_grads, dict)
         pairs = parameters_and_grads["params"] if grouped else parameters_and_grads
@@ -480,12 +482,12 @@ class AdamWDL(AdamW):
             self._pass.settings = self._group_settings(None)  # the group's betas, epsilon, decay, lazy mode
         return selected
 
-    def _append_optimize_op(self, block: Any, param_and_grad: Any) -> Any:
-        if isinstance(param_and_grad, dict):
-            param_and_grad = self._update_param_group(param_and_grad)
-        if self._pass is None:  # called outside a pass: one kept until the next pass ends
-            self._pass = self._new_pass()
-        return update_parameter(self._pass, block, *param_and_grad)
+    _append_optimize_op = append_optimize_op  # (per_parameter.py: the per-parameter path in one module)
+
+    def _open_pass(self) -> ParameterPass:
+        """A pass for an update outside one (a subclass's own call), kept until the next pass ends."""
+        self._pass = self._new_pass()
+        return self._pass
 
     def _append_decoupled_weight_decay(
         self, block: Any, param_and_grad: Any, lr_scale: LrScale | None = None, *, decays: bool | None = None
@@ -499,8 +501,7 @@ class AdamWDL(AdamW):
         param = param_and_grad[0]
         if not (self._decays_now(param) if decays is None else decays):
             return None
-        if self._pass is None:
-            self._pass = self._new_pass()
+        update = self._pass or self._open_pass()
         state = self._param_states.get(param.name)
         if state is not None:
             target = state.decay_target(param)
@@ -509,7 +510,7 @@ class AdamWDL(AdamW):
         if lr_scale is None:
             attributes = lr_attributes(param)
             lr_scale = 1.0 if attributes is None else attributes["learning_rate"]
-        return decoupled_decay(block, target, self._pass.decay_factor(self._pass.lr(lr_scale)))
+        return decoupled_decay(block, target, update.decay_factor(update.lr(lr_scale)))
 
     # ---------------------------------------------------------- layer ratios
     def _active_ratio_cache(self) -> RatioCache | None:
@@ -530,7 +531,10 @@ class AdamWDL(AdamW):
             return {}
         if self._multi_precision and self._param_states and framework.in_dygraph_mode():
             self._refit_states(params)
-        return resolve_update_scales(self.set_param_lr_fun, self._active_ratio_cache(), params)
+        cache = self._active_ratio_cache()
+        if self.set_param_lr_fun is None or (cache is not None and all(p.name in cache.ratios for p in params)):
+            return {}  # (the updates read the cache)
+        return resolve_update_scales(self.set_param_lr_fun, cache, params)
 
     # ------------------------------------------------------ parameter states
     def _decays_now(self, param: Any) -> bool:
@@ -705,9 +709,67 @@ class AdamWDL(AdamW):
         )
 
 
+_SETTINGS_FIELDS = (("beta1", "beta1"), ("beta2", "beta2"), ("epsilon", "epsilon"), ("coeff", "weight_decay"))
+
+
+def choose_update_path(batches: Sequence[UpdateBatch], flat: FlatState | None, *, dygraph: bool,
+                       overflow: bool, given_gradients: str | None = None) -> UpdatePath:
+    """The implementation for ``batches``: the multi-tensor step where it serves them
+    all, else the per-parameter path with the reason. The one place a path is chosen.
+
+    Args:
+        batches: this step's :class:`UpdateBatch` per parameter group.
+        flat: the optimizer's :class:`~paddle_llrd.optim.multi_tensor.FlatState`
+            (None: ``use_multi_tensor=False``); asked last, whether its banks
+            hold the batches' parameters or can.
+        dygraph: an eager step outside ``to_static`` translation.
+        overflow: a dygraph AMP overflow step (``found_inf`` set), which
+            changes no number; the per-parameter pass also creates the
+            accumulators of new parameters then.
+        given_gradients: why gradients handed to ``_apply_optimize`` are not
+            the parameters' own (fleet's sharding optimizer, a ``main_grad``), or None.
+
+    Examples:
+        >>> from paddle_llrd.optim.adamwdl import choose_update_path
+        >>> choose_update_path([], None, dygraph=True, overflow=False)
+        UpdatePath(path='per_parameter', reason='use_multi_tensor=False')
+    """
+    reason = _refusal(batches, flat, dygraph=dygraph, overflow=overflow, given_gradients=given_gradients)
+    return MULTI_TENSOR if reason is None else UpdatePath("per_parameter", reason)
+
+
+def _refusal(batches: Sequence[UpdateBatch], flat: FlatState | None, *, dygraph: bool, overflow: bool,
+             given_gradients: str | None) -> str | None:
+    if flat is None:
+        return "use_multi_tensor=False"
+    if flat.disabled is not None:
+        return flat.disabled
+    if not dygraph:
+        return "not a dygraph step"
+    if given_gradients is not None:
+        return given_gradients
+    for batch in batches:
+        if batch.ratios is None:
+            return "set_param_lr_fun is not pure in the parameter name (its ratios are asked every step)"
+        if batch.own_clip:
+            return "a parameter group with its own grad_clip"
+        clip_reason = None if batch.grad_clip is None else flat_clip_refusal(batch.grad_clip)
+        if clip_reason is not None:
+            return clip_reason
+        for field, name in _SETTINGS_FIELDS:
+            value = getattr(batch.settings, field)
+            if type(value) is not float and is_tensor(value):
+                return f"a Tensor {name}"
+    if overflow:
+        return "an AMP overflow step"
+    if not any(batch.params for batch in batches):
+        return "no parameter has a gradient"
+    return flat.refusal(batches)
+
+
 def _beta_value(beta: Any, dygraph: bool) -> Any:
     """A dygraph Tensor beta's value; a PIR program passes the Value itself (a legacy op, see ``beta1``)."""
-    return beta.item(0) if dygraph and is_tensor(beta) else beta
+    return beta.item(0) if dygraph and type(beta) is not float and is_tensor(beta) else beta
 
 
 def _on_cpu(param: Any) -> bool:

@@ -16,6 +16,7 @@ element does not depend on the tensor around it.
 from __future__ import annotations
 
 import functools
+import math
 import operator
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -25,9 +26,9 @@ import paddle
 from paddle import _C_ops
 from paddle.nn.clip import _squared_l2_norm
 
-from .buffers import numel
 
 _DTYPE = operator.attrgetter("dtype")
+_SHAPE = operator.attrgetter("shape")
 _IS_DENSE = paddle.Tensor.is_dense
 # The dtypes whose squared norm Paddle takes as they are (no float32 cast).
 _FULL_PRECISION = {paddle.float32, paddle.float64}
@@ -206,10 +207,11 @@ def _check_flat_sizes(clipped: Sequence[paddle.Tensor], flat_grads: Sequence[pad
     """The flat tensors must cover as many elements of each dtype as the
     clipped gradients (their storage cannot be compared cheaply; their sizes can)."""
     wanted, given = Counter(), Counter()
-    for grad in clipped:  # (per gradient: the numel of its shape)
-        wanted[grad.dtype] += numel(grad)
-    for flat in flat_grads:
-        given[flat.dtype] += numel(flat)
+    # (C-level passes: this runs at every step for every gradient)
+    for dtype, size in zip(map(_DTYPE, clipped), map(math.prod, map(_SHAPE, clipped))):
+        wanted[dtype] += size
+    for dtype, size in zip(map(_DTYPE, flat_grads), map(math.prod, map(_SHAPE, flat_grads))):
+        given[dtype] += size
     if wanted != given:
         raise ValueError(
             "clip_gradients: flat_grads must hold exactly the gradients with need_clip: "

@@ -7,7 +7,7 @@ is elementwise, so the bits are those of one call per parameter. The
 gradients are clipped on the same buffers (:mod:`~paddle_llrd.optim.clipping`).
 
 :class:`FlatState` holds the banks. :meth:`FlatState.refusal` tells
-:func:`~paddle_llrd.optim.update_batch.choose_update_path` whether this
+:func:`~paddle_llrd.optim.adamwdl.choose_update_path` whether this
 step's :class:`~paddle_llrd.optim.update_batch.UpdateBatch` list can take the
 path (the parameters each have a place in a bank, or can be laid out);
 :func:`multi_tensor_update` then runs it. Neither sees the optimizer. What
@@ -28,11 +28,11 @@ from paddle.base import core
 from .buffers import empty_flat, numel, own_storage, share_flat
 from .clipping import clip_gradients
 from .kernels import bound_adamw_kernel, decay_factor, decoupled_decay, is_tensor
-from .per_parameter import AdamSettings, decay_route
+from .per_parameter import decay_route
 from .threads import FlatThreads
 
 if TYPE_CHECKING:
-    from .update_batch import UpdateBatch
+    from .update_batch import AdamSettings, UpdateBatch
 
 __all__ = ["MAX_CONSECUTIVE_REBUILDS", "Bank", "BankKey", "FlatState", "KernelGroup", "KernelKey", "flat_obstacle",
            "multi_tensor_update"]

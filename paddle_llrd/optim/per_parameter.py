@@ -24,10 +24,11 @@ from ..checks import is_real_number
 from .kernels import adamw_kernel, adamw_update, decay_factor, is_tensor
 from .param_state import ParamState
 from .ratios import LrScale
+from .update_batch import AdamSettings
 
 __all__ = [
-    "FUSED_RATIO_RANGE", "AdamSettings", "ParameterPass", "Route", "decay_route", "decay_scale", "densify",
-    "fused_decay_coeff", "is_static_sparse", "update_parameter",
+    "FUSED_RATIO_RANGE", "ParameterPass", "Route", "decay_route", "decay_scale", "densify",
+    "append_optimize_op", "fused_decay_coeff", "is_static_sparse", "update_parameter",
 ]
 
 # A fused update folds the ratio into the kernel's decay coefficient
@@ -35,25 +36,6 @@ __all__ = [
 # update_scale / decay_scale, float32 rounding of that coefficient and of the
 # scaled learning rate is no longer negligible, so the separate decay op is used.
 FUSED_RATIO_RANGE = (1e-12, 1e12)
-
-
-class AdamSettings(NamedTuple):
-    """The kernel settings of a parameter group, read once per pass and group."""
-
-    beta1: Any
-    """As given: a float or a Tensor (a legacy program feeds a Tensor to the op)."""
-    beta2: Any
-    beta1_value: Any
-    """``beta1`` as the eager and PIR kernels take it (a Tensor's value read once, not per parameter)."""
-    beta2_value: Any
-    epsilon: Any
-    lazy_mode: bool
-    amsgrad: bool
-    found_inf: Any
-    """The AMP overflow flag of a static program (None in dygraph, which skips the whole pass)."""
-    dygraph: bool
-    coeff: Any
-    """The group's weight decay :math:`\\lambda`."""
 
 
 # ------------------------------------------------------------------ the decay rule
@@ -102,7 +84,8 @@ def fused_decay_coeff(coeff: Any, decay_scale: Any, update_scale: Any) -> float 
         >>> fused_decay_coeff(0.01, 1.0, 0.0) is None  # a ratio of 0
         True
     """
-    if not (is_real_number(decay_scale) and is_real_number(update_scale) and is_real_number(coeff)):
+    if not (type(decay_scale) is float and type(update_scale) is float and type(coeff) is float) and not (
+            is_real_number(decay_scale) and is_real_number(update_scale) and is_real_number(coeff)):
         return None
     if not (math.isfinite(decay_scale) and math.isfinite(update_scale) and math.isfinite(coeff)):
         return None
@@ -147,7 +130,7 @@ class ParameterPass:
     and ``state_of`` ask the optimizer; ``decay_op(block, (param, grad),
     lr_scale, decays=True)`` appends the separate decay op (the optimizer's
     ``_append_decoupled_weight_decay``, which subclasses may extend). ``settings``: the :class:`AdamSettings`
-    of the group being updated (:meth:`next_group`).
+    of the group being updated (set as Paddle selects it; :meth:`next_group`).
     """
 
     __slots__ = (
@@ -183,9 +166,11 @@ class ParameterPass:
         self.decay_factors: dict[Any, Any] = {}  # 1 - lr * coeff per lr tensor (AdamWDL._lr_to_coeff)
         self.routes: dict[Any, Route] = {}  # the decay route per (coeff, base scale, update scale)
 
-    def next_group(self, settings: AdamSettings) -> None:
-        """The settings of the next parameter group (Paddle selects groups one at a time)."""
-        self.settings = settings
+    def next_group(self) -> None:
+        """A parameter group's own pass begins (Paddle runs one per group): its lrs and decay
+        factors are its own (``_lr_to_coeff`` holds one group's), its settings set as Paddle
+        selects the group."""
+        self.scaled_lrs, self.decay_factors, self.routes = {}, {}, {}
 
     def update_scale(self, param: Any, optimize_attr: dict[str, Any] | None, base_scale: LrScale) -> LrScale:
         """:math:`s_p r_p`, the lr factor of ``param``'s Adam step (``base_scale`` is :math:`s_p`)."""
@@ -246,6 +231,20 @@ def _scale_lr(global_lr: Any, scale: Any) -> Any:
 
 
 # ------------------------------------------------------------------ one update
+def append_optimize_op(optimizer: Any, block: Any, param_and_grad: Any) -> Any:
+    """``AdamWDL._append_optimize_op``: Paddle's pass hands it one parameter (with its
+    group's settings, in a grouped pass), which :func:`update_parameter` updates in the
+    :class:`ParameterPass` the optimizer opened (one opened now where none is, kept until
+    the next pass ends). PaddleNLP's contract, which its subclasses rely on: the lr factor
+    is scaled by the layer ratio for this update only, the separate decay goes through
+    ``_append_decoupled_weight_decay`` and its ``_lr_to_coeff`` cache, and float16/bfloat16
+    parameters take their master weights under ``multi_precision``.
+    """
+    if isinstance(param_and_grad, dict):
+        param_and_grad = optimizer._update_param_group(param_and_grad)
+    return update_parameter(optimizer._pass or optimizer._open_pass(), block, *param_and_grad)
+
+
 def update_parameter(update: ParameterPass, block: Any, param: Any, grad: Any) -> Any:
     """One parameter's update in ``update``'s pass: the separate decay op where the
     route says so, then the kernel (:func:`~paddle_llrd.optim.kernels.adamw_update`).
