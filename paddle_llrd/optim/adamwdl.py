@@ -136,7 +136,7 @@ class AdamWDL(AdamW):
         >>> opt.clear_grad()
     """
 
-    # The decay's lr rule (dispatch.decay_scale): AdamWDL decays with the lr
+    # The decay's lr rule (per_parameter.decay_scale): AdamWDL decays with the lr
     # before the layer ratio; a subclass with Paddle's lr_ratio rule sets True.
     _decay_with_ratio: ClassVar[bool] = False
 
@@ -180,7 +180,6 @@ class AdamWDL(AdamW):
             lazy_mode=lazy_mode, multi_precision=multi_precision, amsgrad=amsgrad, name=name,
         )
         self._ratio_function = set_param_lr_fun
-        self._layerwise = (layerwise_decay, name_dict, n_layers)
         self._pass: ParameterPass | None = None  # the per-parameter pass under way
         # Per parameter name, the state its dygraph updates reuse; emptied by set_state_dict.
         self._param_states: dict[str, ParamState] = {}
@@ -190,7 +189,7 @@ class AdamWDL(AdamW):
         self._params_name: dict[str, None] = {}  # ordered set, for a stable str()
         for param in self._listed_parameters():
             self._decays(param)
-        self._bind_ratio_function()
+        self._bind_ratio_function((layerwise_decay, name_dict, n_layers))
         if self._scheduled_decay is not None:
             claim_schedule(self._scheduled_decay.schedule, self)  # last: a failed constructor claims nothing
 
@@ -198,19 +197,20 @@ class AdamWDL(AdamW):
         return "Weight Decay, params: " + ",".join(self._params_name)
 
     # ------------------------------------------------------- layer-wise decay
-    def _bind_ratio_function(self) -> None:
-        """``set_param_lr_fun`` bound to ``(layerwise_decay, name_dict, n_layers)``; the
-        ratios of a function pure in the name (with a float decay) are cached and asked
-        of every trained parameter now, so that a bad one is refused before any step."""
+    def _bind_ratio_function(self, layerwise: tuple[Any, Any, Any]) -> None:
+        """``set_param_lr_fun`` bound to ``layerwise`` (``(layerwise_decay, name_dict,
+        n_layers)``); the ratios of a function pure in the name (with a float decay) are
+        cached and asked of every trained parameter first, so that a bad one is refused
+        before anything changes."""
         fun = self._ratio_function
-        self.set_param_lr_fun = None if fun is None else functools.partial(fun, *self._layerwise)
-        pure = is_pure_in_name(fun) and isinstance(self._layerwise[0], float)
-        self._ratio_cache = RatioCache(self.set_param_lr_fun) if pure else None
-        if self._ratio_cache is not None:
+        bound = None if fun is None else functools.partial(fun, *layerwise)
+        cache = RatioCache(bound) if is_pure_in_name(fun) and isinstance(layerwise[0], float) else None
+        if cache is not None:
             for param in self._listed_parameters():
                 if not param.stop_gradient:
-                    self._ratio_cache.ratio(param)
-        if self._flat is not None:
+                    cache.ratio(param)
+        self._layerwise, self.set_param_lr_fun, self._ratio_cache = layerwise, bound, cache
+        if getattr(self, "_flat", None) is not None:
             self._flat.invalidate()  # the kernel groups follow the ratios
 
     def _set_layerwise(self, index: int, value: Any) -> None:
@@ -218,8 +218,7 @@ class AdamWDL(AdamW):
         settings[index] = value
         decay, name_dict, n_layers = settings
         check_layerwise_arguments(decay, n_layers, self._ratio_function, name_dict)  # before anything changes
-        self._layerwise = tuple(settings)
-        self._bind_ratio_function()
+        self._bind_ratio_function(tuple(settings))
 
     # Assignable: the next update follows (ratios recomputed, checked first).
     layerwise_decay = property(lambda self: self._layerwise[0], lambda self, v: self._set_layerwise(0, v),
