@@ -1,17 +1,11 @@
-"""Old names of the package's checks, for the modules that still import them from here.
+"""The rules of a schedule's arguments, shared by its ``get_*`` functions and classes.
 
-Every check is now made of the primitives of :mod:`paddle_llrd.checks`, and a
-component's own checks sit beside it. This module keeps, until their modules
-move to :mod:`paddle_llrd.checks`:
-
-* the primitives under their old names, for ``optim/dispatch.py``,
-  ``optim/ratios.py``, ``optim/threads.py``, ``optim/ema.py`` and the
-  schedules;
-* the schedules' own argument rules (a whole number of steps, a warmup as
-  steps or a fraction, an lr floor, Megatron-LM's ``lr_warmup_init``), which
-  move beside the schedules in ``paddle_llrd/schedules/``.
-
-Nothing new goes here.
+Made of the primitives of :mod:`paddle_llrd.checks`; what is particular to
+schedules is here: a number of steps (an integral float such as ``1000.0`` is
+taken, as PaddleNLP's schedules take one), a warmup given as steps or as a
+fraction of the training, an lr floor below the peak, and Megatron-LM's
+``lr_warmup_init``. A rule that belongs to one schedule family sits in its
+module (``warmup_start`` and ``num_cycles`` in :mod:`.warmup`).
 """
 from __future__ import annotations
 
@@ -19,82 +13,11 @@ import math
 import numbers
 from typing import Any
 
-from .checks import checked_choice as _checked_choice
-from .checks import (
-    checked_count,
-    checked_finite,
-    checked_in_range,
-    checked_non_negative,
-    checked_positive,
-    checked_step_index,
-    did_you_mean,
-    environment_count,
-    is_integer,
-    is_real_number,
-)
-from .warning_classes import stacklevel_outside_package
+from ..checks import checked_finite, checked_non_negative, is_integer, is_real_number
 
-__all__ = [
-    "checked_choice",
-    "checked_count",
-    "checked_finite_real",
-    "checked_floor_lr",
-    "checked_non_negative_real",
-    "checked_positive_int",
-    "checked_real",
-    "checked_step_count",
-    "checked_step_index",
-    "checked_unit_fraction",
-    "checked_warmup",
-    "checked_warmup_start",
-    "did_you_mean",
-    "environment_positive_int",
-    "is_integer",
-    "is_real_number",
-    "lr_warmup_init_fraction",
-    "stacklevel_outside_package",
-]
-
-# --- the primitives under their old names
-checked_finite_real = checked_finite
-environment_positive_int = environment_count
+__all__ = ["checked_floor_lr", "checked_step_count", "checked_warmup", "lr_warmup_init_fraction"]
 
 
-def checked_real(
-    value: Any, argument: str, *, owner: str | None = None, positive: bool = False, advice: str = ""
-) -> float:
-    """:func:`~paddle_llrd.checks.checked_non_negative`, or with ``positive``
-    :func:`~paddle_llrd.checks.checked_positive`."""
-    check = checked_positive if positive else checked_non_negative
-    return check(value, argument, owner=owner, advice=advice)
-
-
-def checked_non_negative_real(value: Any, argument: str = "learning_rate") -> float:
-    """:func:`~paddle_llrd.checks.checked_non_negative` of a schedule's argument (``learning_rate`` by default)."""
-    return checked_non_negative(value, argument)
-
-
-def checked_positive_int(value: Any, what: str) -> int:
-    """``value`` as an int >= 1, else an error starting with ``what`` (the owner and argument:
-    ``"AdamWDL: `num_threads`"``), in the words ``optim/threads.py``'s doctest shows."""
-    if not is_integer(value):
-        raise TypeError(f"{what} must be an int >= 1 (or None), got {type(value).__name__} {value!r}")
-    if value < 1:
-        raise ValueError(f"{what} must be an int >= 1, got {value!r}")
-    return int(value)
-
-
-def checked_unit_fraction(value: Any, argument: str) -> float:
-    """:func:`~paddle_llrd.checks.checked_in_range` over ``[0, 1]`` (a decay rate)."""
-    return checked_in_range(value, argument, low=0.0, high=1.0)
-
-
-def checked_choice(value: Any, argument: str, choices: tuple[str, ...]) -> str:
-    """:func:`~paddle_llrd.checks.checked_choice`, ``value`` given as the choice it names (compared without case)."""
-    return _checked_choice(value, argument, choices)
-
-
-# --- the schedules' argument rules
 def checked_step_count(value: Any, argument: str, minimum: int = 0) -> int:
     """A whole number of steps ``>= minimum``; an integral float such as ``1000.0`` is taken
     (PaddleNLP's schedules take one).
@@ -175,6 +98,8 @@ def checked_floor_lr(min_lr: Any, peak: float, peak_name: str) -> float:
 def lr_warmup_init_fraction(lr_warmup_init: Any, peak: float) -> float:
     """Megatron-LM's ``lr_warmup_init`` (an lr in ``[0, peak]``) as the fraction of ``peak`` the warmup starts at.
 
+    The fraction is what the classes of :mod:`.warmup` take as ``warmup_start``.
+
     Raises:
         TypeError: ``lr_warmup_init`` is not a real number.
         ValueError: it is NaN, infinite, negative or above ``peak``.
@@ -193,8 +118,3 @@ def lr_warmup_init_fraction(lr_warmup_init: Any, peak: float) -> float:
             f"`lr_warmup_init` ({value!r}) must be <= the peak learning rate ({peak!r}): the warmup rises from it."
         )
     return value / peak if peak > 0 else 0.0
-
-
-#: The old name of :func:`lr_warmup_init_fraction`, for ``schedules/functions.py``
-#: (``schedules/warmup.py``'s ``checked_warmup_start`` is another rule: a fraction given as such).
-checked_warmup_start = lr_warmup_init_fraction
