@@ -1,5 +1,5 @@
 """``paddle_llrd.AdamW``: ``paddle.optimizer.AdamW``'s signature and numbers, with
-``lr_ratio`` on every device (issue 21).
+``lr_ratio`` on every device (docs/adamwdl.rst, its ``paddle_llrd.AdamW`` section).
 
 Paddle runs its ``lr_ratio`` test (``TestAdamWOpLayerwiseLR`` in
 ``test/legacy_test/test_adamw_op.py``) only on CUDA; on CPU its AdamW raises

@@ -360,7 +360,7 @@ def test_scheduler_learning_rate():
 def test_paddle_llrd_warmup_scheduler():
     total, warmup, peak = 6, 2, 0.03
 
-    def lr_at(step: int) -> float:  # SPEC: s/W during warmup, then (T-s)/(T-W)
+    def lr_at(step: int) -> float:  # docs/schedules.rst: s/W during warmup, then (T-s)/(T-W)
         return peak * (step / warmup if step < warmup else (total - step) / (total - warmup))
 
     from paddle_llrd import LinearDecayWithWarmup

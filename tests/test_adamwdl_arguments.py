@@ -1,7 +1,7 @@
 """AdamWDL checks its parameter groups as its top-level arguments, refuses a
 parameter listed twice and a weight-decay schedule shared by two optimizers,
 each error naming the argument (or the group and key), nothing half-applied
-(issue 17, items 5, 6 and 10)."""
+(docs/adamwdl.rst)."""
 from __future__ import annotations
 
 import copy

@@ -1,4 +1,4 @@
-"""Parameters cast to another dtype after a step get a new update plan (issue 17, item 7).
+"""Parameters cast to another dtype after a step get a new update plan (docs/adamwdl.rst).
 
 A model cast to float16/bfloat16 after some steps, with ``multi_precision``,
 trains on: each parameter gets a float32 master weight (from its value after

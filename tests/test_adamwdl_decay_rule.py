@@ -1,4 +1,4 @@
-"""``apply_decay_param_fun`` is asked at every update, as ``paddle.optimizer.AdamW`` asks it (issue 17, item 3).
+"""``apply_decay_param_fun`` is asked at every update, as ``paddle.optimizer.AdamW`` asks it (docs/adamwdl.rst).
 
 A rule that changes over time (no decay during warmup) takes effect when it
 changes: with ``set_param_lr_fun=None`` AdamWDL gives AdamW's numbers over
@@ -137,7 +137,7 @@ def test_a_rule_pure_in_the_name_is_asked_once_per_parameter():
         np.testing.assert_allclose(value, expected[name], rtol=1e-6, atol=1e-7, err_msg=name)
 
 
-# ------------------------------------------- a rule that raises mid-step (issue 25)
+# ------------------------ a rule that raises mid-step: no parameter half-updated
 class RaisingRule:
     """Decays the weights; raises for ``failing`` (a Paddle name) once ``armed``."""
 

@@ -96,7 +96,7 @@ def test_scheduler_as_learning_rate_is_still_accepted():
     """A warmup scheduler starts at lr 0, which is not refused; each step uses the
     scheduler's lr (a longer run: test_adamwdl.test_paddle_llrd_warmup_scheduler)."""
     scheduler = LinearDecayWithWarmup(0.02, total_steps=4, warmup=2)
-    expected_lrs = [0.0, 0.01, 0.02, 0.01]  # SPEC: 0.02 * s/2 during warmup, then 0.02 * (4-s)/(4-2)
+    expected_lrs = [0.0, 0.01, 0.02, 0.01]  # docs/schedules.rst: 0.02 * s/2 during warmup, then 0.02 * (4-s)/(4-2)
     linear = _linear()
     reference = ReferenceAdamW({n: p.numpy() for n, p in linear.named_parameters()}, weight_decay=0.1)
     optimizer = AdamWDL(learning_rate=scheduler, parameters=linear.parameters(), weight_decay=0.1)

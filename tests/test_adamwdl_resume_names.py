@@ -1,4 +1,4 @@
-"""Resuming when Paddle's parameter names moved (issue 17, item 2; issue 25, item 7).
+"""Resuming when Paddle's parameter names moved (docs/adamwdl.rst).
 
 A resume script that builds one more layer before the model shifts every
 ``linear_N`` name; the model loads by structured name and does not notice.
@@ -241,7 +241,7 @@ def test_half_precision_moments_named_after_master_weights_belong_to_their_param
         assert beta1_pow.item() == pytest.approx(0.9 ** 3)  # the saved step, then this one
 
 
-# ------------------------------- one more *trained* layer built first (issue 25)
+# ----------------------------------------- one more *trained* layer built first
 # Three same-shape Linears: Paddle names linear_0..2. The resume script builds
 # and trains an auxiliary Linear(4, 4) first, which takes linear_0, and the
 # model's move to linear_1..3: matched by Paddle name, the first layer would

@@ -1,4 +1,4 @@
-"""The command line as a user runs it (issue 17.9): ``python -m paddle_llrd ...``
+"""The command line as a user runs it: ``python -m paddle_llrd ...``
 in a fresh process. A bad flag is argparse's one-line error (exit status 2)
 naming the flag, never a traceback; ``schedules`` with a warmup longer than
 training prints its table (numbers against schedule_formulas.py); ``lr-table``
@@ -102,7 +102,7 @@ def test_lr_table_flag_errors_name_the_flag(arguments, expected, capsys):
 
 
 def test_no_command_prints_the_commands_and_is_a_usage_error():
-    """``python -m paddle_llrd`` alone used to print the commands and exit 0 (issue 25.4)."""
+    """``python -m paddle_llrd`` alone is a usage error (exit status 2, the commands on stderr), not a success."""
     done = run_cli()
     assert done.returncode == 2 and done.stdout == "", (done.returncode, done.stdout)
     assert "Traceback" not in done.stderr

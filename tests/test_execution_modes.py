@@ -14,7 +14,7 @@ and with an AMP overflow step, and each on both of AdamWDL's decay paths
 Checked here:
 
 * the dygraph run against a float64 NumPy replay of the update rule of the
-  contract (SPEC.md, ``tests/reference_adamw.py``), fed with the gradients
+  update in docs/adamwdl.rst (``tests/reference_adamw.py``), fed with the gradients
   the run applied;
 * every other mode against dygraph, within 1e-5;
 * an overflow step (``found_inf`` true) changes no weight and no optimizer

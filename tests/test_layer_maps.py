@@ -165,7 +165,7 @@ def test_resolve_layer_map_without_blocks_only_when_asked():
     assert resolved.n_layers == 3 and resolved.ratio("head.bias", 0.5) == 1.0
 
 
-# A layer_map regex whose group captures no number (issue 17.10): a ValueError
+# A layer_map regex whose group captures no number: a ValueError
 # naming layer_map, the pattern and the parameter, wherever a layer_map is read.
 NOT_A_NUMBER = r"model\.(\w+)\."  # captures "embed_tokens" before any block
 
@@ -207,7 +207,7 @@ def test_digit_patterns_still_read_their_blocks():
     assert layer_map.block_index("head.w") is None
 
 
-# Issue 26.3: one layer_map regex rule. A Trainer field used to take a regex
+# One layer_map regex rule (docs/layer_maps.rst). A Trainer field used to take a regex
 # with two groups that LayerMap's resolution then refused, at training time.
 @pytest.mark.parametrize("pattern, problem", [
     (r"(blocks)\.(\d+)\.", "has 2 groups; it needs exactly one"),

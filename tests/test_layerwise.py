@@ -1,4 +1,4 @@
-"""layerwise_lr_decay: the ratio rule of SPEC.md, written out per case."""
+"""layerwise_lr_decay: the ratio rule of docs/adamwdl.rst ("Layer ratios"), written out per case."""
 from __future__ import annotations
 
 import types

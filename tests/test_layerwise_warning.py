@@ -1,4 +1,4 @@
-"""AdamWDL warns when the default layerwise_lr_decay reads no encoder block (issue 17.4).
+"""AdamWDL warns when the default layerwise_lr_decay reads no encoder block (docs/adamwdl.rst).
 
 PaddleNLP's rule only knows ``encoder.layers.N``: on the bundled LLaMA, GPT-2,
 ViT and Hugging Face-style BERT name skeletons it leaves every ratio at 1 but
@@ -194,7 +194,7 @@ def test_n_layers_above_the_deepest_block_read_warns_naming_both_numbers(tmp_pat
 
 
 def test_the_warned_n_layers_still_gives_the_documented_ratio():
-    """Only a warning: the ratios stay decay ** (n_layers - i), as SPEC.md has them."""
+    """Only a warning: the ratios stay decay ** (n_layers - i), as docs/adamwdl.rst has them."""
     model = build_skeleton("bert", N_LAYERS)
     with pytest.warns(UserWarning, match="n_layers=12"):
         optimizer = AdamWDL(parameters=model.parameters(), layerwise_decay=DECAY, name_dict=build_name_dict(model))

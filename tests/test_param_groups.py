@@ -538,7 +538,7 @@ def test_static_programs_refuse_groups_as_the_docs_say_and_the_recipe_trains(tmp
     assert error.startswith("TypeError: "), error
     docs = " ".join((ROOT / "docs" / "layer_maps.rst").read_text().split())
     assert " ".join(error.split()) in docs, f"docs/layer_maps.rst does not record {error!r}"
-    # AdamWDL refuses the groups by name, when built and at minimize (issue 25)
+    # AdamWDL refuses the groups by name, when built and at minimize (docs/layer_maps.rst)
     for key in ("adamwdl_error", "adamwdl_minimize_error"):
         assert str(saved[key]).startswith(
             "TypeError: AdamWDL: `parameters` as parameter groups (dicts) is not supported in a static program"

@@ -1,5 +1,5 @@
 """get_scheduler refuses what a registered function returns when it is no
-LRScheduler (issue 17.10): only a call can tell, so the check is at
+LRScheduler (docs/schedules.rst): only a call can tell, so the check is at
 get_scheduler time and names the registered name. A non-callable is refused
 at register time (test_registry.py::test_register_scheduler_validates)."""
 from __future__ import annotations

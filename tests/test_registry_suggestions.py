@@ -1,5 +1,5 @@
 """The registry's refusal of an unknown schedule name or option ends with the
-closest valid one (issue 25.4): ``get_scheduler("cosin")`` suggests
+closest valid one (docs/schedules.rst): ``get_scheduler("cosin")`` suggests
 ``'cosine'``, and ``lr_scheduler_kwargs`` keys of the Trainer integrations are
 suggested from the schedule's own options. Every caller reads the one message
 (``get_scheduler``, ``LLRDTrainingArguments``, ``python -m paddle_llrd train``)."""
