@@ -12,7 +12,7 @@ import pytest
 from paddle import nn
 
 from paddle_llrd import AdamWDL, layerwise_lr_decay
-from test_adamwdl import N_LAYERS, batches, name_dict_of, tiny_bert
+from adamwdl_runs import N_LAYERS, batches, name_dict_of, tiny_bert
 
 ADVICE = "{p.name: n for n, p in model.named_parameters()}"
 

@@ -60,7 +60,7 @@ from differential_cases import (
     weight_decay_at,
 )
 from reference_adamw import ReferenceAdamW, clip_by_global_norm
-from test_adamwdl import named_gradients
+from adamwdl_runs import named_gradients
 
 RTOL, ATOL = 1e-5, 1e-6  # a float32 weight or master weight against float64
 # a float16/bfloat16 weight is its master weight rounded: within one unit in

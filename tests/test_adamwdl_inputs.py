@@ -22,7 +22,7 @@ from paddle import nn
 
 from paddle_llrd import AdamWDL, LinearDecayWithWarmup
 from reference_adamw import ReferenceAdamW, layer_ratio
-from test_adamwdl import N_LAYERS, bert_like, name_dict_of, train_and_compare, weights_of
+from adamwdl_runs import N_LAYERS, bert_like, name_dict_of, train_and_compare, weights_of
 
 NOT_FINITE_OR_NEGATIVE = [math.nan, math.inf, -math.inf, -0.01]
 NOT_FINITE_IDS = ["nan", "inf", "-inf", "negative"]

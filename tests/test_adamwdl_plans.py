@@ -8,7 +8,7 @@ import paddle
 from paddle import nn
 
 from reference_adamw import ReferenceAdamW
-from test_adamwdl import (
+from adamwdl_runs import (
     batches,
     bert_like,
     decays_structured,

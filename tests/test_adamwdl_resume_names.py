@@ -27,7 +27,7 @@ import pytest
 from paddle import nn
 
 from paddle_llrd import AdamWDL
-from test_adamwdl import batches, fresh_names, name_dict_of, tiny_bert
+from adamwdl_runs import batches, fresh_names, name_dict_of, tiny_bert
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 

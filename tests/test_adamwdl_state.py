@@ -13,7 +13,7 @@ from paddle import nn
 
 from paddle_llrd import AdamWDL
 from reference_adamw import ReferenceAdamW
-from test_adamwdl import (
+from adamwdl_runs import (
     ATOL,
     RTOL,
     batches,

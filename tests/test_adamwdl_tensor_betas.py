@@ -13,7 +13,7 @@ import pytest
 from paddle import nn
 
 from reference_adamw import ReferenceAdamW
-from test_adamwdl import (
+from adamwdl_runs import (
     decays_structured,
     make_adamwdl,
     name_dict_of,

@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from paddle_llrd.cli.lr_table import main as lr_table_main
-from test_schedule_table import parse_rows, reference
+from schedule_table_reference import parse_rows, reference
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

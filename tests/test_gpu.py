@@ -228,7 +228,7 @@ def test_multi_tensor_step_matches_the_per_parameter_path_on_gpu(dtype):
     """One ``adamw`` call per group of GPU tensors (the kernel's own master-weight
     input for float16/bfloat16, beta powers on the CPU as Paddle keeps them) gives
     the per-parameter path's bits (``tests/test_multi_tensor.py`` runs whole on a GPU too)."""
-    import test_multi_tensor as multi_tensor
+    import multi_tensor_runs as multi_tensor
 
     multi = multi_tensor.both_paths(
         multi_tensor.elementwise_step, steps=6, model_dtype=dtype, multi_precision=dtype != "float32"

@@ -29,8 +29,18 @@ from paddle.utils import unique_name
 from paddle_llrd import AdamWDL, ExponentialMovingAverage, WeightDecaySchedule
 from paddle_llrd.optim.buffers import share_flat
 from paddle_llrd.optim.multi_tensor import MAX_CONSECUTIVE_REBUILDS
+from multi_tensor_runs import (
+    Blocks,
+    assert_same_runs,
+    both_paths,
+    build,
+    default_step,
+    elementwise_step,
+    flat_state,
+    loss_of,
+    run,
+)
 
-N_LAYERS = 3
 # Splits a kernel group of the tests' small models into chunks (threads.py's
 # crossover is 2^17 elements); the chunk boundaries still fall on multiples of CHUNK_ALIGN (16).
 SMALL_CHUNKS = "16"
@@ -48,104 +58,6 @@ def assert_split_into(optimizer: AdamWDL, num_threads: int) -> None:
     chunks = [len(group.chunks) for bank in optimizer._multi_tensor.banks for group in bank.groups]
     assert optimizer._multi_tensor.threads.count == num_threads
     assert max(chunks) == (num_threads if paddle.get_device() == "cpu" else 1), chunks
-
-
-class Blocks(nn.Layer):
-    """An embedding, ``N_LAYERS`` blocks of two Linear layers and a head: several layer ratios."""
-
-    def __init__(self, dtype: str = "float32") -> None:
-        super().__init__()
-        self.embeddings = nn.Layer()
-        self.embeddings.word_embeddings = nn.Embedding(10, 6)
-        self.encoder = nn.Layer()
-        self.encoder.layers = nn.LayerList([nn.Sequential(nn.Linear(6, 5), nn.Linear(5, 6)) for _ in range(N_LAYERS)])
-        self.classifier = nn.Linear(6, 2)
-        if dtype != "float32":
-            self.to(dtype=dtype)
-
-    def forward(self, ids: paddle.Tensor) -> paddle.Tensor:
-        hidden = self.embeddings.word_embeddings(ids).astype(self.classifier.weight.dtype)
-        for layer in self.encoder.layers:
-            hidden = hidden + paddle.tanh(layer(hidden))
-        return self.classifier(hidden).astype("float32")
-
-
-def loss_of(model: nn.Layer, step: int, part: int = 0) -> paddle.Tensor:
-    rng = np.random.default_rng(1000 * step + part)
-    ids = paddle.to_tensor(rng.integers(0, 10, (4, 3)).astype("int64"))
-    target = paddle.to_tensor(rng.standard_normal((4, 3, 2)).astype("float32"))
-    return ((model(ids) - target) ** 2).mean()
-
-
-def build(
-    use_multi_tensor: bool | None, model_dtype: str = "float32", model: nn.Layer | None = None, **options: Any
-) -> tuple[nn.Layer, AdamWDL]:
-    if model is None:
-        paddle.seed(7)
-        model = Blocks(model_dtype)
-    name_dict = {p.name: n for n, p in model.named_parameters()}
-    options.setdefault("parameters", model.parameters())
-    kwargs: dict[str, Any] = dict(
-        learning_rate=0.01, weight_decay=0.05, layerwise_decay=0.7, n_layers=N_LAYERS, name_dict=name_dict,
-        apply_decay_param_fun=lambda n: not n.endswith(".b_0"),
-    )
-    kwargs.update(options)
-    if callable(kwargs["parameters"]):
-        kwargs["parameters"] = kwargs["parameters"](model)
-    return model, AdamWDL(**kwargs, use_multi_tensor=use_multi_tensor)
-
-
-def default_step(model: nn.Layer, optimizer: AdamWDL, step: int) -> None:
-    loss_of(model, step).backward()
-    optimizer.step()
-    optimizer.clear_grad()
-
-
-def run(
-    use_multi_tensor: bool | None,
-    scenario: Callable[[nn.Layer, AdamWDL, int], None] = default_step,
-    steps: int = 5,
-    fresh: Callable[[], dict[str, Any]] = dict,
-    **options: Any,
-) -> tuple[list[dict[str, np.ndarray]], dict[str, np.ndarray], nn.Layer, AdamWDL]:
-    """``steps`` of ``scenario``; ``fresh()`` gives the options with state of their own
-    (schedules), made anew for each run."""
-    with unique_name.guard():
-        model, optimizer = build(use_multi_tensor, **options, **fresh())
-        history = []
-        for step in range(steps):
-            scenario(model, optimizer, step)
-            history.append({n: p.numpy().copy() for n, p in model.named_parameters()})
-        state = {k: v.numpy().copy() for k, v in _flat_state(optimizer.state_dict()).items()}
-    return history, state, model, optimizer
-
-
-def _flat_state(state: dict[str, Any]) -> dict[str, Any]:
-    flat = {}
-    for key, value in state.items():
-        if isinstance(value, dict):
-            flat.update({f"{key}/{k}": v for k, v in value.items() if hasattr(v, "numpy")})
-        elif hasattr(value, "numpy"):
-            flat[key] = value
-    return flat
-
-
-def assert_same_runs(multi: tuple, single: tuple) -> None:
-    for step, (got, expected) in enumerate(zip(multi[0], single[0])):
-        assert got.keys() == expected.keys()
-        for name in got:
-            np.testing.assert_array_equal(got[name], expected[name], err_msg=f"{name} after step {step}")
-    assert multi[1].keys() == single[1].keys()
-    for key in multi[1]:
-        np.testing.assert_array_equal(multi[1][key], single[1][key], err_msg=f"state {key}")
-
-
-def both_paths(scenario: Callable = default_step, steps: int = 5, fresh: Callable = dict, **options: Any) -> tuple:
-    multi = run(None, scenario, steps, fresh, **options)
-    single = run(False, scenario, steps, fresh, **options)
-    assert single[3]._multi_tensor is None
-    assert_same_runs(multi, single)
-    return multi
 
 
 # ------------------------------------------------------------ the plain loop
@@ -191,7 +103,7 @@ def test_matches_paddle_adamw_without_ratios_and_state_dict_both_ways(small_chun
     assert_split_into(ours[1], num_threads)
     for (name, p), q in zip(ours[0].named_parameters(), adamw[0].parameters()):
         np.testing.assert_array_equal(p.numpy(), q.numpy(), err_msg=name)
-    our_state, adamw_state = _flat_state(ours[1].state_dict()), _flat_state(adamw[1].state_dict())
+    our_state, adamw_state = flat_state(ours[1].state_dict()), flat_state(adamw[1].state_dict())
     assert our_state.keys() == adamw_state.keys()
     for key in our_state:
         assert our_state[key].shape == adamw_state[key].shape, key
@@ -229,17 +141,6 @@ def test_resume_from_a_checkpoint() -> None:
     assert multi._multi_tensor.fused_steps == 3
     for p, q in zip(multi_model.parameters(), single_model.parameters()):
         np.testing.assert_array_equal(p.numpy(), q.numpy())
-
-
-def elementwise_step(model: nn.Layer, optimizer: AdamWDL, step: int) -> None:
-    """loss = sum(p * G), G standard normal: no matmul, which CPU has not for float16/bfloat16."""
-    rng = np.random.default_rng(step)
-    paddle.add_n([
-        (p.astype("float32") * paddle.to_tensor(rng.standard_normal(p.shape).astype("float32"))).sum()
-        for p in model.parameters()
-    ]).backward()
-    optimizer.step()
-    optimizer.clear_grad()
 
 
 @pytest.mark.parametrize("num_threads", THREADS)
@@ -481,7 +382,7 @@ def test_amp_o2_decorate_after_construction(small_chunks: None, dtype: str, num_
                 assert {str(p.dtype) for p in model.parameters()} == {f"paddle.{dtype}"}
             # CPU has no half matmul: from the cast on, a loss without one
             (default_step if step < 2 else elementwise_step)(model, optimizer, step)
-            states.append({k: v.numpy().copy() for k, v in _flat_state(optimizer.state_dict()).items()})
+            states.append({k: v.numpy().copy() for k, v in flat_state(optimizer.state_dict()).items()})
 
         return run(use_multi_tensor, scenario, steps=5, num_threads=num_threads), states
 

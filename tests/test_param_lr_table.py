@@ -17,7 +17,7 @@ from paddle_llrd.layer_decay.layer_maps import LayerMap, build_name_dict
 from paddle_llrd.models.skeletons import build_skeleton
 from lr_table_output import parse_lr_table
 from reference_adamw import ReferenceAdamW
-from test_adamwdl import (
+from adamwdl_runs import (
     ATOL,
     RTOL,
     bert_like,

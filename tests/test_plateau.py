@@ -17,7 +17,7 @@ from paddle import nn
 
 from paddle_llrd import ReduceOnPlateauSchedule, SchedulerType, get_scheduler
 from reference_adamw import ReferenceAdamW
-from test_adamwdl import assert_matches, batches, gradients_of, make_adamwdl, ratio_fn, tiny_bert, weights_of
+from adamwdl_runs import assert_matches, batches, gradients_of, make_adamwdl, ratio_fn, tiny_bert, weights_of
 
 
 def metric_sequence(n, seed=0):

@@ -17,7 +17,7 @@ import pytest
 import schedule_formulas as formula
 from paddle_llrd import get_scheduler
 from reference_adamw import ReferenceAdamW
-from test_adamwdl import make_adamwdl, ratio_fn, tiny_bert, train_and_compare, weights_of
+from adamwdl_runs import make_adamwdl, ratio_fn, tiny_bert, train_and_compare, weights_of
 
 
 def megatron_lr(num_steps, *, init_lr, max_lr, min_lr, warmup, decay_steps, style,

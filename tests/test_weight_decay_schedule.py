@@ -16,7 +16,7 @@ from paddle import nn
 
 from paddle_llrd import AdamWDL, CheckpointMatchWarning, WeightDecaySchedule
 from reference_adamw import ReferenceAdamW
-from test_adamwdl import (
+from adamwdl_runs import (
     batches,
     bert_like,
     decays_structured,
