@@ -1,4 +1,4 @@
-"""AdamWDL numerics against the float64 NumPy reference (tests/reference_adamw.py).
+"""AdamWDL numerics against the float64 NumPy reference (tests/helpers/reference_adamw.py).
 
 Every test runs several optimizer steps on a small model whose parameter names
 look like BERT's and compares every parameter after every step (the models

@@ -3,7 +3,7 @@
 Paddle 3.3.1's ``AdamW`` starts the beta-power accumulators at 0.9 and 0.999
 whatever a Tensor beta holds, so its bias correction is that of other betas;
 AdamWDL starts them at the Tensor's value. Each test runs several steps and
-compares every weight with the float64 reference (tests/reference_adamw.py).
+compares every weight with the float64 reference (tests/helpers/reference_adamw.py).
 """
 from __future__ import annotations
 

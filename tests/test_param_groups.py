@@ -3,7 +3,7 @@
 The layer ids, ratios and weight-decay choices are computed from the names by
 the documented rules (not by the package); training runs are replayed by
 float64 references fed the gradients each Paddle step applied: AdamW with the
-decay scaled by the group's lr (tests/reference_adamw.py), Momentum with its
+decay scaled by the group's lr (tests/helpers/reference_adamw.py), Momentum with its
 L2 term, and LAMB, each written out below.
 """
 from __future__ import annotations
@@ -529,7 +529,7 @@ def test_static_programs_refuse_groups_as_the_docs_say_and_the_recipe_trains(tmp
     out = tmp_path / "static.npz"
     env = {**os.environ, "FLAGS_enable_pir_api": "1" if pir else "0"}
     result = subprocess.run(
-        [sys.executable, str(ROOT / "tests" / "static_param_groups.py"), str(out)],
+        [sys.executable, str(ROOT / "tests" / "helpers" / "static_param_groups.py"), str(out)],
         capture_output=True, text=True, env=env, cwd=ROOT, timeout=300,
     )
     assert result.returncode == 0, result.stderr[-3000:]

@@ -2,7 +2,7 @@
 
 The schedule is checked against Megatron-LM's ``OptimizerParamScheduler.get_wd``
 written out below; AdamWDL with a schedule against the float64 NumPy reference
-(tests/reference_adamw.py) with that formula's coefficient at every step.
+(tests/helpers/reference_adamw.py) with that formula's coefficient at every step.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """One rank of a 2-process data-parallel run, on Paddle's own distributed engine.
 
 ``tests/test_distributed.py`` (CPU, gloo) and ``tests/test_gpu.py`` (GPU,
-NCCL) launch it. Each rank trains the model of ``tests/mode_runner.py`` on its
+NCCL) launch it. Each rank trains the model of ``tests/helpers/mode_runner.py`` on its
 half of every batch (the loss is the mean over that half, so the all-reduced
 average of the two gradients is the gradient of the whole batch) and saves its
 final weights to ``<out-dir>/rank<r>.npz``.
@@ -12,15 +12,15 @@ called with ``backend="gloo"``, and ``launch`` sets
 ``PADDLE_DISTRI_BACKEND=gloo`` for its ranks when no accelerator is selected)::
 
     # paddle.distributed.spawn, started from this script (CPU, gloo)
-    python tests/dist_worker.py --launcher spawn --nprocs 2 --wrapper data_parallel --out-dir OUT
+    python tests/helpers/dist_worker.py --launcher spawn --nprocs 2 --wrapper data_parallel --out-dir OUT
 
     # paddle.distributed.launch, which starts this script once per rank
     python -m paddle.distributed.launch --nproc_per_node 2 \\
-        tests/dist_worker.py --launcher launch --wrapper fleet --out-dir OUT
+        tests/helpers/dist_worker.py --launcher launch --wrapper fleet --out-dir OUT
 
     # the same on two GPUs (NCCL)
     python -m paddle.distributed.launch --devices 0,1 \\
-        tests/dist_worker.py --launcher launch --wrapper fleet --out-dir OUT
+        tests/helpers/dist_worker.py --launcher launch --wrapper fleet --out-dir OUT
 
 Wrappers: ``data_parallel`` (``paddle.distributed.init_parallel_env`` +
 ``paddle.DataParallel``), ``fleet`` (``fleet.init(is_collective=True)`` +

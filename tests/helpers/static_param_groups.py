@@ -4,7 +4,7 @@
 program and once with the legacy program (``FLAGS_enable_pir_api=0`` in the
 environment: Paddle reads it once, at import)::
 
-    python tests/static_param_groups.py OUT.npz
+    python tests/helpers/static_param_groups.py OUT.npz
 
 It saves under ``error`` what ``AdamW(parameters=groups).minimize(loss)``
 raises (``"<type>: <message>"``, or ``""`` if nothing), under

@@ -5,7 +5,7 @@ fresh Python process (the legacy static program needs
 ``FLAGS_enable_pir_api=0`` before ``paddle`` is imported, and static mode is
 process-global state), and compares the saved results::
 
-    python tests/mode_runner.py --mode dygraph --optimizer adamwdl --out run.npz
+    python tests/helpers/mode_runner.py --mode dygraph --optimizer adamwdl --out run.npz
 
 Modes:
 
