@@ -227,7 +227,7 @@ def test_two_gpus_match_one_gpu(tmp_path, wrapper):
 def test_multi_tensor_step_matches_the_per_parameter_path_on_gpu(dtype):
     """One ``adamw`` call per group of GPU tensors (the kernel's own master-weight
     input for float16/bfloat16, beta powers on the CPU as Paddle keeps them) gives
-    the per-parameter path's bits (``tests/test_multi_tensor.py`` runs whole on a GPU too)."""
+    the per-parameter path's bits (``tests/optim/test_multi_tensor.py`` runs whole on a GPU too)."""
     import multi_tensor_runs as multi_tensor
 
     multi = multi_tensor.both_paths(

@@ -1,4 +1,4 @@
-"""The cases of tests/test_adamwdl_differential.py: what a case is, the numbers
+"""The cases of tests/optim/test_adamwdl_differential.py: what a case is, the numbers
 the float64 reference takes from it (written out from the formulas, not read
 from the optimizer), and the Hypothesis strategies that draw cases."""
 from __future__ import annotations

@@ -328,7 +328,7 @@ def test_to_static_step_with_a_module_global_optimizer_follows_adamw_step(tmp_pa
     np.savez(tmp_path / "data.npz", x=xs, y=ys)
     script = tmp_path / "train.py"
     script.write_text(TO_STATIC_SCRIPT)
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
     done = subprocess.run([sys.executable, str(script), str(tmp_path)], env=env, capture_output=True, text=True,
                           timeout=180)

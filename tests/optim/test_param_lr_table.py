@@ -256,7 +256,7 @@ def test_a_tensor_decay_is_not_cached():
 
 
 # ------------------------------------------------------------------ python -m paddle_llrd lr-table
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # PaddleFormers LlamaForCausalLM's parameter names in a block, in its order (no biases)
 LLAMA_BLOCK = ["self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight",
                "self_attn.o_proj.weight", "mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight",

@@ -29,7 +29,7 @@ from paddle import nn
 from paddle_llrd import AdamWDL
 from adamwdl_runs import batches, fresh_names, name_dict_of, tiny_bert
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 SCRIPT = textwrap.dedent(
     """
