@@ -315,7 +315,7 @@ def test_the_documented_recipe_runs_as_a_user_writes_it(tmp_path):
     import subprocess
     import sys
 
-    root = os.path.join(os.path.dirname(__file__), os.pardir)
+    root = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir)
     with open(os.path.join(root, "docs", "schedules.rst"), encoding="utf-8") as page:
         blocks = re.findall(r"\.\. code-block:: python\n\n((?:   .*\n|\n)+)", page.read())
     (block,) = [b for b in blocks if "SequentialSchedule([" in b]

@@ -36,8 +36,8 @@ ADDED_NAMES = [
     "cosine_annealing_with_warmup",
     "linear_annealing_with_warmup",
 ]
-# Built from more than (learning_rate, num_warmup_steps, num_training_steps): tests/test_sequential.py and
-# tests/test_plateau.py cover them.
+# Built from more than (learning_rate, num_warmup_steps, num_training_steps): tests/schedules/test_sequential.py and
+# tests/schedules/test_plateau.py cover them.
 COMPOSITE_NAMES = ["sequential", "reduce_lr_on_plateau"]
 
 pytestmark = pytest.mark.usefixtures("restore_registry")

@@ -2,7 +2,7 @@
 (docs/schedules.rst, "warmup_stable_decay"): its warmup from ``min_lr_ratio``, its three warmup and
 decay types, ``num_stable_steps`` and ``num_cycles``, through ``get_wsd_schedule``, ``get_scheduler``
 and the Trainer fields (``lr_scheduler_kwargs``), checked against Hugging Face's formula written out
-in schedule_formulas.py; Megatron-LM's keywords keep Megatron-LM's numbers (tests/test_registry_family.py),
+in schedule_formulas.py; Megatron-LM's keywords keep Megatron-LM's numbers (tests/schedules/test_registry_family.py),
 and a call that mixes the two families, or that could be either, is refused naming the keywords."""
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from paddle_llrd import get_scheduler, get_wsd_schedule, warning_classes
 from paddle_llrd.integrations.training_arguments import check_fields
 from paddle_llrd.integrations.builders import build_scheduler
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TYPES = ["linear", "cosine", "1-sqrt"]
 
 
