@@ -1,6 +1,6 @@
 """Parameter groups in a static program, run in a fresh process.
 
-``tests/test_param_groups.py`` runs this once with Paddle 3's default PIR
+``tests/layer_decay/test_param_groups.py`` runs this once with Paddle 3's default PIR
 program and once with the legacy program (``FLAGS_enable_pir_api=0`` in the
 environment: Paddle reads it once, at import)::
 

@@ -21,7 +21,7 @@ import pytest
 from paddle_llrd import AdamWDL, LayerMapWarning, build_name_dict, make_layerwise_fn
 from paddle_llrd.models.skeletons import build_skeleton
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 N_LAYERS = 2
 DECAY = 0.8
 

@@ -30,7 +30,7 @@ from paddle_llrd.models.tiny_bert import TinyBertConfig, TinyBertForSequenceClas
 from lr_table_output import group_layer_id, parse_lr_table
 from reference_adamw import ReferenceAdamW
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 N_BLOCKS = 3
 DECAY = 0.6
 WEIGHT_DECAY = 0.2
