@@ -149,7 +149,7 @@ def test_lr_table_loads_a_user_factory(capsys):
     out = capsys.readouterr().out
     rows, after = parse_lr_table(out.strip().splitlines())
     assert "n_layers=4" in after[-1] and ["bert.encoder.layers.3.linear2.weight", "layer_3"] in [r[:2] for r in rows]
-    with pytest.raises(SystemExit) as info:  # argparse's usage error (tests/test_cli_errors.py)
+    with pytest.raises(SystemExit) as info:  # argparse's usage error (tests/cli/test_cli_errors.py)
         main(["--model", "no_colon_here"])
     assert info.value.code == 2 and "package.module:factory" in capsys.readouterr().err
 

@@ -19,7 +19,7 @@ from paddle_llrd.cli import schedules as schedule_cli
 from paddle_llrd.cli import schedule_table
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-DOCS = os.path.join(os.path.dirname(__file__), os.pardir, "docs")
+DOCS = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "docs")
 sys.path.insert(0, DOCS)
 import _figures as doc_figures  # noqa: E402 (docs/_figures.py, what docs/conf.py draws with)
 

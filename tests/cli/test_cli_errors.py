@@ -17,7 +17,7 @@ import pytest
 from paddle_llrd.cli.lr_table import main as lr_table_main
 from schedule_table_reference import parse_rows, reference
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def run_cli(*arguments: str) -> subprocess.CompletedProcess:
