@@ -16,22 +16,9 @@ from paddle import nn
 from paddle_llrd import AdamWDL
 from paddle_llrd.models.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
 from reference_adamw import ReferenceAdamW, layer_ratio
-from adamwdl_runs import (
-    N_LAYERS,
-    RTOL,
-    batches,
-    bert_like,
-    decays_structured,
-    gradients_of,
-    make_adamwdl,
-    name_dict_of,
-    no_bias_or_norm,
-    ratio_fn,
-    split_parameters,
-    tiny_bert,
-    train_and_compare,
-    weights_of,
-)
+from adamwdl_runs import (N_LAYERS, RTOL, batches, bert_like, decays_structured, gradients_of, make_adamwdl,
+                          name_dict_of, no_bias_or_norm, ratio_fn, split_parameters, tiny_bert,
+                          train_and_compare, weights_of)
 
 
 # ----------------------------------------------------------------- the tests
