@@ -60,7 +60,7 @@ from bench_common import (
     settle_freed_memory,
 )
 
-# The step+clear_grad time ratio to AdamW each regime must stay under (issue 27).
+# The step+clear_grad time ratio to AdamW each regime must stay under (docs/benchmarks.rst).
 TARGET_RATIOS = {"bert-base": 0.6, "small-params": 0.15}
 # Each round is timed right after the backward, or with glibc's deferred work
 # from the backward's frees paid first (settle_freed_memory); rounds alternate.

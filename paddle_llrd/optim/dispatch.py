@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 import paddle
 from paddle.base import framework
 
-from ..argument_checks import is_real_number
+from ..checks import is_real_number
 from .kernels import is_tensor
 from .multi_tensor import LayoutInput, StepContext
 from .updates import AdamSettings, LrScale, densify, is_static_sparse

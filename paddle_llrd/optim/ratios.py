@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..argument_checks import is_real_number
+from ..checks import is_real_number
 from .kernels import is_tensor
 from .updates import LrScale, base_scale_of, lr_attributes
 
