@@ -74,7 +74,7 @@ from bench_common import (
     settle_freed_memory, synthetic_backward, training_optimizer,
 )
 
-# The step+clear_grad time ratio to AdamW each regime must stay under (issue 27),
+# The step+clear_grad time ratio to AdamW each regime must stay under (docs/benchmarks.rst),
 # with or without clipping: the clipped loop is the one users run.
 TARGET_RATIOS = {"bert-base": 0.6, "small-params": 0.15}
 # Each round is timed right after the backward, or with glibc's deferred work

@@ -9,7 +9,7 @@ This is Paddle 3's default PIR program. The legacy program
 (``FLAGS_enable_pir_api=0``) cannot build this model on Paddle 3.3.1: there,
 ``paddle.matmul``, ``tanh`` and ``gelu`` raise ``TypeError: ... must be Value,
 but got Variable`` for Python callers, so the attention layers fail;
-``tests/mode_runner.py`` trains an attention-free model in that mode (see
+``tests/helpers/mode_runner.py`` trains an attention-free model in that mode (see
 docs/execution_modes.rst).
 
 What differs from dygraph:

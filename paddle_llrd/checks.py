@@ -16,8 +16,9 @@ message puts in backticks; a phrase that already names it with backticks
 
 A component's own argument checks sit beside the component and are made of
 these: the optimizer's in :mod:`paddle_llrd.optim.optimizer_checks`, the
-Trainer fields' in :mod:`paddle_llrd.integrations.training_arguments`, a
-layer map's in :mod:`paddle_llrd.layer_decay.layer_maps`.
+schedules' in :mod:`paddle_llrd.schedules.schedule_checks`, the Trainer
+fields' in :mod:`paddle_llrd.integrations.training_arguments`, a layer map's
+in :mod:`paddle_llrd.layer_decay.layer_maps`.
 
 Examples:
     >>> checked_non_negative(0.01, "weight_decay", owner="AdamWDL")

@@ -125,15 +125,15 @@ run_suite distributed "$PYTHON" tests/test_distributed.py
 # The multi-tensor step on CUDA tensors: every alias and bit-identity test.
 # Its num_threads=1/2/3 cases check that the thread pool leaves CUDA banks
 # alone (one kernel call per group, same bits): it splits CPU ranges only.
-run_suite multi-tensor "$PYTHON" tests/test_multi_tensor.py
+run_suite multi-tensor "$PYTHON" tests/optim/test_multi_tensor.py
 # The pool's rules (thread count, bad values refused, exit with no thread
 # left); device-independent, run here for a CUDA build's process too.
-run_suite flat-threads "$PYTHON" tests/test_flat_threads.py
+run_suite flat-threads "$PYTHON" tests/optim/test_flat_threads.py
 # The EMA's flat update on CUDA tensors (coalesce_tensor's GPU kernel, shadows
 # read in place from AdamWDL's buffers), against per-tensor bits (num_threads
 # leaves CUDA segments whole, as above).
-run_suite ema "$PYTHON" tests/test_ema.py
-run_suite ema-flat-update "$PYTHON" tests/test_ema_flat_update.py
+run_suite ema "$PYTHON" tests/optim/test_ema.py
+run_suite ema-flat-update "$PYTHON" tests/optim/test_ema_flat_update.py
 
 # Its speed on the GPU (step(); clear_grad() in a training loop, ratios to
 # paddle.optimizer.AdamW in the same run): reported, never a pass/fail.

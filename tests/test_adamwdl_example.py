@@ -25,7 +25,7 @@ def example():
 def test_short_run_follows_the_warmup_schedule(example):
     steps, peak = 10, 3e-3
     history = example.train(steps=steps, batch_size=8, learning_rate=peak)
-    warmup = int(0.1 * steps)  # SPEC: a float warmup is floor(warmup * total_steps) steps
+    warmup = int(0.1 * steps)  # docs/schedules.rst: a float warmup is floor(warmup * total_steps) steps
     expected = [peak * (s / warmup if s < warmup else (steps - s) / (steps - warmup)) for s in range(steps)]
     np.testing.assert_allclose(history["lrs"], expected, rtol=1e-6, atol=1e-12)
     assert len(history["losses"]) == steps and np.all(np.isfinite(history["losses"]))

@@ -1,7 +1,7 @@
 """AdamWDL under Paddle's own distributed engine: 2 CPU ranks over gloo.
 
-Each rank of ``tests/dist_worker.py`` trains the model of
-``tests/mode_runner.py`` on its half of every batch, with an ``LRScheduler``,
+Each rank of ``tests/helpers/dist_worker.py`` trains the model of
+``tests/helpers/mode_runner.py`` on its half of every batch, with an ``LRScheduler``,
 layer-wise decay and ``apply_decay_param_fun``; the gradients are averaged
 over the ranks by Paddle, so both ranks must end with the same weights, equal
 (within 1e-5) to one process trained on the whole batch.
@@ -31,7 +31,7 @@ import dist_worker
 from launching import REPO_ROOT, gloo_env, rank_logs, run_in_own_session
 
 HERE = Path(__file__).resolve().parent
-WORKER = HERE / "dist_worker.py"
+WORKER = HERE / "helpers" / "dist_worker.py"
 
 OPTIMIZER = "adamwdl"
 TOLERANCE = 1e-5

@@ -1,6 +1,6 @@
 """AdamWDL gives the same numbers in every Paddle execution mode.
 
-``tests/mode_runner.py`` trains one small BERT-shaped model (same initial
+``tests/helpers/mode_runner.py`` trains one small BERT-shaped model (same initial
 weights, same batches, four steps, layer-wise decay 0.8 over 2 layers,
 ``apply_decay_param_fun`` excluding biases and norms, two parameters with a
 ParamAttr learning rate of 0.5 and 2.0) in one mode per fresh process:
@@ -14,7 +14,7 @@ and with an AMP overflow step, and each on both of AdamWDL's decay paths
 Checked here:
 
 * the dygraph run against a float64 NumPy replay of the update rule of the
-  contract (SPEC.md, ``tests/reference_adamw.py``), fed with the gradients
+  update in docs/adamwdl.rst (``tests/helpers/reference_adamw.py``), fed with the gradients
   the run applied;
 * every other mode against dygraph, within 1e-5;
 * an overflow step (``found_inf`` true) changes no weight and no optimizer
@@ -42,7 +42,7 @@ from reference_adamw import AdamWState, adamw_update
 from reference_adamw import layer_ratio as reference_layer_ratio
 
 HERE = Path(__file__).resolve().parent
-RUNNER = HERE / "mode_runner.py"
+RUNNER = HERE / "helpers" / "mode_runner.py"
 REPO_ROOT = HERE.parent
 
 # The optimizer every mode trains with ("adamw" = paddle.optimizer.AdamW,
@@ -128,7 +128,7 @@ def replay_float64(
     ratio_of: Callable[[str], float] = layer_ratio,
     decay_lr_scale_of: Callable[[str], float] = param_lr_scale,
 ) -> Dict[str, np.ndarray]:
-    """The contract's update (``tests/reference_adamw.py``) in float64, replayed
+    """The contract's update (``tests/helpers/reference_adamw.py``) in float64, replayed
     over the gradients a run applied::
 
         p <- p * (1 - lr_p * coeff)                       (decayed parameters only)

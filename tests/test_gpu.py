@@ -8,9 +8,9 @@ in float16 O2, and multi-GPU data parallel and sharding.
 Every test is skipped without a CUDA build of Paddle and a visible GPU (CI
 has none); ``scripts/gpu_check.sh`` installs ``paddlepaddle-gpu`` and runs
 this file with a pass/fail summary. The numbers are checked against the
-float64 reference of ``tests/reference_adamw.py``, fed with the gradients the
+float64 reference of ``tests/helpers/reference_adamw.py``, fed with the gradients the
 optimizer was actually given. The scenarios shared with the CPU (float32, in
-tests/test_gpu_scenarios.py) are in ``tests/gpu_scenarios.py``.
+tests/test_gpu_scenarios.py) are in ``tests/helpers/gpu_scenarios.py``.
 """
 from __future__ import annotations
 
@@ -172,7 +172,7 @@ def launch_two_gpus(wrapper: str, out_dir: Path) -> subprocess.CompletedProcess:
     command = [
         sys.executable, "-m", "paddle.distributed.launch", "--devices", "0,1", "--max_restart", "0",
         "--job_id", f"llrd-gpu-{wrapper}-{uuid.uuid4().hex[:8]}", "--log_dir", str(log_dir),
-        str(HERE / "dist_worker.py"), "--launcher", "launch", "--wrapper", wrapper, "--out-dir", str(out_dir),
+        str(HERE / "helpers" / "dist_worker.py"), "--launcher", "launch", "--wrapper", wrapper, "--out-dir", str(out_dir),
     ]
     env = {key: value for key, value in os.environ.items() if key != "PADDLE_DISTRI_BACKEND"}
     proc = subprocess.Popen(
@@ -227,8 +227,8 @@ def test_two_gpus_match_one_gpu(tmp_path, wrapper):
 def test_multi_tensor_step_matches_the_per_parameter_path_on_gpu(dtype):
     """One ``adamw`` call per group of GPU tensors (the kernel's own master-weight
     input for float16/bfloat16, beta powers on the CPU as Paddle keeps them) gives
-    the per-parameter path's bits (``tests/test_multi_tensor.py`` runs whole on a GPU too)."""
-    import test_multi_tensor as multi_tensor
+    the per-parameter path's bits (``tests/optim/test_multi_tensor.py`` runs whole on a GPU too)."""
+    import multi_tensor_runs as multi_tensor
 
     multi = multi_tensor.both_paths(
         multi_tensor.elementwise_step, steps=6, model_dtype=dtype, multi_precision=dtype != "float32"

@@ -12,10 +12,9 @@ from __future__ import annotations
 import warnings
 from typing import Any, Optional
 
-from paddle_llrd.argument_checks import stacklevel_outside_package
 from paddle_llrd.integrations.training_arguments import check_ema_decay
 from paddle_llrd.optim.ema import ExponentialMovingAverage, ema_horizon
-from paddle_llrd.warning_classes import EMAHorizonWarning
+from paddle_llrd.warning_classes import EMAHorizonWarning, stacklevel_outside_package
 
 __all__ = [
     "EMA_EVALUATION",

@@ -1,43 +1,12 @@
-"""PaddleFormers' ``Trainer`` and ``TrainingArguments`` with layer-wise lr decay, registry
-schedules, a weight-decay ramp and an EMA of the weights.
+"""PaddleFormers' ``Trainer`` and ``TrainingArguments`` that train with :class:`paddle_llrd.AdamWDL`.
 
-:class:`LLRDTrainer` trains with :class:`paddle_llrd.AdamWDL` and
-:func:`paddle_llrd.get_scheduler`; :class:`LLRDTrainingArguments` adds the
-fields that switch them on from a config file or command line
-(``layerwise_decay``, ``layer_map``, ``lr_scheduler_kwargs``,
-``weight_decay_end``, ``weight_decay_incr_style``, ``ema_decay``,
-``ema_eval``, ``log_grad_norms``). What each field does and how a bad value
-is refused: :doc:`/migration` ("Switching a Trainer script"); what differs
-from PaddleFormers (three defaults, the tied head, LoRA, several
-processes): :doc:`/paddleformers`. Importing this module without a working
-``paddleformers==1.2.0`` raises an :class:`ImportError` that says what to
-install.
+:class:`LLRDTrainingArguments` adds the fields, :class:`LLRDTrainer` reads
+them. The fields and their checks: :doc:`/migration` ("Switching a Trainer
+script"); what differs from PaddleFormers: :doc:`/paddleformers`.
 
-Examples:
-    >>> import tempfile
-    >>> import paddle
-    >>> from paddleformers.transformers import LlamaConfig, LlamaForCausalLM
-    >>> from paddle_llrd.integrations.paddleformers import LLRDTrainer, LLRDTrainingArguments
-    >>> paddle.seed(0)  # doctest: +ELLIPSIS
-    <...>
-    >>> config = LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-    ...                      num_attention_heads=4, max_position_embeddings=32, fuse_rms_norm=False)
-    >>> model = LlamaForCausalLM(config)
-    >>> data = [{"input_ids": [(i * 5 + j) % 64 for j in range(16)],
-    ...          "labels": [(i * 5 + j) % 64 for j in range(16)]} for i in range(8)]
-    >>> args = LLRDTrainingArguments(output_dir=tempfile.mkdtemp(), max_steps=3, per_device_train_batch_size=4,
-    ...                              learning_rate=1e-3, lr_scheduler_type="warmup_stable_decay",
-    ...                              layerwise_decay=0.5, weight_decay=0.0, weight_decay_end=0.1,
-    ...                              weight_decay_incr_style="linear", ema_decay=0.9,
-    ...                              save_strategy="no", disable_tqdm=True)
-    >>> trainer = LLRDTrainer(model=model, args=args, train_dataset=data)
-    >>> _ = trainer.train()
-    >>> trainer.n_layers, trainer.ema.num_updates, trainer.optimizer.weight_decay_schedule.current_step
-    (2, 3, 3)
-    >>> [trainer.layer_map.ratio(name, 0.5) for name in
-    ...  ("model.embed_tokens.weight", "model.layers.0.mlp.up_proj.weight", "model.layers.1.mlp.up_proj.weight",
-    ...   "model.norm.weight")]
-    [0.125, 0.25, 0.5, 1.0]
+Raises:
+    ImportError: on import, without a working ``paddleformers==1.2.0``
+        (the message says what to install).
 """
 from __future__ import annotations
 
@@ -71,15 +40,13 @@ _SHARDING_WITH_AMP = TrainingArguments.__dataclass_fields__["sharding"].default
 
 @dataclass
 class LLRDTrainingArguments(LLRDArgumentsMixin, TrainingArguments):
-    """PaddleFormers' ``TrainingArguments`` plus paddle_llrd's fields (see the
-    module documentation): ``lr_scheduler_type`` (any registry name),
-    ``lr_scheduler_kwargs``, ``layerwise_decay``, ``layer_map``,
-    ``weight_decay_end``, ``weight_decay_incr_style``, ``ema_decay``,
-    ``ema_eval`` and ``log_grad_norms``, each a field of a JSON/YAML config or a ``PdArgumentParser``
-    command line; a bad value raises ``ValueError``/``TypeError`` naming it
-    when the arguments are built. The checkpoint formats default to
-    ``"unified_checkpoint"``, ``amp_master_grad`` to ``bf16 or fp16``, and
-    ``sharding`` to PaddleFormers' ``"stage1"`` with AMP, ``""`` without.
+    """PaddleFormers' ``TrainingArguments`` plus paddle_llrd's fields (``layerwise_decay``,
+    ``layer_map``, ``lr_scheduler_kwargs``, ``weight_decay_end``, ``weight_decay_incr_style``,
+    ``ema_decay``, ``ema_eval``, ``log_grad_norms``; ``lr_scheduler_type`` takes any registry name),
+    with three defaults of its own (:doc:`/paddleformers`).
+
+    Raises:
+        ValueError, TypeError: a field's bad value, naming the field, when the arguments are built.
 
     Examples:
         >>> import tempfile
@@ -119,15 +86,39 @@ class LLRDTrainingArguments(LLRDArgumentsMixin, TrainingArguments):
 
 
 class LLRDTrainer(LLRDTrainerMixin, Trainer):
-    """A PaddleFormers ``Trainer`` that trains with :class:`paddle_llrd.AdamWDL`
-    (see the module documentation).
+    """PaddleFormers' ``Trainer`` with :class:`paddle_llrd.AdamWDL`, its schedule, weight-decay
+    schedule and EMA set by the fields of :class:`LLRDTrainingArguments`.
 
-    Takes every argument of :class:`paddleformers.trainer.Trainer`; with
-    :class:`LLRDTrainingArguments` its fields drive layer decay, the schedule,
-    the weight-decay schedule and the EMA. The constructor keywords, the
-    attributes and the errors are those of the PaddleNLP integration (one
-    ``LLRDTrainerMixin`` serves both): ``layerwise_decay``, ``n_layers`` and
-    ``set_param_lr_fun`` win over the fields.
+    Takes every argument of ``paddleformers.trainer.Trainer``, and the keywords
+    ``layerwise_decay``, ``n_layers`` and ``set_param_lr_fun``, which win over the
+    fields (:doc:`/migration`, "Switching a Trainer script").
+
+    Examples:
+        >>> import tempfile
+        >>> import paddle
+        >>> from paddleformers.transformers import LlamaConfig, LlamaForCausalLM
+        >>> from paddle_llrd.integrations.paddleformers import LLRDTrainer, LLRDTrainingArguments
+        >>> paddle.seed(0)  # doctest: +ELLIPSIS
+        <...>
+        >>> config = LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        ...                      num_attention_heads=4, max_position_embeddings=32, fuse_rms_norm=False)
+        >>> model = LlamaForCausalLM(config)
+        >>> data = [{"input_ids": [(i * 5 + j) % 64 for j in range(16)],
+        ...          "labels": [(i * 5 + j) % 64 for j in range(16)]} for i in range(8)]
+        >>> args = LLRDTrainingArguments(output_dir=tempfile.mkdtemp(), max_steps=3,
+        ...                              per_device_train_batch_size=4, learning_rate=1e-3,
+        ...                              lr_scheduler_type="warmup_stable_decay",
+        ...                              layerwise_decay=0.5, weight_decay=0.0, weight_decay_end=0.1,
+        ...                              weight_decay_incr_style="linear", ema_decay=0.9,
+        ...                              save_strategy="no", disable_tqdm=True)
+        >>> trainer = LLRDTrainer(model=model, args=args, train_dataset=data)
+        >>> _ = trainer.train()
+        >>> trainer.n_layers, trainer.ema.num_updates, trainer.optimizer.weight_decay_schedule.current_step
+        (2, 3, 3)
+        >>> [trainer.layer_map.ratio(name, 0.5) for name in
+        ...  ("model.embed_tokens.weight", "model.layers.0.mlp.up_proj.weight",
+        ...   "model.layers.1.mlp.up_proj.weight", "model.norm.weight")]
+        [0.125, 0.25, 0.5, 1.0]
     """
 
     callback_class = TrainerCallback

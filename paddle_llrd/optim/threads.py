@@ -32,7 +32,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..argument_checks import checked_positive_int, environment_positive_int
+from ..checks import checked_count, environment_count
 
 __all__ = [
     "CHUNK_ALIGN", "MIN_CHUNK_NUMEL", "MIN_CHUNK_NUMEL_ENV", "NUM_THREADS_ENV", "FlatThreads",
@@ -64,7 +64,7 @@ def available_cores() -> int:
 def local_ranks() -> int:
     """The ranks of a ``paddle.distributed`` launch on this machine (1 outside one)."""
     for name in _LOCAL_RANKS_ENV:
-        value = environment_positive_int(name)
+        value = environment_count(name)
         if value is not None:
             return value
     return 1
@@ -90,11 +90,12 @@ def resolve_num_threads(num_threads: int | None = None, *, owner: str = "num_thr
         >>> resolve_num_threads(0, owner="AdamWDL: `num_threads`")
         Traceback (most recent call last):
         ...
-        ValueError: AdamWDL: `num_threads` must be an int >= 1, got 0
+        ValueError: AdamWDL: `num_threads` must be an int >= 1 (or None), got 0.
     """
     if num_threads is not None:
-        return checked_positive_int(num_threads, owner)
-    from_env = environment_positive_int(NUM_THREADS_ENV)
+        # `owner` names the argument as its owner takes it ("AdamWDL: `num_threads`")
+        return checked_count(num_threads, owner, minimum=1, meaning="or None")
+    from_env = environment_count(NUM_THREADS_ENV)
     if from_env is not None:
         return from_env
     return max(1, available_cores() // local_ranks())
@@ -102,7 +103,7 @@ def resolve_num_threads(num_threads: int | None = None, *, owner: str = "num_thr
 
 def resolve_min_chunk_numel() -> int:
     """The smallest chunk a range is split into: :data:`MIN_CHUNK_ENV` if set, else :data:`MIN_CHUNK_NUMEL`."""
-    from_env = environment_positive_int(MIN_CHUNK_ENV)
+    from_env = environment_count(MIN_CHUNK_ENV)
     return MIN_CHUNK_NUMEL if from_env is None else from_env
 
 
@@ -255,7 +256,8 @@ class FlatThreads:
         self.count = resolve_num_threads(num_threads, owner=owner)
         self.min_chunk_numel = (
             resolve_min_chunk_numel() if min_chunk_numel is None
-            else checked_positive_int(min_chunk_numel, "min_chunk_numel")
+            else checked_count(min_chunk_numel, "min_chunk_numel", owner="FlatThreads", minimum=1,
+                               meaning="or None")
         )
 
     def bounds(self, start: int, stop: int, place: Any) -> list[tuple[int, int]]:

@@ -19,18 +19,11 @@ from typing import Any, Optional
 
 from paddle.optimizer.lr import LambdaDecay
 
-from ..argument_checks import (
-    checked_finite_real,
-    checked_floor_lr,
-    checked_non_negative_real,
-    checked_step_count,
-    checked_step_index,
-    checked_warmup_start,
-    did_you_mean,
-)
+from ..checks import checked_finite, checked_non_negative, checked_step_index, did_you_mean
 from . import factors
 from .factors import HF_WSD_DECAY_TYPES, HF_WSD_WARMUP_TYPES, WSD_DECAY_STYLES, lr_lambda
 from .long_warmup import warn_if_warmup_outlasts_training
+from .schedule_checks import checked_floor_lr, checked_step_count, lr_warmup_init_fraction
 from .warmup import (
     ConstScheduleWithWarmup,
     CosineAnnealingWithWarmupDecay,
@@ -125,7 +118,7 @@ def get_cosine_schedule_with_warmup(
         >>> [round(lr, 6) for lr in lr_curve(scheduler, 7)]
         [0.0, 0.5, 1.0, 0.882843, 0.6, 0.317157, 0.2, 0.2]
     """
-    learning_rate = checked_non_negative_real(learning_rate)
+    learning_rate = checked_non_negative(learning_rate, "learning_rate")
     warmup, total = _warmup_and_total(num_warmup_steps, num_training_steps)
     num_cycles = checked_cycle_count(num_cycles)
     min_lr = checked_floor_lr(min_lr, learning_rate, "learning_rate")
@@ -152,7 +145,7 @@ def get_constant_schedule(learning_rate: float, last_epoch: int = -1) -> LambdaD
         >>> get_constant_schedule(0.3)()
         0.3
     """
-    learning_rate = checked_non_negative_real(learning_rate)
+    learning_rate = checked_non_negative(learning_rate, "learning_rate")
     return _LambdaSchedule(learning_rate, lr_lambda(factors.constant, 0), checked_step_index(last_epoch))
 
 
@@ -319,7 +312,7 @@ def get_inverse_sqrt_schedule(
         >>> late()
         0.5
     """
-    learning_rate = checked_non_negative_real(learning_rate)
+    learning_rate = checked_non_negative(learning_rate, "learning_rate")
     warmup = checked_step_count(num_warmup_steps, "num_warmup_steps")
     if timescale is None:
         timescale = warmup if warmup > 0 else DEFAULT_INVERSE_SQRT_TIMESCALE
@@ -347,7 +340,7 @@ def _floor_ratio(
         min_lr = checked_floor_lr(min_lr, learning_rate, "learning_rate")
         return min_lr / learning_rate if learning_rate > 0 else 0.0
     if ratio is not None:
-        ratio = checked_finite_real(ratio, ratio_name)
+        ratio = checked_finite(ratio, ratio_name)
         if not 0.0 <= ratio <= 1.0:
             raise ValueError(f"`{ratio_name}` must lie in [0, 1] (a fraction of learning_rate), got {ratio!r}.")
         return ratio
@@ -401,7 +394,7 @@ def get_cosine_with_min_lr_schedule_with_warmup(
         >>> [round(lr, 6) for lr in lrs]
         [0.0, 0.5, 1.0, 0.882843, 0.6, 0.317157, 0.2, 0.2]
     """
-    learning_rate = checked_non_negative_real(learning_rate)
+    learning_rate = checked_non_negative(learning_rate, "learning_rate")
     warmup, total = _warmup_and_total(num_warmup_steps, num_training_steps)
     num_cycles = checked_cycle_count(num_cycles)
     floor = _floor_ratio(learning_rate, min_lr, min_lr_rate, "min_lr_rate", schedule="cosine_with_min_lr",
@@ -463,7 +456,7 @@ def _wsd_decay_steps(num_decay_steps: Any, decay_ratio: Any, total: int) -> int:
         )
     if num_decay_steps is not None:
         return checked_step_count(num_decay_steps, "num_decay_steps")
-    ratio = DEFAULT_WSD_DECAY_RATIO if decay_ratio is None else checked_finite_real(decay_ratio, "decay_ratio")
+    ratio = DEFAULT_WSD_DECAY_RATIO if decay_ratio is None else checked_finite(decay_ratio, "decay_ratio")
     if not 0.0 <= ratio <= 1.0:
         raise ValueError(f"`decay_ratio` must lie in [0, 1] (a fraction of num_training_steps), got {ratio!r}.")
     return int(math.floor(ratio * total))
@@ -594,7 +587,7 @@ def get_wsd_schedule(
         >>> [round(lr, 6) for lr in lr_curve(scheduler, 11)]
         [0.2, 0.6, 1.0, 1.0, 1.0, 1.0, 1.0, 0.8, 0.6, 0.4, 0.2, 0.2]
     """
-    learning_rate = checked_non_negative_real(learning_rate)
+    learning_rate = checked_non_negative(learning_rate, "learning_rate")
     num_cycles = checked_cycle_count(num_cycles)
     hugging_face, megatron = _keyword_families(num_cycles, {
         "warmup_type": warmup_type is not None,
@@ -621,7 +614,7 @@ def get_wsd_schedule(
                 "Megatron-LM's from lr_warmup_init (0). Name the family: add warmup_type='linear' (Hugging "
                 "Face's) or decay_style='cosine' (Megatron-LM's), as docs/schedules.rst says."
             )
-        start = 0.0 if lr_warmup_init is None else checked_warmup_start(lr_warmup_init, learning_rate)
+        start = 0.0 if lr_warmup_init is None else lr_warmup_init_fraction(lr_warmup_init, learning_rate)
         factor = lr_lambda(factors.stable_then_decay, warmup, start, total_steps=total, decay_steps=decay_steps,
                            anneal=WSD_DECAY_STYLES[style], floor=floor)
     return _LambdaSchedule(learning_rate, factor, checked_step_index(last_epoch))
@@ -663,7 +656,7 @@ def _hugging_face_wsd(learning_rate: float, warmup: int, num_training_steps: Any
 def _annealing(cls, learning_rate: Any, num_warmup_steps: Any, num_training_steps: Any, min_lr: Any,
                last_epoch: Any):
     """``cls`` (one of the annealing classes) built from the registry's arguments, checked under their names."""
-    learning_rate = checked_non_negative_real(learning_rate)
+    learning_rate = checked_non_negative(learning_rate, "learning_rate")
     min_lr = checked_floor_lr(min_lr, learning_rate, "learning_rate")
     warmup, total = _warmup_and_total(num_warmup_steps, num_training_steps)
     if total <= warmup:

@@ -21,8 +21,7 @@ import warnings
 from contextvars import ContextVar
 from typing import Iterator, Optional
 
-from ..argument_checks import stacklevel_outside_package
-from ..warning_classes import LongWarmupWarning
+from ..warning_classes import LongWarmupWarning, stacklevel_outside_package
 
 __all__ = ["called_as", "warn_if_warmup_outlasts_training"]
 

@@ -21,13 +21,8 @@ from typing import Any, Optional
 
 from paddle.optimizer.lr import ReduceOnPlateau
 
-from ..argument_checks import (
-    checked_choice,
-    checked_finite_real,
-    checked_non_negative_real,
-    checked_step_count,
-    checked_step_index,
-)
+from ..checks import checked_choice, checked_finite, checked_non_negative, checked_step_index
+from .schedule_checks import checked_step_count
 
 __all__ = ["ReduceOnPlateauSchedule", "get_reduce_on_plateau_schedule"]
 
@@ -90,19 +85,19 @@ class ReduceOnPlateauSchedule(ReduceOnPlateau):
         epsilon: float = 1e-8,
         verbose: bool = False,
     ) -> None:
-        learning_rate = checked_non_negative_real(learning_rate)
+        learning_rate = checked_non_negative(learning_rate, "learning_rate")
         mode = checked_choice(mode, "mode", ("min", "max"))
-        factor = checked_finite_real(factor, "factor")
+        factor = checked_finite(factor, "factor")
         if not 0.0 <= factor < 1.0:
             raise ValueError(f"`factor` must lie in [0, 1) (the lr's multiplier at a reduction), got {factor!r}.")
         patience = checked_step_count(patience, "patience")
-        threshold = checked_non_negative_real(threshold, "threshold")
+        threshold = checked_non_negative(threshold, "threshold")
         threshold_mode = checked_choice(threshold_mode, "threshold_mode", ("rel", "abs"))
         cooldown = checked_step_count(cooldown, "cooldown")
-        min_lr = checked_non_negative_real(min_lr, "min_lr")
+        min_lr = checked_non_negative(min_lr, "min_lr")
         if min_lr > learning_rate:
             raise ValueError(f"`min_lr` ({min_lr!r}) must be <= `learning_rate` ({learning_rate!r}).")
-        epsilon = checked_non_negative_real(epsilon, "epsilon")
+        epsilon = checked_non_negative(epsilon, "epsilon")
         if not isinstance(verbose, bool):
             raise TypeError(f"`verbose` must be a bool, got {verbose!r}.")
         super().__init__(
@@ -151,7 +146,7 @@ class ReduceOnPlateauSchedule(ReduceOnPlateau):
             "best": best,
             "num_bad_epochs": checked_step_count(state_dict["num_bad_epochs"], "num_bad_epochs"),
             "last_epoch": checked_step_index(state_dict["last_epoch"]),
-            "last_lr": checked_non_negative_real(state_dict["last_lr"], "last_lr"),
+            "last_lr": checked_non_negative(state_dict["last_lr"], "last_lr"),
         }
         super().set_state_dict(checked)
 

@@ -23,10 +23,11 @@ from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union
 
 from paddle.optimizer.lr import LRScheduler
 
-from ..argument_checks import checked_non_negative_real, checked_warmup_start, did_you_mean
+from ..checks import checked_non_negative, did_you_mean
 from . import functions
 from .long_warmup import called_as
 from .plateau import get_reduce_on_plateau_schedule
+from .schedule_checks import lr_warmup_init_fraction
 from .sequential import get_sequential_schedule
 
 __all__ = [
@@ -542,7 +543,8 @@ def get_scheduler(
             raise ValueError(f"Scheduler {str(key)!r} requires `{option.name}`, please provide that argument.")
     warmup_start = None
     if info.start_warmup and "lr_warmup_init" in arguments:
-        warmup_start = checked_warmup_start(arguments.pop("lr_warmup_init"), checked_non_negative_real(learning_rate))
+        peak = checked_non_negative(learning_rate, "learning_rate")
+        warmup_start = lr_warmup_init_fraction(arguments.pop("lr_warmup_init"), peak)
     if _is_built_in(info.function):  # its long-warmup warning names this call
         with called_as(f"get_scheduler({str(key)!r})"):
             scheduler = info.function(learning_rate, **arguments)

@@ -17,8 +17,9 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from paddle.optimizer.lr import LRScheduler, ReduceOnPlateau
 
-from ..argument_checks import checked_non_negative_real, checked_step_count, checked_step_index, is_integer
+from ..checks import checked_non_negative, checked_step_index, is_integer
 from . import registry  # registry declares this module's get_sequential_schedule: read at call time
+from .schedule_checks import checked_step_count
 
 __all__ = ["SequentialSchedule", "get_sequential_schedule"]
 
@@ -203,7 +204,7 @@ class SequentialSchedule(LRScheduler):
         if missing:
             raise KeyError(f"`state_dict` lacks {' and '.join(f'`{key}`' for key in missing)}.")
         last_epoch = checked_step_index(state_dict["last_epoch"])
-        last_lr = checked_non_negative_real(state_dict["last_lr"], "last_lr")
+        last_lr = checked_non_negative(state_dict["last_lr"], "last_lr")
         states = self._stage_states(state_dict)
         empty = [index for index, state in enumerate(states) if not state]
         if empty:
@@ -221,7 +222,7 @@ class SequentialSchedule(LRScheduler):
             # Paddle's own schedulers take any value; check the two entries every LRScheduler has here.
             try:
                 stage_epoch = checked_step_index(state["last_epoch"])
-                checked_non_negative_real(state["last_lr"], "last_lr")
+                checked_non_negative(state["last_lr"], "last_lr")
             except (TypeError, ValueError) as exc:
                 raise type(exc)(f"stage {index} of `state_dict` ({prefix}*): {exc}") from exc
             expected = self.stage_step(position) if index == active else (0 if index > active else None)

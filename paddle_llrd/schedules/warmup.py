@@ -36,18 +36,11 @@ from typing import Any, Optional, Union
 
 from paddle.optimizer.lr import LambdaDecay, LRScheduler
 
-from ..argument_checks import (
-    checked_finite_real,
-    checked_floor_lr,
-    checked_non_negative_real,
-    checked_step_count,
-    checked_step_index,
-    checked_warmup,
-    is_integer,
-)
+from ..checks import checked_finite, checked_non_negative, checked_step_index, is_integer
 from . import factors
 from .factors import lr_lambda, warmup_fraction
 from .long_warmup import warn_if_warmup_outlasts_training
+from .schedule_checks import checked_floor_lr, checked_step_count, checked_warmup
 
 __all__ = [
     "LinearDecayWithWarmup",
@@ -75,7 +68,7 @@ def checked_warmup_start_fraction(warmup_start: Any) -> float:
         >>> checked_warmup_start_fraction(0.25)
         0.25
     """
-    start = checked_finite_real(warmup_start, "warmup_start")
+    start = checked_finite(warmup_start, "warmup_start")
     if not 0.0 <= start <= 1.0:
         raise ValueError(f"`warmup_start` must lie in [0, 1] (a fraction of the peak lr), got {start!r}.")
     return start
@@ -98,7 +91,7 @@ def checked_cycle_count(num_cycles: Any) -> float:
         >>> checked_cycle_count(2), checked_cycle_count(0.5)
         (2.0, 0.5)
     """
-    cycles = checked_finite_real(num_cycles, "num_cycles")
+    cycles = checked_finite(num_cycles, "num_cycles")
     if cycles < 0:
         raise ValueError(f"`num_cycles` must be >= 0 (the number of cycles), got {num_cycles!r}.")
     return cycles
@@ -151,7 +144,7 @@ class _CheckedResume:
                 "a scheduler's state_dict has `last_epoch` and `last_lr`."
             )
         checked = {"last_epoch": checked_step_index(state_dict["last_epoch"]),
-                   "last_lr": checked_non_negative_real(state_dict["last_lr"], "last_lr")}
+                   "last_lr": checked_non_negative(state_dict["last_lr"], "last_lr")}
         super().set_state_dict({**state_dict, **checked})
 
     set_dict = set_state_dict  # Paddle's alias would call the unchecked method
@@ -228,7 +221,7 @@ class LinearDecayWithWarmup(_LambdaSchedule):
         self, learning_rate: float, total_steps: int, warmup: Warmup, last_epoch: int = -1, verbose: bool = False,
         *, warmup_start: float = 0.0, warn_long_warmup: bool = True
     ) -> None:
-        learning_rate = checked_non_negative_real(learning_rate)
+        learning_rate = checked_non_negative(learning_rate, "learning_rate")
         self.total_steps, self.warmup_steps = _total_and_warmup(total_steps, warmup)
         self.warmup_start = checked_warmup_start_fraction(warmup_start)
         factor = lr_lambda(factors.linear_decay, self.warmup_steps, self.warmup_start, total_steps=self.total_steps)
@@ -268,7 +261,7 @@ class ConstScheduleWithWarmup(_LambdaSchedule):
         self, learning_rate: float, warmup: Warmup, total_steps: Optional[int] = None, last_epoch: int = -1,
         verbose: bool = False, *, warmup_start: float = 0.0, warn_long_warmup: bool = True
     ) -> None:
-        learning_rate = checked_non_negative_real(learning_rate)
+        learning_rate = checked_non_negative(learning_rate, "learning_rate")
         self.total_steps = None if total_steps is None else checked_step_count(total_steps, "total_steps", minimum=1)
         self.warmup_steps = checked_warmup(warmup, self.total_steps)
         self.warmup_start = checked_warmup_start_fraction(warmup_start)
@@ -339,7 +332,7 @@ class CosineDecayWithWarmup(_LambdaSchedule):
         num_cycles: Optional[Union[int, float]] = None, last_epoch: int = -1, verbose: bool = False, *,
         warmup_start: float = 0.0, warn_long_warmup: bool = True
     ) -> None:
-        learning_rate = checked_non_negative_real(learning_rate)
+        learning_rate = checked_non_negative(learning_rate, "learning_rate")
         self.total_steps, self.warmup_steps = _total_and_warmup(total_steps, warmup)
         self.warmup_start = checked_warmup_start_fraction(warmup_start)
         if not isinstance(with_hard_restarts, bool):
@@ -413,15 +406,15 @@ class PolyDecayWithWarmup(_LambdaSchedule):
         self, learning_rate: float, total_steps: int, warmup: Warmup, lr_end: float = 1e-7, power: float = 1.0,
         last_epoch: int = -1, verbose: bool = False, *, warmup_start: float = 0.0, warn_long_warmup: bool = True
     ) -> None:
-        learning_rate = checked_non_negative_real(learning_rate)
+        learning_rate = checked_non_negative(learning_rate, "learning_rate")
         self.total_steps, self.warmup_steps = _total_and_warmup(total_steps, warmup)
         self.warmup_start = checked_warmup_start_fraction(warmup_start)
-        self.lr_end = checked_non_negative_real(lr_end, "lr_end")
+        self.lr_end = checked_non_negative(lr_end, "lr_end")
         if not self.lr_end < learning_rate:
             raise ValueError(
                 f"`lr_end` ({self.lr_end!r}) must be smaller than `learning_rate` ({learning_rate!r})."
             )
-        self.power = checked_finite_real(power, "power")
+        self.power = checked_finite(power, "power")
         if self.power < 0:
             raise ValueError(f"`power` must be >= 0, got {self.power!r}.")
         factor = lr_lambda(
@@ -449,7 +442,7 @@ class _AnnealingWithWarmupDecay(_CheckedResume, LRScheduler):
         self, max_lr: float, min_lr: float, warmup_step: int, decay_step: int, last_epoch: int = -1,
         verbose: bool = False, *, warmup_start: float = 0.0
     ) -> None:
-        self.max_lr = checked_non_negative_real(max_lr, "max_lr")
+        self.max_lr = checked_non_negative(max_lr, "max_lr")
         self.min_lr = checked_floor_lr(min_lr, self.max_lr, "max_lr")
         self.warmup_step = checked_step_count(warmup_step, "warmup_step")
         self.decay_step = checked_step_count(decay_step, "decay_step")
@@ -582,7 +575,7 @@ class InverseSquareRootSchedule(_CheckedResume, LRScheduler):
         warmup_start: float = 0.0
     ) -> None:
         self.warmup_steps = checked_step_count(warmup_steps, "warmup_steps", minimum=1)
-        learning_rate = checked_non_negative_real(learning_rate)
+        learning_rate = checked_non_negative(learning_rate, "learning_rate")
         self.warmup_start = checked_warmup_start_fraction(warmup_start)
         self.peak_lr = learning_rate
         super().__init__(learning_rate, checked_step_index(last_epoch), verbose)

@@ -17,7 +17,7 @@ import weakref
 from collections.abc import Mapping
 from typing import Any
 
-from ..argument_checks import checked_count, checked_real
+from ..checks import checked_count, checked_non_negative
 from ..warning_classes import CheckpointMatchWarning
 
 __all__ = ["WEIGHT_DECAY_STYLES", "WeightDecaySchedule", "check_unclaimed", "claim_schedule"]
@@ -120,8 +120,8 @@ class WeightDecaySchedule:
         *,
         current_step: int = 0,
     ) -> None:
-        start_wd = checked_real(start_wd, "start_wd", owner="WeightDecaySchedule")
-        end_wd = checked_real(end_wd, "end_wd", owner="WeightDecaySchedule")
+        start_wd = checked_non_negative(start_wd, "start_wd", owner="WeightDecaySchedule")
+        end_wd = checked_non_negative(end_wd, "end_wd", owner="WeightDecaySchedule")
         total_steps = _checked_step_count(total_steps, "total_steps")
         if not isinstance(style, str):
             raise TypeError(

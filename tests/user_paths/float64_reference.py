@@ -3,7 +3,7 @@
 The gradients are worked out by hand (``pred = sum_k x W_k + b_k``,
 ``L = mean((pred - y)^2)``, so ``dL/dpred = 2 (pred - y) / pred.size``,
 ``dL/dW_k = x^T dL/dpred`` and ``dL/db_k = sum_rows dL/dpred`` for every
-part ``k``), the update is ``tests/reference_adamw.py``'s AdamW with a
+part ``k``), the update is ``tests/helpers/reference_adamw.py``'s AdamW with a
 per-parameter ratio on the Adam step's lr, never the code under test.
 """
 from __future__ import annotations

@@ -7,7 +7,7 @@ fragment gets what the page leaves to the reader (``model``, ``loader``,
 module level, and the test's read-back after it. Training blocks are checked
 against the float64 reference (float64_reference.py) with the page's
 hyperparameters written out here; schedule blocks against the formulas of
-tests/schedule_formulas.py; the quick starts against the end state they
+tests/helpers/schedule_formulas.py; the quick starts against the end state they
 promise. The execution-mode blocks are in test_modes.py.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``paddle.jit.to_static`` train steps with AdamWDL, written as a user writes them (issue 17, item 1).
+"""``paddle.jit.to_static`` train steps with AdamWDL, written as a user writes them (docs/execution_modes.rst).
 
 Each scenario is a script run in its own fresh Python process, with the
 optimizer a module global (as in every training script: this failed with

@@ -1,0 +1,567 @@
+"""AdamWDL's multi-tensor step (``paddle_llrd/optim/multi_tensor.py``) against its
+per-parameter path and ``paddle.optimizer.AdamW``: the same bits after every
+step, whatever users do to gradients and parameters between steps.
+
+Each scenario trains two copies of one model (same names, weights and
+gradients) for several steps, one with ``use_multi_tensor`` at its default
+and one with ``use_multi_tensor=False``, and compares every weight after
+every step, and the optimizer states at the end, exactly (the per-parameter
+path itself is checked against a float64 reference in
+``test_adamwdl_differential.py``). Each also checks that the multi-tensor
+path did run (or, for what it does not serve, did not), so that no
+comparison passes because both runs took the same path.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import paddle
+import pytest
+from paddle import nn
+from paddle.utils import unique_name
+
+from paddle_llrd import AdamWDL, ExponentialMovingAverage, WeightDecaySchedule
+from paddle_llrd.optim.buffers import share_flat
+from paddle_llrd.optim.multi_tensor import MAX_CONSECUTIVE_REBUILDS
+from decay_routes import separate_decay
+from multi_tensor_runs import (
+    Blocks,
+    assert_same_runs,
+    both_paths,
+    build,
+    default_step,
+    elementwise_step,
+    flat_state,
+    loss_of,
+    run,
+)
+
+# Splits a kernel group of the tests' small models into chunks (threads.py's
+# crossover is 2^17 elements); the chunk boundaries still fall on multiples of CHUNK_ALIGN (16).
+SMALL_CHUNKS = "16"
+THREADS = [1, 2, 3]
+
+
+@pytest.fixture
+def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PADDLE_LLRD_MIN_CHUNK_NUMEL", SMALL_CHUNKS)
+
+
+def assert_split_into(optimizer: AdamWDL, num_threads: int) -> None:
+    """The largest kernel group ran as ``num_threads`` chunks on CPU, as one call on a GPU
+    (whose kernels are parallel already: the path is unchanged there)."""
+    chunks = [len(group.chunks) for bank in optimizer._flat.banks for group in bank.groups]
+    assert optimizer._flat.threads.count == num_threads
+    assert max(chunks) == (num_threads if paddle.get_device() == "cpu" else 1), chunks
+
+
+# ------------------------------------------------------------ the plain loop
+@pytest.mark.parametrize("num_threads", THREADS)
+def test_plain_loop_is_bit_identical_with_one_layout(small_chunks: None, num_threads: int) -> None:
+    history, _, model, optimizer = both_paths(steps=6, num_threads=num_threads)
+    assert_split_into(optimizer, num_threads)
+    multi = optimizer._flat
+    assert multi.fused_steps == 6 and multi.rebuilds == 1 and optimizer.last_update_path == ("multi_tensor", None)
+    # decayed weights and undecayed biases of the embeddings, 3 blocks and the head: 9 kernel calls, not 15
+    assert multi.kernel_groups == 9 and len(list(model.parameters())) == 15
+    assert not np.array_equal(history[0]["classifier.weight"], history[-1]["classifier.weight"])
+
+
+def _adamw() -> tuple[nn.Layer, paddle.optimizer.AdamW]:
+    paddle.seed(7)
+    model = Blocks()
+    return model, paddle.optimizer.AdamW(
+        learning_rate=0.01, parameters=model.parameters(), weight_decay=0.05,
+        apply_decay_param_fun=lambda n: not n.endswith(".b_0"),
+    )
+
+
+def _copied(state: dict[str, Any]) -> dict[str, Any]:
+    return {k: paddle.to_tensor(v.numpy()) if hasattr(v, "numpy") else v for k, v in state.items()}
+
+
+@pytest.mark.parametrize("num_threads", THREADS)
+def test_matches_paddle_adamw_without_ratios_and_state_dict_both_ways(small_chunks: None, num_threads: int) -> None:
+    def trained(make, steps, model_state=None, optimizer_state=None):
+        with unique_name.guard():
+            model, optimizer = make()
+            if model_state is not None:
+                model.set_state_dict(model_state)
+                optimizer.set_state_dict(optimizer_state)
+            for step in steps:
+                default_step(model, optimizer, step)
+        return model, optimizer
+
+    ours = trained(lambda: build(None, set_param_lr_fun=None, num_threads=num_threads), range(4))
+    adamw = trained(_adamw, range(4))
+    assert ours[1]._flat.fused_steps == 4
+    assert_split_into(ours[1], num_threads)
+    for (name, p), q in zip(ours[0].named_parameters(), adamw[0].parameters()):
+        np.testing.assert_array_equal(p.numpy(), q.numpy(), err_msg=name)
+    our_state, adamw_state = flat_state(ours[1].state_dict()), flat_state(adamw[1].state_dict())
+    assert our_state.keys() == adamw_state.keys()
+    for key in our_state:
+        assert our_state[key].shape == adamw_state[key].shape, key
+        np.testing.assert_array_equal(our_state[key].numpy(), adamw_state[key].numpy(), err_msg=key)
+    # AdamW's state into the multi-tensor path, AdamWDL's into AdamW: both go on as AdamW itself
+    later = range(4, 7)
+    loaded = trained(
+        lambda: build(None, set_param_lr_fun=None, num_threads=num_threads), later,
+        _copied(adamw[0].state_dict()), _copied(adamw[1].state_dict()),
+    )
+    into_adamw = trained(_adamw, later, _copied(ours[0].state_dict()), _copied(ours[1].state_dict()))
+    for step in later:
+        default_step(*adamw, step)
+    assert loaded[1]._flat.fused_steps == 3
+    for p, q, r in zip(loaded[0].parameters(), adamw[0].parameters(), into_adamw[0].parameters()):
+        np.testing.assert_array_equal(p.numpy(), q.numpy())
+        np.testing.assert_array_equal(r.numpy(), q.numpy())
+
+
+def test_resume_from_a_checkpoint() -> None:
+    def resumed(use_multi_tensor):
+        with unique_name.guard():
+            model, optimizer = build(use_multi_tensor, weight_decay=WeightDecaySchedule(0.0, 0.1, total_steps=6, style="linear"))
+            for step in range(3):
+                default_step(model, optimizer, step)
+            state = _copied(optimizer.state_dict())
+        with unique_name.guard():  # a fresh process's accumulator names
+            _, fresh = build(use_multi_tensor, model=model, weight_decay=WeightDecaySchedule(0.0, 0.1, total_steps=6, style="linear"))
+            fresh.set_state_dict(state)
+            for step in range(3, 6):
+                default_step(model, fresh, step)
+            return model, fresh
+
+    (multi_model, multi), (single_model, _) = resumed(None), resumed(False)
+    assert multi._flat.fused_steps == 3
+    for p, q in zip(multi_model.parameters(), single_model.parameters()):
+        np.testing.assert_array_equal(p.numpy(), q.numpy())
+
+
+@pytest.mark.parametrize("num_threads", THREADS)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_master_weights_of_half_parameters_on_cpu(small_chunks: None, dtype: str, num_threads: int) -> None:
+    multi = both_paths(elementwise_step, model_dtype=dtype, multi_precision=True, num_threads=num_threads)
+    assert multi[3]._flat.fused_steps == 5
+    assert_split_into(multi[3], num_threads)
+    # CPU has no half-precision kernel: the float32 fallback; a GPU's kernel takes the master weights itself
+    on_cpu = paddle.get_device() == "cpu"
+    assert all(bank.key.fp32_fallback == on_cpu for bank in multi[3]._flat.banks)
+
+
+@pytest.mark.parametrize("num_threads", THREADS)
+def test_param_groups_amsgrad_lr_scheduler_and_general_decay(small_chunks: None, num_threads: int) -> None:
+    def groups(model):
+        layers = [p for n, p in model.named_parameters() if "encoder" in n]
+        rest = [p for n, p in model.named_parameters() if "encoder" not in n]
+        return [
+            {"params": layers, "learning_rate": 0.5, "weight_decay": 0.2, "beta1": 0.8, "beta2": 0.95, "epsilon": 1e-6},
+            {"params": rest},
+        ]
+
+    multi = both_paths(
+        parameters=groups, amsgrad=True, num_threads=num_threads,
+        fresh=lambda: dict(learning_rate=paddle.optimizer.lr.StepDecay(0.01, 2, 0.5)),
+    )
+    assert multi[3]._flat.fused_steps == 5
+    assert_split_into(multi[3], num_threads)
+    # a ratio of 0 (embeddings) and forced separate decay ops
+    ratios = {"embeddings": 0.0}
+
+    class ZeroForEmbeddings:
+        pure_in_name = True
+
+        def __call__(self, decay, name_dict, n_layers, param):
+            return ratios.get(name_dict[param.name].split(".")[0], 0.5)
+
+    multi = both_paths(set_param_lr_fun=ZeroForEmbeddings(), num_threads=num_threads)
+    assert multi[3]._flat.fused_steps == 5
+
+    def forced(model, optimizer, step):
+        separate_decay(optimizer)  # (from the first step on, for good)
+        default_step(model, optimizer, step)
+
+    assert both_paths(forced, num_threads=num_threads)[3]._flat.fused_steps == 5
+
+
+def test_group_settings_changed_between_steps_are_used_without_a_new_layout() -> None:
+    # The kernel calls are bound to their arguments once: a change of a group's
+    # beta1, epsilon or weight decay must reach the next step all the same.
+    def groups(model):
+        layers = [p for n, p in model.named_parameters() if "encoder" in n]
+        return [{"params": layers}, {"params": [p for n, p in model.named_parameters() if "encoder" not in n]}]
+
+    changes = {2: ("beta1", 0.5), 3: ("epsilon", 1e-3), 4: ("weight_decay", 0.4)}
+
+    def changing(model, optimizer, step):
+        if step in changes:
+            key, value = changes[step]
+            optimizer._param_groups[0][key] = value
+        default_step(model, optimizer, step)
+
+    multi = both_paths(changing, steps=6, parameters=groups)
+    assert multi[3]._flat.fused_steps == 6 and multi[3]._flat.rebuilds == 1
+    unchanged = run(None, steps=6, parameters=groups)
+    name = next(n for n in unchanged[0][-1] if n.startswith("encoder"))
+    assert not np.array_equal(multi[0][-1][name], unchanged[0][-1][name])
+
+
+def test_amp_overflow_step_changes_nothing() -> None:
+    def overflow_at_2(model, optimizer, step):
+        if step == 2:
+            optimizer._set_auxiliary_var("found_inf", paddle.to_tensor(True))
+        default_step(model, optimizer, step)
+        optimizer._set_auxiliary_var("found_inf", paddle.to_tensor(False))
+
+    history, _, _, optimizer = both_paths(
+        overflow_at_2, fresh=lambda: dict(weight_decay=WeightDecaySchedule(0.0, 0.1, total_steps=5, style="linear"))
+    )
+    assert optimizer._flat.fused_steps == 4
+    assert all(np.array_equal(history[1][n], history[2][n]) for n in history[1])
+    assert optimizer.weight_decay_schedule.current_step == 4
+
+
+# ----------------------------------------------------- what it does not serve
+class ClipOfItsOwn(nn.ClipGradByGlobalNorm):
+    """A user's clip class: it may change what clipping does, so the flat step leaves it to Paddle."""
+
+
+@pytest.mark.parametrize(
+    "options, reason",
+    [
+        (dict(grad_clip=ClipOfItsOwn(0.1)), "gradient clipping by ClipOfItsOwn"),
+        (dict(set_param_lr_fun=lambda decay, names, n, p: 0.5), "not pure"),
+        (dict(layerwise_decay=paddle.to_tensor(0.7)), "not pure"),
+        (dict(beta1=paddle.to_tensor(0.8)), "Tensor beta1"),
+    ],
+)
+def test_what_it_does_not_serve_takes_the_per_parameter_path(options: dict, reason: str) -> None:
+    multi = both_paths(**options)
+    assert multi[3]._flat.fused_steps == 0
+    path, why = multi[3].last_update_path
+    assert path == "per_parameter" and reason in why
+
+
+
+def test_a_group_with_its_own_grad_clip_takes_the_per_parameter_path() -> None:
+    def groups(model):
+        layers = [p for n, p in model.named_parameters() if "encoder" in n]
+        rest = [p for n, p in model.named_parameters() if "encoder" not in n]
+        return [{"params": layers, "grad_clip": nn.ClipGradByValue(0.01)}, {"params": rest}]
+
+    multi = both_paths(parameters=groups, grad_clip=nn.ClipGradByGlobalNorm(0.1))
+    assert multi[3].last_update_path == ("per_parameter", "a parameter group with its own grad_clip")
+
+
+def test_use_multi_tensor_must_be_a_bool_or_none() -> None:
+    with pytest.raises(TypeError, match="use_multi_tensor"):
+        build(1)
+
+
+# --------------------------------------------------- aliases users can break
+def test_clear_grad_zeroes_the_flat_buffers_and_keeps_the_views() -> None:
+    _, _, model, optimizer = run(None, steps=3)
+    loss_of(model, 3).backward()
+    banks = optimizer._flat.banks
+    assert all(float(bank.grad_flat.abs().sum()) > 0 for bank in banks)
+    optimizer.clear_grad()
+    for bank in banks:
+        assert float(bank.grad_flat.abs().sum()) == 0.0
+        assert all(p.grad._is_shared_buffer_with(bank.grad_flat) for p in bank.params)
+        assert all(p._is_shared_buffer_with(bank.param_flat) for p in bank.params)
+
+
+@pytest.mark.parametrize(
+    "clear",
+    [
+        lambda model, optimizer: optimizer.clear_grad(set_to_zero=False),
+        lambda model, optimizer: model.clear_gradients(),
+        lambda model, optimizer: [p.clear_gradient() for p in model.encoder.parameters()],
+        lambda model, optimizer: paddle.optimizer.AdamW.clear_grad(optimizer),
+    ],
+    ids=["clear_grad_set_to_zero_false", "model_clear_gradients", "param_clear_gradient", "paddle_clear_grad"],
+)
+def test_every_way_of_clearing_gradients(clear: Callable) -> None:
+    def scenario(model, optimizer, step):
+        loss_of(model, step).backward()
+        optimizer.step()
+        clear(model, optimizer)
+
+    multi = both_paths(scenario, steps=5)
+    assert multi[3]._flat.fused_steps == 5 and multi[3]._flat.rebuilds == 1
+
+
+def test_clearing_between_backward_and_clear_grad() -> None:
+    """A gradient replaced after the step (cleared, then a backward) is still cleared by clear_grad."""
+
+    def scenario(model, optimizer, step):
+        loss_of(model, step).backward()
+        optimizer.step()
+        model.clear_gradients()
+        loss_of(model, step, part=1).backward()  # a batch thrown away
+        optimizer.clear_grad()
+
+    assert both_paths(scenario)[3]._flat.fused_steps == 5
+
+
+def test_clear_grad_after_a_backward_by_paddle_autograd_backward() -> None:
+    """clear_grad() trusts the step's view check only until a backward, whichever API runs it."""
+
+    def scenario(model, optimizer, step):
+        loss_of(model, step).backward()
+        optimizer.step()
+        optimizer.clear_grad()
+        for p in model.encoder.parameters():
+            p.clear_gradient()
+        paddle.autograd.backward([loss_of(model, step, part=2)])  # replaces the cleared gradients
+        optimizer.clear_grad()
+
+    assert both_paths(scenario)[3]._flat.fused_steps == 5
+
+
+def test_a_decay_rule_answering_ints_and_strings_keeps_one_layout() -> None:
+    multi = both_paths(apply_decay_param_fun=lambda n: 0 if n.endswith(".b_0") else "yes")
+    assert multi[3]._flat.fused_steps == 5 and multi[3]._flat.rebuilds == 1
+
+
+def test_gradient_accumulation() -> None:
+    def scenario(model, optimizer, step):
+        for part in range(3):
+            loss_of(model, step, part).backward()
+        optimizer.step()
+        optimizer.clear_grad()
+
+    assert both_paths(scenario)[3]._flat.rebuilds == 1
+
+
+def test_freezing_and_unfreezing() -> None:
+    def scenario(model, optimizer, step):
+        if step == 2:
+            model.encoder.layers[1].stop_gradient = True
+            for p in model.encoder.layers[1].parameters():
+                p.stop_gradient = True
+        if step == 4:
+            for p in model.encoder.layers[1].parameters():
+                p.stop_gradient = False
+        default_step(model, optimizer, step)
+
+    multi = both_paths(scenario, steps=6)
+    assert multi[3]._flat.fused_steps == 6 and multi[3]._flat.rebuilds == 3
+
+
+def test_replaced_parameters_dtype_round_trip_set_value_and_model_set_state_dict() -> None:
+    def scenario(model, optimizer, step):
+        if step == 1:
+            model.to(dtype="float64")
+            model.to(dtype="float32")  # new tensors, same values
+        if step == 2:
+            model.classifier.weight.set_value(model.classifier.weight * 0.5)
+        if step == 3:
+            model.set_state_dict({k: v * 1.5 for k, v in model.state_dict().items()})
+        default_step(model, optimizer, step)
+
+    multi = both_paths(scenario, steps=5)
+    assert multi[3]._flat.fused_steps == 5 and multi[3]._flat.rebuilds == 2
+
+
+@pytest.mark.parametrize("num_threads", THREADS)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_amp_o2_decorate_after_construction(small_chunks: None, dtype: str, num_threads: int) -> None:
+    """``paddle.amp.decorate(level='O2', master_weight=True)`` after two float32 steps.
+
+    On a GPU, decorate casts each layer's floating parameters to ``dtype``
+    (``amp_initialize``) and sets the optimizer's ``_multi_precision``; on
+    CPU (Paddle 3.3.1) it returns the model and optimizer untouched, so there
+    the test applies those two calls of Paddle's own itself. Training goes on
+    with master weights; states are compared after every step.
+    """
+    from paddle.amp.auto_cast import _set_multi_precision, amp_initialize
+
+    def trained(use_multi_tensor):
+        states = []
+
+        def scenario(model, optimizer, step):
+            if step == 2:
+                decorated = paddle.amp.decorate(
+                    models=model, optimizers=optimizer, level="O2", dtype=dtype, master_weight=True
+                )
+                assert decorated == (model, optimizer)
+                if model.classifier.weight.dtype == paddle.float32:  # CPU: decorate is a no-op
+                    assert paddle.get_device() == "cpu" and not optimizer._multi_precision
+                    amp_initialize(models=[model], dtype=dtype, excluded_layers=None)
+                    _set_multi_precision(optimizer, True)
+                assert {str(p.dtype) for p in model.parameters()} == {f"paddle.{dtype}"}
+            # CPU has no half matmul: from the cast on, a loss without one
+            (default_step if step < 2 else elementwise_step)(model, optimizer, step)
+            states.append({k: v.numpy().copy() for k, v in flat_state(optimizer.state_dict()).items()})
+
+        return run(use_multi_tensor, scenario, steps=5, num_threads=num_threads), states
+
+    (multi, multi_states), (single, single_states) = trained(None), trained(False)
+    assert_same_runs(multi, single)
+    for step, (got, expected) in enumerate(zip(multi_states, single_states)):
+        assert got.keys() == expected.keys(), f"state keys after step {step}"
+        for key in got:
+            np.testing.assert_array_equal(got[key], expected[key], err_msg=f"state {key} after step {step}")
+    masters = [k for k in multi_states[-1] if k.startswith("master_weights/")]
+    assert len(masters) == len(list(multi[2].parameters()))
+    assert not any(k.startswith("master_weights/") for k in multi_states[1])
+    assert single[3]._flat is None
+    tracker = multi[3]._flat
+    # laid out at step 0, laid out again for the cast parameters at step 2; every step fused
+    assert tracker.disabled is None and tracker.fused_steps == 5 and tracker.rebuilds == 2
+    assert all(bank.key.master and bank.key.dtype == getattr(paddle, dtype) for bank in tracker.banks)
+    assert_split_into(multi[3], num_threads)
+
+
+def test_a_parameter_without_gradient_every_other_step_ends_on_the_per_parameter_path() -> None:
+    def scenario(model, optimizer, step):
+        loss = loss_of(model, step)
+        if step % 2:
+            loss = loss + 0.0 * model.encoder.layers[0][0].weight.sum()
+        else:
+            model.encoder.layers[0][0].weight.clear_gradient(False)
+        loss.backward()
+        if step % 2 == 0:
+            model.encoder.layers[0][0].weight.clear_gradient(False)
+        optimizer.step()
+        optimizer.clear_grad(set_to_zero=False)
+
+    multi = both_paths(scenario, steps=7)
+    assert multi[3]._flat.disabled is not None
+    assert multi[3]._flat.rebuilds == MAX_CONSECUTIVE_REBUILDS
+
+
+def test_added_parameter_group() -> None:
+    extra: dict[int, Any] = {}
+
+    def scenario(model, optimizer, step):
+        if step == 2:
+            param = extra[id(optimizer)] = paddle.create_parameter(
+                [3], "float32", default_initializer=nn.initializer.Constant(1.0)
+            )
+            optimizer.name_dict[param.name] = "extra"  # the ratio function's map
+            optimizer._add_param_group({"params": [param], "learning_rate": 0.5})
+        loss = loss_of(model, step)
+        if id(optimizer) in extra:
+            loss = loss + (extra[id(optimizer)] ** 2).sum()
+        loss.backward()
+        optimizer.step()
+        optimizer.clear_grad()
+
+    def groups(model):
+        return [{"params": model.parameters()}]
+
+    multi = run(None, scenario, parameters=groups)
+    single = run(False, scenario, parameters=groups)
+    assert_same_runs(multi, single)
+    np.testing.assert_array_equal(extra[id(multi[3])].numpy(), extra[id(single[3])].numpy())
+    assert multi[3]._flat.fused_steps == 5 and multi[3]._flat.rebuilds == 2
+
+
+def test_ema_over_the_same_parameters() -> None:
+    emas = {}
+
+    def scenario(model, optimizer, step):
+        ema = emas.setdefault(id(optimizer), ExponentialMovingAverage(model, decay=0.5))
+        if step == 0:
+            ema.register()
+        default_step(model, optimizer, step)
+        ema.update()
+        if step == 2:
+            with ema.average_parameters():
+                loss_of(model, 99)  # an evaluation on the averaged weights
+
+    multi = run(None, scenario)
+    single = run(False, scenario)
+    assert_same_runs(multi, single)
+    assert multi[3]._flat.fused_steps == 5
+    shadows = [emas[id(r[3])].shadow for r in (multi, single)]
+    for name in shadows[0]:
+        np.testing.assert_array_equal(shadows[0][name].numpy(), shadows[1][name].numpy())
+
+
+def test_data_parallel_single_process() -> None:
+    def scenario(model, optimizer, step):
+        wrapped = scenario.__dict__.setdefault(id(model), paddle.DataParallel(model))
+        rng = np.random.default_rng(step)
+        ids = paddle.to_tensor(rng.integers(0, 10, (4, 3)).astype("int64"))
+        wrapped(ids).mean().backward()
+        optimizer.step()
+        optimizer.clear_grad()
+
+    assert both_paths(scenario)[3]._flat.fused_steps == 5
+
+
+def test_share_flat_keeps_values_and_shapes() -> None:
+    tensors = [paddle.arange(6, dtype="float32").reshape([2, 3]), paddle.full([4], 7.0)]
+    flat = share_flat(tensors)
+    assert flat.numpy().tolist() == [0, 1, 2, 3, 4, 5, 7, 7, 7, 7]
+    flat.scale_(2.0)
+    assert tensors[0].shape == [2, 3] and tensors[0].numpy().tolist() == [[0, 2, 4], [6, 8, 10]]
+
+
+TO_STATIC_SCRIPT = textwrap.dedent(
+    """
+    import sys
+    import numpy as np
+    import paddle
+    from paddle_llrd import AdamWDL
+
+    paddle.seed(0)
+    model = paddle.nn.Sequential(paddle.nn.Linear(4, 8), paddle.nn.Linear(8, 2))
+    names = {p.name: n for n, p in model.named_parameters()}
+
+    class FirstLayerAtHalf:
+        pure_in_name = True
+
+        def __call__(self, decay, name_dict, n_layers, param):
+            return 0.5 if name_dict[param.name].startswith("0") else 1.0
+
+    optimizer = AdamWDL(learning_rate=0.01, parameters=model.parameters(), layerwise_decay=0.8, n_layers=2,
+                        name_dict=names, set_param_lr_fun=FirstLayerAtHalf(),
+                        use_multi_tensor=None if sys.argv[1] == "multi" else False)
+
+    def train_step(x):
+        loss = model(x).pow(2).mean()
+        loss.backward()
+        optimizer.step()
+        optimizer.clear_grad()
+        return loss
+
+    if sys.argv[3] == "to_static":
+        train_step = paddle.jit.to_static(train_step)
+
+    for step in range(4):
+        train_step(paddle.to_tensor(np.random.default_rng(step).standard_normal((3, 4)).astype("float32")))
+    np.save(sys.argv[2], np.concatenate([p.numpy().ravel() for p in model.parameters()]))
+    print("multi-tensor steps", 0 if optimizer._flat is None else optimizer._flat.fused_steps)
+    """
+)
+
+
+def test_to_static_training_step_in_a_users_script(tmp_path) -> None:
+    """Both paths under ``to_static`` (the step and ``clear_grad`` run eagerly) and eagerly: the same bits."""
+    script = tmp_path / "train.py"
+    script.write_text(TO_STATIC_SCRIPT)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")]))
+    outputs = {}
+    runs = [("multi", "to_static"), ("single", "to_static"), ("single", "eager")]
+    for path, mode in runs:
+        result = subprocess.run(
+            [sys.executable, str(script), path, str(tmp_path / f"{path}-{mode}.npy"), mode],
+            capture_output=True, text=True, env=env, timeout=300,
+        )
+        assert result.returncode == 0, result.stderr[-3000:]
+        outputs[path, mode] = result.stdout
+    expected = np.load(tmp_path / "single-eager.npy")
+    for path, mode in runs[:2]:
+        np.testing.assert_array_equal(np.load(tmp_path / f"{path}-{mode}.npy"), expected, err_msg=f"{path} {mode}")
+    assert "multi-tensor steps 4" in outputs["multi", "to_static"]
+    assert "multi-tensor steps 0" in outputs["single", "to_static"]
