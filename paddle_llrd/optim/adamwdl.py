@@ -4,7 +4,7 @@ The class owns the parameters, the optimizer state and the public API. A
 dygraph step, top to bottom (:doc:`/adamwdl`, "One step"): :meth:`AdamWDL.step`
 collects an :class:`~paddle_llrd.optim.update_batch.UpdateBatch` per parameter
 group (``_collect``, the only code that reads Paddle's optimizer internals for
-the update), :func:`~paddle_llrd.optim.update_batch.choose_update_path` picks
+the update), :func:`~paddle_llrd.optim.adamwdl.choose_update_path` picks
 the implementation, and it runs:
 :func:`~paddle_llrd.optim.multi_tensor.multi_tensor_update`, or Paddle's pass,
 whose :meth:`AdamWDL._append_optimize_op` hands each parameter to

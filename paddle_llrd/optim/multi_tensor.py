@@ -115,7 +115,7 @@ class Bank:
         self.threads = threads
         ordered = [member for kernel_members in members.values() for member in kernel_members]
         self.params = [param for param, _ in ordered]
-        plans = [state for _, state in ordered]
+        states = [state for _, state in ordered]
         self.param_flat = share_flat(self.params)
         # Each gradient copied into its range and replaced by the view at once,
         # which frees it: no second copy of them all (buffers.share_flat).
@@ -130,7 +130,7 @@ class Bank:
                 _C_ops.assign_out_(param._grad_ivar(), view)
                 param._copy_gradient_from(view)
                 offset += numel(param)
-        moments = list(zip(*(plan.moments for plan in plans)))
+        moments = list(zip(*(state.moments for state in states)))
         self.moment1 = share_flat(moments[0])
         self.moment2 = share_flat(moments[1])
         self.moment2_max = None if moments[2][0] is None else share_flat(moments[2])
@@ -141,9 +141,9 @@ class Bank:
         # them all), and one pair keeps fewer small tensors out of the cache
         # after a backward.
         self.beta_pow_pair = (moments[3][0], moments[4][0])
-        self.master_flat = share_flat([plan.master_weight for plan in plans]) if key.master else None
-        self.tensors = list(self.params) + [t for plan in plans for t in plan.moments if t is not None]
-        self.tensors += [plan.master_weight for plan in plans if plan.master_weight is not None]
+        self.master_flat = share_flat([state.master_weight for state in states]) if key.master else None
+        self.tensors = list(self.params) + [t for state in states for t in state.moments if t is not None]
+        self.tensors += [state.master_weight for state in states if state.master_weight is not None]
         self.groups = []
         start = 0
         for kernel_key, kernel_members in members.items():
