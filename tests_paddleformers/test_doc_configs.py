@@ -141,6 +141,9 @@ def run_cli_page(tmp_path: Path, config_marker: str, commands_marker: str, works
         assert trained_steps(output_dir) == config["max_steps"], command
         assert (output_dir / "ema").is_dir() == ("ema_decay" in config)
         assert "EMAHorizonWarning" not in output  # the pages' EMAs warm up
+        # every step on the multi-tensor path, clipping by the Trainer's default max_grad_norm included
+        steps = config["max_steps"]
+        assert f"update path: multi-tensor at {steps} of {steps} steps" in output, (command, output[-3000:])
         outputs.append(output)
     return outputs
 
@@ -180,6 +183,8 @@ def test_the_try_it_commands_train_the_minimal_config_as_written_with_a_short_co
         ratio = DECAY ** (N_LAYERS + 1 - k)
         assert any(re.fullmatch(rf"  {group} +{ratio:.4g} +{LEARNING_RATE * ratio:.3e}", line) for line in lines), group
     assert [line for line in lines if "saved" in line] == [f"step {k}/4: saved ./out/checkpoint-{k}" for k in range(1, 5)]
+    # the Trainer's default max_grad_norm (1.0) clips on the multi-tensor step (docs/adamwdl.rst)
+    assert "update path: multi-tensor at 4 of 4 steps" in lines, console
     assert lines[-1].startswith("wrote the final model in ./out, 4 checkpoints") and lines[-1].endswith(
         f"the full log in ./out/{LOG_NAME}"), lines[-1]
     log = (tmp_path / "out" / LOG_NAME).read_text()

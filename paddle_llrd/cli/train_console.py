@@ -16,6 +16,7 @@ import os
 import sys
 import tempfile
 import warnings
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, TextIO
@@ -201,6 +202,8 @@ def final_summary(output_dir: str, log: str, seen: "ConsoleCallback") -> List[st
         took = f" in {runtime:.1f} s" if isinstance(runtime, (int, float)) else ""
         loss = seen.train_metrics.get("train_loss")
         lines.append(f"trained {seen.global_step} steps{took}" + (f", train_loss {_number(loss)}" if loss is not None else ""))
+    if seen.update_paths:
+        lines.append(update_path_summary(seen.update_paths))
     written = []
     if (out / "trainer_state.json").is_file():
         written.append(f"the final model in {output_dir}")
@@ -215,6 +218,26 @@ def final_summary(output_dir: str, log: str, seen: "ConsoleCallback") -> List[st
     return lines
 
 
+def update_path_summary(paths: Counter) -> str:
+    """The update paths the optimizer's steps took (``AdamWDL.last_update_path`` after each):
+    ``update path: multi-tensor at 4 of 4 steps``, with the reason of any other path.
+
+    Examples:
+        >>> from collections import Counter
+        >>> update_path_summary(Counter({("multi_tensor", None): 4}))
+        'update path: multi-tensor at 4 of 4 steps'
+        >>> update_path_summary(Counter({("multi_tensor", None): 3, ("per_parameter", "an AMP overflow step"): 1}))
+        'update path: multi-tensor at 3 of 4 steps, per-parameter at 1 (an AMP overflow step)'
+    """
+    total = sum(paths.values())
+    shown = []
+    for (path, reason), count in paths.most_common():
+        name = path.replace("_", "-")
+        shown.append(f"{name} at {count} of {total} steps" if not shown else f"{name} at {count}"
+                     + (f" ({reason})" if reason else ""))
+    return "update path: " + ", ".join(shown)
+
+
 @dataclass
 class ConsoleCallback:
     """Trainer callback: the run's settings when training begins, one line per
@@ -225,6 +248,7 @@ class ConsoleCallback:
     trainer: Any
     train_metrics: Dict[str, Any] = field(default_factory=dict)
     global_step: int = 0
+    update_paths: Counter = field(default_factory=Counter)  # AdamWDL.last_update_path after each step
 
     def _prints(self, args: Any) -> bool:
         return bool(getattr(args, "should_save", True))
@@ -236,6 +260,11 @@ class ConsoleCallback:
                 self.console.line(line)
             if state.global_step:
                 self.console.line(f"resumed at step {state.global_step}")
+
+    def on_optimizer_end(self, args: Any, state: Any, control: Any, optimizer: Any = None, **kwargs: Any) -> None:
+        path = getattr(optimizer, "last_update_path", None)
+        if path is not None:
+            self.update_paths[tuple(path)] += 1
 
     def on_log(self, args: Any, state: Any, control: Any, logs: Optional[Dict[str, Any]] = None,
                **kwargs: Any) -> None:
