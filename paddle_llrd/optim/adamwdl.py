@@ -16,7 +16,8 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from operator import attrgetter, itemgetter
+from itertools import compress, count, repeat
+from operator import and_, attrgetter, is_, is_not, itemgetter, ne, not_, truth
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import paddle
@@ -56,6 +57,8 @@ WEIGHT_DECAY_SCHEDULE_KEY = "weight_decay_schedule"
 EXTRA_STATE_KEYS = (WEIGHT_DECAY_SCHEDULE_KEY, STRUCTURED_NAMES_KEY)
 
 _NAME = attrgetter("name")
+_STOP_GRADIENT = attrgetter("stop_gradient")
+_GRAD_OF = paddle.Tensor._grad_ivar
 _DECAYS = attrgetter("decays")
 _LR_FACTOR = itemgetter("learning_rate")
 _OPTIMIZE_ATTR = attrgetter("optimize_attr")
@@ -186,6 +189,8 @@ class AdamWDL(AdamW):
         # The multi-tensor path's banks (multi_tensor.py); None: the per-parameter path only.
         self._flat = None if use_multi_tensor is False else flat
         self._last_update_path: UpdatePath | None = None
+        self._batches: list[UpdateBatch] | None = None  # the last dygraph update's, kept while they hold
+        self._answers: dict[int, list[bool]] = {}  # a decay rule's answers asked already this step, by group
         self._params_name: dict[str, None] = {}  # ordered set, for a stable str()
         for param in self._listed_parameters():
             self._decays(param)
@@ -210,6 +215,7 @@ class AdamWDL(AdamW):
                 if not param.stop_gradient:
                     cache.ratio(param)
         self._layerwise, self.set_param_lr_fun, self._ratio_cache = layerwise, bound, cache
+        self._batches = None  # (their ratios)
         if getattr(self, "_flat", None) is not None:
             self._flat.invalidate()  # the kernel groups follow the ratios
 
@@ -275,7 +281,7 @@ class AdamWDL(AdamW):
         """``(group dict or None, parameters)`` per parameter group, in the optimizer's order."""
         if self._grouped():
             return [(group, group["params"]) for group in self._param_groups]
-        return [(None, list(self._parameter_list or []))]
+        return [(None, self._parameter_list or [])]
 
     def _grouped(self) -> bool:
         return bool(self._parameter_list) and isinstance(self._parameter_list[0], dict)
@@ -314,22 +320,26 @@ class AdamWDL(AdamW):
         if not framework.in_dygraph_mode() or paddle.base.dygraph.base.in_to_static_mode():
             self._last_update_path = UpdatePath("per_parameter", "not a dygraph step")
             return super().step()
-        groups = [(group, [p for p in params if not p.stop_gradient and p._grad_ivar() is not None])
-                  for group, params in self._listed_groups()]
+        listed = self._listed_groups()
+        kept = self._kept_batches(listed)
+        groups = [(group, _trained(params)) for group, params in listed] if kept is None else [
+            (group, batch.params) for (group, _), batch in zip(listed, kept)]
         if self._grouped():  # Paddle's step: one _apply_optimize (and one pass) per group
             paddle_pass = super().step
         else:  # Paddle's step without groups, past this class's _apply_optimize
             apply = super()._apply_optimize
             paddle_pass = lambda: apply(None, None, [(p, _gradient(p)) for p in groups[0][1]])  # noqa: E731
-        self._update(groups, paddle_pass, given_gradients=_main_grads(groups))
+        self._update(groups, paddle_pass, given_gradients=_main_grads(groups), kept=kept)
         return None
 
     def _update(self, groups: list[tuple[dict[str, Any] | None, list[Any]]], paddle_pass: Callable[[], Any],
-                given_gradients: str | None = None) -> Any:
+                given_gradients: str | None = None, kept: list[UpdateBatch] | None = None) -> Any:
         """One dygraph update of ``groups``: collect, choose, run; the weight-decay
         schedule read before and advanced after (not on an AMP overflow step)."""
         self._sync_weight_decay()
-        batches = self._collect(groups)
+        batches = self._collect(groups) if kept is None else [
+            batch._replace(settings=self._group_settings(group)) for (group, _), batch in zip(groups, kept)]
+        self._batches = batches
         path = choose_update_path(batches, self._flat, dygraph=True, overflow=self._overflow_step(),
                                   given_gradients=given_gradients)
         self._last_update_path = path
@@ -358,12 +368,14 @@ class AdamWDL(AdamW):
         if self._multi_precision and self._param_states:
             self._refit_states(everything)
         batches = []
-        for group, params in groups:
+        answers, self._answers = self._answers, {}
+        for index, (group, params) in enumerate(groups):
             names = list(map(_NAME, params))
             states = self._states_of(group, params, names)
             decays = list(map(_DECAYS, states))
             if None in decays:  # a rule not pure in the name: asked at every update, as AdamW asks
-                decays = [self._decays(p) if d is None else d for p, d in zip(params, decays)]
+                decays = answers.get(index) or list(map(bool, map(self._apply_decay_param_fun, names)))
+                self._params_name.update(dict.fromkeys(compress(names, decays)))
             if self.set_param_lr_fun is None:
                 ratios = [1.0] * len(params)
             else:
@@ -374,6 +386,36 @@ class AdamWDL(AdamW):
                 params=params, states=states, lr_factors=_lr_factors(params), ratios=ratios, decays=decays,
             ))
         return batches
+
+    def _kept_batches(self, listed: list[tuple[dict[str, Any] | None, list[Any]]]) -> list[UpdateBatch] | None:
+        """The last step's batches where they still hold for ``listed``: every listed parameter
+        trained, with a gradient, its lr factor and decay answer unchanged (a rule not pure in
+        the name asked now, once per parameter, as AdamW asks), the ratios and states as they
+        were; else None, and :meth:`_collect` builds them. By C-level passes that build no
+        list: right after a backward, the first large request has glibc sort the chunks the
+        backward freed (docs/benchmarks.rst), work that is not the step's."""
+        kept = self._batches
+        if kept is None or self._multi_precision or len(kept) != len(listed):
+            return None
+        rule = self._apply_decay_param_fun
+        for index, ((_, params), batch) in enumerate(zip(listed, kept)):
+            if len(params) != len(batch.params) or not all(map(is_, params, batch.params)):
+                return None
+            if any(map(_STOP_GRADIENT, params)) or not all(map(is_not, map(_GRAD_OF, params), repeat(None))):
+                return None
+            try:
+                if any(map(ne, map(_LR_FACTOR, map(_OPTIMIZE_ATTR, params)), batch.lr_factors)):
+                    return None
+            except (AttributeError, KeyError, TypeError, ValueError, RuntimeError):
+                return None
+            if rule is not None and batch.states and batch.states[0].decays is None:
+                asked = map(truth, map(rule, map(_NAME, params)))
+                changed = next(compress(count(), map(ne, asked, batch.decays)), None)
+                if changed is not None:  # (asked up to the change; the rest now, once each)
+                    decays = batch.decays
+                    self._answers[index] = decays[:changed] + [not decays[changed]] + list(asked)
+                    return None
+        return kept
 
     def _states_of(self, group: dict[str, Any] | None, params: list[Any], names: list[str]) -> list[ParamState]:
         """The kept :class:`ParamState` of each parameter; a new parameter's accumulators
@@ -664,6 +706,7 @@ class AdamWDL(AdamW):
         See :doc:`/adamwdl` (checkpoints)."""
         state_dict = matched_state_dict(self, state_dict, self._listed_parameters(), name_dict=self.name_dict)
         self._param_states.clear()  # their accumulators and master weights may be replaced
+        self._batches = None
         if self._flat is not None:
             self._flat.invalidate()  # laid out afresh from the loaded state at the next step
         schedule_state = state_dict.get(WEIGHT_DECAY_SCHEDULE_KEY)
@@ -792,9 +835,17 @@ def _lr_factors(params: list[Any]) -> list[Any]:
         return [attributes["learning_rate"] if attributes else None for attributes in map(lr_attributes, params)]
 
 
+def _trained(params: list[Any]) -> list[Any]:
+    """The parameters of ``params`` that train and have a gradient, by C-level passes (at every step)."""
+    return list(compress(params, map(and_, map(not_, map(_STOP_GRADIENT, params)),
+                                     map(is_not, map(_GRAD_OF, params), repeat(None)))))
+
+
 def _main_grads(groups: list[tuple[Any, list[Any]]]) -> str | None:
     """Why the flat buffers cannot serve a step whose gradients are ``main_grad``s
     (Paddle's step takes them instead of ``.grad``), or None."""
+    if not any(any(map(hasattr, params, repeat("main_grad"))) for _, params in groups):
+        return None
     for _, params in groups:
         for param in params:
             if getattr(param, "main_grad", None) is not None:

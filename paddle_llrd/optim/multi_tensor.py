@@ -18,7 +18,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Sequence
 from itertools import chain, repeat
-from operator import attrgetter
+from operator import attrgetter, is_
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import paddle
@@ -372,6 +372,7 @@ class FlatState:
         self._consecutive_rebuilds = 0
         self._needs_layout = True
         self._laid_out: tuple[list[int], list[Any], list[Any], list[Any]] | None = None
+        self._laid_lists: list[list[Any]] = []  # the batches' lists the banks were laid out from
         self._banks_of: dict[int, list[Bank]] = {}
         self._lr_tables: dict[int, _LrTable] = {}
         self._clip_inputs: dict[int, tuple[list[Any], list[bool], list[Any]]] = {}
@@ -388,7 +389,7 @@ class FlatState:
     def invalidate(self) -> None:
         """Drop the banks (the tensors stay views of their buffers until the next layout)."""
         self.banks = []
-        self._laid_out = None
+        self._laid_out, self._laid_lists = None, []
         self._banks_of, self._lr_tables, self._clip_inputs = {}, {}, {}
         self._banked, self._outside = set(), None
         self._views_checked = False
@@ -421,15 +422,20 @@ class FlatState:
         ratios and decay answers as at the layout, every one still a view (replaced
         gradients realiased on the way)."""
         ids, lr_factors, ratios, decays = self._laid_out
-        # One C-level pass per list: this runs at every step for every parameter.
-        if list(map(id, chain.from_iterable(map(_PARAMS, batches)))) != ids:
-            return False
-        try:
-            if ([b.lr_factors for b in batches] != lr_factors or [b.ratios for b in batches] != ratios
-                    or [b.decays for b in batches] != decays):
+        # The very lists laid out (the optimizer keeps its batches while they hold) need
+        # no comparing; others are compared by one C-level pass each.
+        same_lists = len(batches) == len(self._laid_lists) and all(
+            map(is_, chain.from_iterable((b.params, b.lr_factors, b.ratios, b.decays) for b in batches),
+                self._laid_lists))
+        if not same_lists:
+            if list(map(id, chain.from_iterable(map(_PARAMS, batches)))) != ids:
                 return False
-        except (TypeError, ValueError, RuntimeError):  # a Tensor set as a lr factor since
-            return False
+            try:
+                if ([b.lr_factors for b in batches] != lr_factors or [b.ratios for b in batches] != ratios
+                        or [b.decays for b in batches] != decays):
+                    return False
+            except (TypeError, ValueError, RuntimeError):  # a Tensor set as a lr factor since
+                return False
         for bank in self.banks:
             intact, replaced = bank.check()
             if not intact or (replaced and not bank.realias_grads(replaced)):
@@ -449,6 +455,7 @@ class FlatState:
         for tensor_id, tensor in previous.items():
             if tensor_id not in now:
                 own_storage(tensor)
+        self._laid_lists = [lst for b in batches for lst in (b.params, b.lr_factors, b.ratios, b.decays)]
         self._laid_out = (
             list(map(id, chain.from_iterable(map(_PARAMS, batches)))),
             [list(b.lr_factors) for b in batches], [list(b.ratios) for b in batches], [list(b.decays) for b in batches],
