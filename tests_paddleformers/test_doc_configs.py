@@ -200,16 +200,19 @@ def test_readme_config_trains_on_a_cpu_with_each_readme_command(workspace, tmp_p
 
 def test_cli_page_config_trains_with_the_pages_commands_and_a_rerun_changes_no_file(workspace, tmp_path):
     """The page's full fine-tuning config trains with each of its commands (one process, an override, two
-    CPU ranks); its first command run again leaves every file as it was; run again with a larger max_steps
-    (it saved no checkpoint: save_steps 200) it stops in one line, the final model and its EMA unchanged."""
+    CPU ranks); its first command run again, or its override command after it, leaves every file as it was
+    and says how to train again; run again with a larger max_steps (it saved no checkpoint: save_steps 200)
+    it stops in one line, the final model and its EMA unchanged."""
     run_cli_page(tmp_path, "cli-config", "cli-commands", workspace)
     run_cli_page(tmp_path, "cli-config", "cli-nproc", workspace)
     config = as_run_here(harness.doc_block("cli-config", CONFIGS).config(), workspace)
     work_dir = tmp_path / "cli-commands-0"
     output_dir = work_dir / config["output_dir"]
     assert (output_dir / "ema").is_dir() and not list(output_dir.glob("checkpoint-*"))  # save_steps 200
-    command = harness.doc_block("cli-commands", SHELL).commands()[0]
+    command, override = harness.doc_block("cli-commands", SHELL).commands()[:2]
     check_rerun_changes_no_file(command, work_dir, output_dir, config["max_steps"])
+    assert "layerwise_decay=0.9" in override
+    check_rerun_changes_no_file(override, work_dir, output_dir, config["max_steps"])
     before = file_hashes(output_dir)
     longer = run_command(command + [f"max_steps={config['max_steps'] + 8}"], work_dir, {})
     assert longer.returncode == 2 and "Traceback" not in longer.stderr, longer.stderr[-3000:]
@@ -246,7 +249,9 @@ def check_rerun_changes_no_file(command: List[str], work_dir: Path, output_dir: 
     """The same command again in the same directory: one line says so, every file's bytes are kept."""
     before = file_hashes(output_dir)
     output = succeeded(run_command(command, work_dir, {}))
-    assert f"output_dir already holds the final checkpoint (step {final_step}); nothing to do" in output, output[-3000:]
+    assert f"already holds a run finished at step {final_step}; nothing to do" in output, output[-3000:]
+    for way in ("output_dir=PATH", "overwrite_output_dir=true"):  # how to train again, with other settings
+        assert way in output, way
     assert "resuming" not in output.lower() and "Traceback" not in output
     assert file_hashes(output_dir) == before
 

@@ -669,7 +669,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         return _refuse(exc)
     done = finished_step(config)
     if done is not None:
-        print(f"output_dir already holds the final checkpoint (step {done}); nothing to do", flush=True)
+        # Also when other settings changed (an override such as layerwise_decay=0.9): say how to use them.
+        print(f"output_dir {str(config['output_dir'])!r} already holds a run finished at step {done}; nothing to "
+              "do. To train again (with other settings too), write to a new output_dir (output_dir=PATH) or start "
+              "over here (overwrite_output_dir=true)", flush=True)
         return 0
     try:
         check_nothing_is_overwritten(config)
