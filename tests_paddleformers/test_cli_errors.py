@@ -1,5 +1,5 @@
-"""``python -m paddle_llrd train`` refuses a user's mistake in one line (issue
-25.4), as a user meets it: each case is the real command in a fresh process,
+"""``python -m paddle_llrd train`` refuses a user's mistake in one line
+(docs/paddleformers_cli.rst "Mistakes"), as a user meets it: each case is the real command in a fresh process,
 in this virtualenv, on a saved tiny LLaMA and jsonl data made here.
 
 A refusal is exit status 2, no traceback, and one line on stderr of the form
