@@ -30,7 +30,7 @@ import pytest
 import yaml
 from test_cli import DECAY, LEARNING_RATE, N_LAYERS, check_first_step_ratios, weights
 
-from paddle_llrd.cli.train_console import LOG_NAME
+from paddle_llrd.cli.train_console import LAUNCH_LOG_NAME, LOG_NAME
 from paddle_llrd.cli.train_env import TRAIN_ENV_PYTHON
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -198,9 +198,15 @@ def test_the_try_it_commands_train_the_minimal_config_as_written_with_a_short_co
 
 def test_readme_config_trains_on_a_cpu_with_each_readme_command(workspace, tmp_path):
     """README's LoRA config has no do_train, device, attention or compute_type: each of its train commands
-    (as it is, an override, two CPU ranks) trains MAX_STEPS steps, saving the adapters and the EMA."""
+    (as it is, an override, two CPU ranks) trains MAX_STEPS steps, saving the adapters and the EMA. With two
+    ranks the console is rank 0's: the launcher's settings and its imports' notices are in its launch.log."""
     outputs = run_cli_page(tmp_path, "readme-cli-config", "readme-cli-commands", workspace)
-    assert "launching 2 ranks" in outputs[2]
+    launched = outputs[2]
+    assert "launching 2 ranks" in launched and "layer groups (layerwise_decay 0.85)" in launched, launched[-3000:]
+    assert "LAUNCH INFO" not in launched and "No ccache found" not in launched, launched[-3000:]
+    launch_log = tmp_path / "readme-cli-commands-3" / "paddleformers_dist_log" / LAUNCH_LOG_NAME
+    assert "LAUNCH INFO" in launch_log.read_text()
+    assert f"the launcher's output is in paddleformers_dist_log/{LAUNCH_LOG_NAME}" in launched
 
 
 def test_cli_page_config_trains_with_the_pages_commands_and_a_rerun_changes_no_file(workspace, tmp_path):
