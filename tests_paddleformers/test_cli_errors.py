@@ -183,6 +183,7 @@ def test_help_lists_paddle_llrds_keys_one_line_each(workspace):
         assert line is not None, f"{spec.name} is not listed: {done.stdout}"
         assert spec.metadata["help"] in line, line  # the whole help, on the key's line
     assert "  layerwise_decay          Layer-wise lr decay d > 0: " in done.stdout
+    assert not re.search(r"``|:(class|func|meth|data|doc|ref|mod):`", done.stdout), done.stdout  # plain text
 
 
 def test_a_refusal_is_the_only_output_and_comes_before_the_workflows_are_imported(workspace):
