@@ -32,6 +32,8 @@ test-oldest-paddle: $(OLDEST_VENV)/.installed
 	$(OLDEST_PY) -c "import paddle; assert paddle.__version__ == '3.0.0', paddle.__version__"
 	$(OLDEST_PY) -m pytest -q
 
+# Each writes a folder of its own: the demo's figures and results.json in demo_output
+# (a --quick run's in demo_output/quick), the schedules' plot in schedules_output.
 demo: install
 	$(PY) -m paddle_llrd demo
 
@@ -74,5 +76,5 @@ gpu-check:
 	bash scripts/gpu_check.sh
 
 clean:
-	rm -rf $(VENV) $(OLDEST_VENV) .venv-paddlenlp .venv-paddleformers docs/_build build dist *.egg-info demo_output bench_output
+	rm -rf $(VENV) $(OLDEST_VENV) .venv-paddlenlp .venv-paddleformers docs/_build build dist *.egg-info demo_output schedules_output bench_output
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -72,6 +72,18 @@ def test_the_readmes_name_every_example(source):
     assert examples <= named, f"{source} does not name {sorted(examples - named)}"
 
 
+def _table_under(text: str, heading: str) -> list[str]:
+    """The table rows of the section under ``heading``."""
+    section = text.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    return [line for line in section.splitlines() if line.startswith("|")]
+
+
+def test_both_readmes_list_what_is_in_it():
+    english = _table_under(_read("README.md"), "What is in it")
+    assert len(english) > 10
+    assert _table_under(_read("README_cn.md"), "包含什么（What is in it）") == english
+
+
 def test_readmes_link_to_each_other():
     assert "(README_cn.md)" in _read("README.md").split("\n## ")[0]
     assert "(README.md)" in _read("README_cn.md").split("\n## ")[0]

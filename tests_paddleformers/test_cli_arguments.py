@@ -135,7 +135,7 @@ def test_the_documented_configs_are_accepted(tmp_path, path):
             assert isinstance(parsed[-1], cli.LLRDFinetuningArguments)
 
 
-# Checks of a config before anything loads (docs/paddleformers_cli.rst): the exception types
+# Checks of a config before anything loads (docs/paddleformers_cli.rst "Mistakes"): the exception types
 # Python callers of run_workflow get; the command line's one-line form of them
 # is tests_paddleformers/test_cli_errors.py.
 
@@ -262,7 +262,7 @@ def test_a_folder_is_no_config_and_an_override_that_does_not_merge_is_named(tmp_
 
 
 def test_the_command_checks_its_config_once(tmp_path, monkeypatch):
-    """The command checks its config once: check_config used to run in main and again in run_workflow."""
+    """The config is checked once per run: check_config used to run in main and again in run_workflow."""
     checks = []
     check_config = cli.check_config
     monkeypatch.setattr(cli, "check_config", lambda config, classes: checks.append(config) or check_config(config, classes))

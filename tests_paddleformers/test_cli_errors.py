@@ -1,5 +1,5 @@
-"""``python -m paddle_llrd train`` refuses a user's mistake in one line (issue
-25.4), as a user meets it: each case is the real command in a fresh process,
+"""``python -m paddle_llrd train`` refuses a user's mistake in one line
+(docs/paddleformers_cli.rst "Mistakes"), as a user meets it: each case is the real command in a fresh process,
 in this virtualenv, on a saved tiny LLaMA and jsonl data made here.
 
 A refusal is exit status 2, no traceback, and one line on stderr of the form
@@ -183,6 +183,7 @@ def test_help_lists_paddle_llrds_keys_one_line_each(workspace):
         assert line is not None, f"{spec.name} is not listed: {done.stdout}"
         assert spec.metadata["help"] in line, line  # the whole help, on the key's line
     assert "  layerwise_decay          Layer-wise lr decay d > 0: " in done.stdout
+    assert not re.search(r"``|:(class|func|meth|data|doc|ref|mod):`", done.stdout), done.stdout  # plain text
 
 
 def test_a_refusal_is_the_only_output_and_comes_before_the_workflows_are_imported(workspace):

@@ -16,6 +16,7 @@ tests/user_paths/test_shell_blocks.py fails for a marker no test runs.
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import json
 import os
 import re
@@ -29,7 +30,7 @@ import pytest
 import yaml
 from test_cli import DECAY, LEARNING_RATE, N_LAYERS, check_first_step_ratios, weights
 
-from paddle_llrd.cli.train_console import LOG_NAME
+from paddle_llrd.cli.train_console import LAUNCH_LOG_NAME, LOG_NAME
 from paddle_llrd.cli.train_env import TRAIN_ENV_PYTHON
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -149,16 +150,20 @@ def run_cli_page(tmp_path: Path, config_marker: str, commands_marker: str, works
 
 
 def test_train_env_is_the_environment_of_these_tests_and_train_help_works_there(tmp_path):
-    """``make train-env`` runs the recipe ``make test-paddleformers`` builds this virtualenv with, and the
-    interpreter it names runs ``train --help`` (here: this virtualenv's)."""
+    """``make train-env`` runs the recipe ``make test-paddleformers`` builds this virtualenv with (so this
+    virtualenv holds every pin of requirements-paddleformers.txt), and the interpreter it names runs
+    ``train --help`` (here: this virtualenv's)."""
     make, helped = harness.doc_block("train-env", SHELL).commands()
     assert make == ["make", "train-env"]
     recipe = subprocess.run(harness.shell_command(make), capture_output=True, text=True, check=True).stdout
     assert "scripts/integration_env.sh paddleformers" in recipe, recipe
     assert "bash scripts/integration_env.sh \"$NAME\"" in (REPO_ROOT / "scripts" / "integration_tests.sh").read_text()
     assert TRAIN_ENV_PYTHON in recipe and helped[0] == TRAIN_ENV_PYTHON
-    if "PADDLEFORMERS_VENV" not in os.environ:  # make test-paddleformers' own virtualenv
-        assert Path(sys.prefix).resolve() == (REPO_ROOT / Path(TRAIN_ENV_PYTHON).parts[0]).resolve(), sys.prefix
+    for line in (REPO_ROOT / "requirements-paddleformers.txt").read_text().splitlines():
+        pin = line.split("#")[0].strip()
+        if pin:
+            name, version = pin.split("==")
+            assert importlib.metadata.version(name) == version, (name, sys.prefix)
     output = succeeded(run_command(helped, tmp_path, {}))
     assert "usage: python -m paddle_llrd train" in output and "layerwise_decay" in output
 
@@ -198,23 +203,32 @@ def test_the_try_it_commands_train_the_minimal_config_as_written_with_a_short_co
 
 def test_readme_config_trains_on_a_cpu_with_each_readme_command(workspace, tmp_path):
     """README's LoRA config has no do_train, device, attention or compute_type: each of its train commands
-    (as it is, an override, two CPU ranks) trains MAX_STEPS steps, saving the adapters and the EMA."""
+    (as it is, an override, two CPU ranks) trains MAX_STEPS steps, saving the adapters and the EMA. With two
+    ranks the console is rank 0's: the launcher's settings and its imports' notices are in its launch.log."""
     outputs = run_cli_page(tmp_path, "readme-cli-config", "readme-cli-commands", workspace)
-    assert "launching 2 ranks" in outputs[2]
+    launched = outputs[2]
+    assert "launching 2 ranks" in launched and "layer groups (layerwise_decay 0.85)" in launched, launched[-3000:]
+    assert "LAUNCH INFO" not in launched and "No ccache found" not in launched, launched[-3000:]
+    launch_log = tmp_path / "readme-cli-commands-3" / "paddleformers_dist_log" / LAUNCH_LOG_NAME
+    assert "LAUNCH INFO" in launch_log.read_text()
+    assert f"the launcher's output is in paddleformers_dist_log/{LAUNCH_LOG_NAME}" in launched
 
 
 def test_cli_page_config_trains_with_the_pages_commands_and_a_rerun_changes_no_file(workspace, tmp_path):
     """The page's full fine-tuning config trains with each of its commands (one process, an override, two
-    CPU ranks); its first command run again leaves every file as it was; run again with a larger max_steps
-    (it saved no checkpoint: save_steps 200) it stops in one line, the final model and its EMA unchanged."""
+    CPU ranks); its first command run again, or its override command after it, leaves every file as it was
+    and says how to train again; run again with a larger max_steps (it saved no checkpoint: save_steps 200)
+    it stops in one line, the final model and its EMA unchanged."""
     run_cli_page(tmp_path, "cli-config", "cli-commands", workspace)
     run_cli_page(tmp_path, "cli-config", "cli-nproc", workspace)
     config = as_run_here(harness.doc_block("cli-config", CONFIGS).config(), workspace)
     work_dir = tmp_path / "cli-commands-0"
     output_dir = work_dir / config["output_dir"]
     assert (output_dir / "ema").is_dir() and not list(output_dir.glob("checkpoint-*"))  # save_steps 200
-    command = harness.doc_block("cli-commands", SHELL).commands()[0]
+    command, override = harness.doc_block("cli-commands", SHELL).commands()[:2]
     check_rerun_changes_no_file(command, work_dir, output_dir, config["max_steps"])
+    assert "layerwise_decay=0.9" in override
+    check_rerun_changes_no_file(override, work_dir, output_dir, config["max_steps"])
     before = file_hashes(output_dir)
     longer = run_command(command + [f"max_steps={config['max_steps'] + 8}"], work_dir, {})
     assert longer.returncode == 2 and "Traceback" not in longer.stderr, longer.stderr[-3000:]
@@ -251,7 +265,9 @@ def check_rerun_changes_no_file(command: List[str], work_dir: Path, output_dir: 
     """The same command again in the same directory: one line says so, every file's bytes are kept."""
     before = file_hashes(output_dir)
     output = succeeded(run_command(command, work_dir, {}))
-    assert f"output_dir already holds the final checkpoint (step {final_step}); nothing to do" in output, output[-3000:]
+    assert f"already holds a run finished at step {final_step}; nothing to do" in output, output[-3000:]
+    for way in ("output_dir=PATH", "overwrite_output_dir=true"):  # how to train again, with other settings
+        assert way in output, way
     assert "resuming" not in output.lower() and "Traceback" not in output
     assert file_hashes(output_dir) == before
 

@@ -18,7 +18,8 @@ from paddle_llrd.checks import did_you_mean
 #: Each command's module and its one-line summary.
 COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("paddle_llrd.cli.demo", "pretrain a small ViT on digits, fine-tune it with AdamW and with AdamWDL, compare"),
-    "schedules": ("paddle_llrd.cli.schedules", "print every registered schedule at characteristic steps"),
+    "schedules": ("paddle_llrd.cli.schedules",
+                  "print every registered schedule at characteristic steps, plot them in schedules_output/"),
     "lr-table": ("paddle_llrd.cli.lr_table", "print each parameter's layer, ratio and effective lr"),
     "train": ("paddle_llrd.cli.train",
               "run a paddleformers-cli train config (SFT, LoRA, PT, DPO) with LLRDTrainer (needs PaddleFormers)"),

@@ -13,7 +13,7 @@ import argparse
 import math
 import os
 import warnings
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence
 
 from paddle_llrd.cli.argparse_types import finite_number, integer_at_least
 from paddle_llrd.cli.schedule_table import (
@@ -30,10 +30,11 @@ from paddle_llrd.cli.schedule_table import (
 )
 from paddle_llrd.warning_classes import LongWarmupWarning
 
-__all__ = ["draw_curves", "legend_below", "main", "matplotlib_figure", "plot_schedules", "save_figure",
-           "schedule_table_text"]
+__all__ = ["COLOURS", "LINE_STYLES", "CurveStyle", "curve_styles", "draw_curves", "legend_below", "main",
+           "matplotlib_figure", "plot_schedules", "save_figure", "schedule_table_text", "schedules_figure"]
 
-DEFAULT_OUTPUT = os.path.join("demo_output", "schedules.png")
+#: Where the plot goes: a folder of its own, not the demo's demo_output.
+DEFAULT_OUTPUT = os.path.join("schedules_output", "schedules.png")
 PLOT_HINT = "pip install paddle_llrd[plot]"
 
 
@@ -63,18 +64,83 @@ def matplotlib_figure() -> type:
     return Figure
 
 
+#: Line colours: matplotlib's ten (tab10), then six darker or stronger tones unlike any of them, so
+#: that every built-in schedule (and a few of your own) has a colour of its own in one panel.
+COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+           "#17becf", "#000000", "#393b79", "#637939", "#843c39", "#7b4173", "#bd9e39")
+LINE_STYLES = ("solid", "dashed", "dashdot", "dotted")
+#: Two curves within this share of the panel's largest lr of each other are the same line to the eye.
+COINCIDENT_DISTANCE = 0.01
+#: Curves that are the same line over this share of their steps get different line styles (every
+#: warmup schedule shares the warmup and 0 after the end: that alone is less); over the
+#: second share the later one hides the earlier, which is drawn wider for it.
+DIFFERENT_STYLE_SHARE, HIDDEN_SHARE = 0.4, 0.75
+#: A curve's line width, and how much wider it is than the widest later curve that hides it.
+LINE_WIDTH, WIDTH_PER_CURVE_ON_TOP = 1.5, 1.5
+
+
+class CurveStyle(NamedTuple):
+    """How :func:`draw_curves` draws one curve: a matplotlib colour, line style and width (in points)."""
+
+    colour: str
+    line_style: str
+    width: float
+
+
+def _coincident_share(curve: Sequence[float], other: Sequence[float], scale: float) -> float:
+    """The share of the steps over which the two curves are the same line to the eye."""
+    close = sum(abs(a - b) <= COINCIDENT_DISTANCE * scale for a, b in zip(curve, other))
+    return close / max(len(curve), len(other), 1)
+
+
+def curve_styles(curves: Dict[str, Curve]) -> Dict[str, CurveStyle]:
+    """A :class:`CurveStyle` for each curve drawn (not a failed schedule's), in order.
+
+    Every curve gets a colour of its own while :data:`COLOURS` lasts, then a
+    colour again with a line style its first owner does not have. Several
+    schedules are the same line over long stretches (``linear``,
+    ``polynomial`` and ``linear_annealing_with_warmup``; ``constant`` and
+    ``constant_with_warmup``): a curve takes a line style that no earlier
+    curve it coincides with has, and is drawn wider than every later curve
+    that hides it (by :data:`WIDTH_PER_CURVE_ON_TOP`), so that the curves on
+    top leave it visible along their edges.
+
+    Examples:
+        >>> styles = curve_styles({"linear": [0.0, 1.0, 0.5, 0.0], "linear_annealing": [0.0, 1.0, 0.5, 0.0],
+        ...                        "failed": ValueError("no"), "constant": [1.0, 1.0, 1.0, 1.0]})
+        >>> for label, style in styles.items():
+        ...     print(label, style.colour, style.line_style, style.width)
+        linear #1f77b4 solid 3.0
+        linear_annealing #ff7f0e dashed 1.5
+        constant #2ca02c dashdot 1.5
+    """
+    drawn = [(label, curve) for label, curve in curves.items() if not isinstance(curve, Exception)]
+    scale = max((abs(value) for _, curve in drawn for value in curve), default=0.0)
+    share = {(i, j): _coincident_share(drawn[i][1], drawn[j][1], scale)
+             for i in range(len(drawn)) for j in range(i + 1, len(drawn))}
+    line_styles: List[str] = []
+    for index in range(len(drawn)):
+        colour = COLOURS[index % len(COLOURS)]
+        taken = {line_styles[other] for other in range(index)
+                 if COLOURS[other % len(COLOURS)] == colour or share[other, index] >= DIFFERENT_STYLE_SHARE}
+        preferred = [LINE_STYLES[(index + shift) % len(LINE_STYLES)] for shift in range(len(LINE_STYLES))]
+        line_styles.append(next((style for style in preferred if style not in taken), preferred[0]))
+    # From the last curve back: each wider than every later curve that hides it, so nested lines show.
+    widths = [LINE_WIDTH] * len(drawn)
+    for index in reversed(range(len(drawn))):
+        hiding = [widths[later] for later in range(index + 1, len(drawn)) if share[index, later] >= HIDDEN_SHARE]
+        widths[index] = max(hiding) + WIDTH_PER_CURVE_ON_TOP if hiding else LINE_WIDTH
+    return {label: CurveStyle(COLOURS[index % len(COLOURS)], line_styles[index], widths[index])
+            for index, (label, _) in enumerate(drawn)}
+
+
 def draw_curves(axes, curves: Dict[str, Curve], title: str, warmup_steps: int, total_steps: int) -> None:
-    """One line per curve (a failed schedule is left out), dotted lines at the end of warmup and of training."""
-    # Several schedules coincide over long stretches (linear/polynomial,
-    # constant/constant_with_warmup); varied dash patterns keep both visible.
-    # matplotlib cycles 10 colours: shift the dashes once per colour cycle so
-    # that no two curves share both.
-    dashes = ["solid", "dashed", "dashdot", "dotted", (0, (8, 2, 1, 2, 1, 2))]
-    for index, (label, curve) in enumerate(curves.items()):
-        if not isinstance(curve, Exception):
-            linestyle = dashes[(index + index // 10) % len(dashes)]
-            axes.plot(range(len(curve)), curve, color=f"C{index % 10}", linestyle=linestyle, label=label,
-                      linewidth=1.6)
+    """One line per curve in the style of :func:`curve_styles` (a failed schedule is left out), dotted
+    grey lines at the end of warmup and of training."""
+    for label, style in curve_styles(curves).items():
+        curve = curves[label]
+        axes.plot(range(len(curve)), curve, color=style.colour, linestyle=style.line_style, linewidth=style.width,
+                  label=label)
     for step in (warmup_steps, total_steps):
         axes.axvline(step, color="0.6", linestyle=":", linewidth=0.8)
     axes.set_title(title)
@@ -96,16 +162,16 @@ def save_figure(figure, path: str) -> str:
     return path
 
 
-def plot_schedules(
-    path: str,
+def schedules_figure(
     learning_rate: float = DEFAULT_LEARNING_RATE,
     warmup_steps: int = DEFAULT_WARMUP_STEPS,
     total_steps: int = DEFAULT_TOTAL_STEPS,
     *,
     include_classes: bool = True,
     **options: Any,
-) -> str:
-    """Write a PNG of every registered schedule's curve (and the scheduler classes') to ``path``.
+):
+    """The matplotlib ``Figure`` :func:`plot_schedules` writes: every registered schedule's curve (and the
+    scheduler classes' in a second panel), each in a style of its own (:func:`curve_styles`).
 
     The options are those of :func:`registry_schedules` (``None``: the
     schedule's own default). matplotlib is imported here, and only its
@@ -113,8 +179,10 @@ def plot_schedules(
     switched. Without matplotlib this raises ``ImportError`` saying
     ``pip install paddle_llrd[plot]``.
 
-    Returns:
-        ``path``.
+    Examples:
+        >>> figure = schedules_figure(1e-3, 10, 100, include_classes=False)
+        >>> [axes.get_title() for axes in figure.axes]
+        ['get_scheduler(name, ...)', '']
     """
     Figure = matplotlib_figure()
     last_step = total_steps + max(1, total_steps // 10)
@@ -129,8 +197,8 @@ def plot_schedules(
         )
     ]
     if include_classes:
-        panels.append(("scheduler classes", schedule_curves(class_schedules(learning_rate, warmup_steps, total_steps), last_step,
-                                                      total_steps)))
+        classes = class_schedules(learning_rate, warmup_steps, total_steps)
+        panels.append(("scheduler classes", schedule_curves(classes, last_step, total_steps)))
     # One panel above the other, each with its legend in a row of its own below it, at about
     # the width a docs page shows it: side by side, the 14-inch figure was scaled to half
     # and its legends read about 5 px tall.
@@ -146,6 +214,20 @@ def plot_schedules(
         legend_axes.legend(*axes.get_legend_handles_labels(), loc="upper center", ncol=ncol, frameon=False,
                            fontsize="medium")
     figure.suptitle(f"peak lr {learning_rate:g}, {warmup_steps} warmup steps, {total_steps} training steps")
+    return figure
+
+
+def plot_schedules(
+    path: str,
+    learning_rate: float = DEFAULT_LEARNING_RATE,
+    warmup_steps: int = DEFAULT_WARMUP_STEPS,
+    total_steps: int = DEFAULT_TOTAL_STEPS,
+    *,
+    include_classes: bool = True,
+    **options: Any,
+) -> str:
+    """Write :func:`schedules_figure` as a PNG to ``path`` (its folder made); returns ``path``."""
+    figure = schedules_figure(learning_rate, warmup_steps, total_steps, include_classes=include_classes, **options)
     return save_figure(figure, path)
 
 

@@ -59,7 +59,6 @@ import dataclasses
 import json
 import os
 import shlex
-import subprocess
 import sys
 import traceback
 import warnings
@@ -68,11 +67,13 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 from paddle_llrd.cli.train_console import (
+    LAUNCH_LOG_NAME,
     Console,
     captured_output,
     final_summary,
     log_path,
     output_to_log,
+    relay_launch,
 )
 from paddle_llrd.cli.train_env import train_environment_error
 from paddle_llrd.warning_classes import TrainerSettingWarning
@@ -669,7 +670,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         return _refuse(exc)
     done = finished_step(config)
     if done is not None:
-        print(f"output_dir already holds the final checkpoint (step {done}); nothing to do", flush=True)
+        # Also when other settings changed (an override such as layerwise_decay=0.9): say how to use them.
+        print(f"output_dir {str(config['output_dir'])!r} already holds a run finished at step {done}; nothing to "
+              "do. To train again (with other settings too), write to a new output_dir (output_dir=PATH) or start "
+              "over here (overwrite_output_dir=true)", flush=True)
         return 0
     try:
         check_nothing_is_overwritten(config)
@@ -678,6 +682,14 @@ def main(argv: Optional[List[str]] = None) -> int:
     if nproc > 1 and not _is_launched_rank():
         rank_argv = [options.config, *options.overrides] + (["--verbose"] if options.verbose else [])
         command, env = _launch_command(nproc, device, rank_argv)
+        log_dir = command[command.index("--log_dir") + 1]
         print(f"[paddle_llrd] launching {nproc} ranks: {shlex.join(command)}", file=sys.stderr, flush=True)
-        return subprocess.call(command, env=env)
+        status = relay_launch(command, env, log_dir, options.verbose)
+        launch_log, rank_logs = os.path.join(log_dir, LAUNCH_LOG_NAME), os.path.join(log_dir, "workerlog.N")
+        if status:
+            print(f"{PROG}: the launch failed (exit status {status}); the launcher's output is in {launch_log}, "
+                  f"each rank's in {rank_logs}", file=sys.stderr, flush=True)
+        else:
+            print(f"the launcher's output is in {launch_log}, each rank's in {rank_logs}", flush=True)
+        return status
     return _train_from_the_command_line(config, chosen, options.config, options.verbose)

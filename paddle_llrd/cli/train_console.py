@@ -7,19 +7,23 @@ settings (:func:`run_summary`), its progress (:class:`ConsoleCallback`: each
 log, evaluation and checkpoint) and where things were written
 (:func:`final_summary`); everything else goes, whole, to the log file
 :data:`LOG_NAME` in ``output_dir`` (:func:`output_to_log`). The package's
-warnings (:class:`~paddle_llrd.LLRDWarning`) reach both.
+warnings (:class:`~paddle_llrd.LLRDWarning`) reach both. With several ranks,
+``paddle.distributed.launch``'s own settings and notices go to
+:data:`LAUNCH_LOG_NAME` in its log directory, and rank 0's console reaches
+the console (:func:`relay_launch`).
 """
 from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
 import sys
 import tempfile
 import warnings
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, TextIO
+from typing import Any, Dict, Iterable, Iterator, List, Optional, TextIO
 
 from paddle_llrd.integrations.builders import warmup_steps
 from paddle_llrd.integrations.layer_logging import group_lr_ratios, inner_optimizer
@@ -27,19 +31,24 @@ from paddle_llrd.layer_decay.group_names import layer_group_names
 from paddle_llrd.warning_classes import LLRDWarning
 
 __all__ = [
+    "LAUNCH_LOG_NAME",
     "LOG_NAME",
     "CapturedOutput",
     "Console",
     "ConsoleCallback",
     "captured_output",
     "final_summary",
+    "launcher_line_shown",
     "log_path",
     "output_to_log",
+    "relay_launch",
     "run_summary",
 ]
 
 #: The log file in ``output_dir``: everything PaddleFormers and the imports print (rank 0; rank r adds ``.rank<r>``).
 LOG_NAME = "train.log"
+#: The file in the launcher's log directory that gets everything ``paddle.distributed.launch`` prints.
+LAUNCH_LOG_NAME = "launch.log"
 # logs keys shown on a progress line, in this order (the per-group lrs and norms stay in the log and VisualDL)
 _PROGRESS_KEYS = ("loss", "learning_rate", "grad_norm", "weight_decay")
 
@@ -53,6 +62,66 @@ def log_path(output_dir: str, rank: int = 0) -> str:
     """
     name = LOG_NAME if rank == 0 else LOG_NAME.replace(".log", f".rank{rank}.log")
     return os.path.join(output_dir, name)
+
+
+def launcher_line_shown(line: str, launcher_started: bool) -> bool:
+    """Whether a line ``paddle.distributed.launch`` prints reaches the console.
+
+    Before its first ``LAUNCH`` line the launcher is importing Paddle (whose
+    notices, such as "No ccache found", stay in the log); its ``LAUNCH INFO``
+    lines (its ~30 settings, its pod's progress) stay in the log too. Its
+    warnings and errors and the lines it relays from rank 0 (the run's
+    console) are shown.
+
+    Examples:
+        >>> launcher_line_shown("UserWarning: No ccache found.", launcher_started=False)
+        False
+        >>> launcher_line_shown("LAUNCH INFO 2026-01-01 00:00:00,000 nproc_per_node: 2", launcher_started=True)
+        False
+        >>> launcher_line_shown("LAUNCH ERROR 2026-01-01 00:00:00,000 Exit code 1", launcher_started=True)
+        True
+        >>> launcher_line_shown("step 1/4: saved ./out/checkpoint-1", launcher_started=True)
+        True
+    """
+    return launcher_started and not line.startswith("LAUNCH INFO")
+
+
+def relay_launch(command: List[str], env: Dict[str, str], log_dir: str, verbose: bool = False,
+                 console: Optional[TextIO] = None) -> int:
+    """Run the launcher ``command``: every line it prints goes to ``<log_dir>/launch.log``, and those of
+    :func:`launcher_line_shown` (all of them with ``verbose``) to ``console`` (stdout); its exit status.
+
+    Examples:
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as log_dir:
+        ...     status = relay_launch([sys.executable, "-c", "print('a notice'); print('LAUNCH INFO set-up'); "
+        ...                            "print('step 1/1: saved ./out/checkpoint-1')"], dict(os.environ), log_dir)
+        ...     logged = open(os.path.join(log_dir, LAUNCH_LOG_NAME)).read().splitlines()
+        step 1/1: saved ./out/checkpoint-1
+        >>> status, logged
+        (0, ['a notice', 'LAUNCH INFO set-up', 'step 1/1: saved ./out/checkpoint-1'])
+    """
+    console = console if console is not None else sys.stdout
+    os.makedirs(log_dir, exist_ok=True)
+    with open(os.path.join(log_dir, LAUNCH_LOG_NAME), "w", encoding="utf-8") as log:
+        process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                   errors="replace", bufsize=1)
+        try:
+            _relay(process.stdout, log, console, verbose)
+        finally:
+            status = process.wait()
+    return status
+
+
+def _relay(lines: Iterable[str], log: TextIO, console: TextIO, verbose: bool) -> None:
+    started = False
+    for line in lines:
+        log.write(line)
+        log.flush()
+        started = started or line.startswith("LAUNCH")
+        if verbose or launcher_line_shown(line, started):
+            console.write(line)
+            console.flush()
 
 
 @dataclass

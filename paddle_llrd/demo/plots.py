@@ -7,6 +7,8 @@
   per seed and arm, the arm's mean as a large marker;
 * ``layer_lrs.png``: each layer's effective learning rate over the steps of
   one AdamWDL run, over AdamW's single rate drawn as a wide grey band.
+
+A ``demo --quick`` run's figures are headed :data:`SMOKE_RUN_TITLE`.
 """
 from __future__ import annotations
 
@@ -31,14 +33,20 @@ def _pyplot():
     return plt
 
 
-def _save(fig, path: str) -> str:
+#: The line a --quick run's figures open with, so that a figure seen alone does not pass for the demo's.
+SMOKE_RUN_TITLE = "--quick smoke run: these numbers mean nothing"
+
+
+def _save(fig, path: str, smoke_run: bool = False) -> str:
+    if smoke_run:
+        fig.suptitle(SMOKE_RUN_TITLE, color="tab:red", fontweight="bold")
     fig.tight_layout()
     # "tight" keeps a legend placed outside the axes inside the image
     fig.savefig(path, dpi=100, bbox_inches="tight")
     return path
 
 
-def plot_layer_change(plt, runs: Sequence[FineTuneRun], path: str) -> str:
+def plot_layer_change(plt, runs: Sequence[FineTuneRun], path: str, smoke_run: bool = False) -> str:
     arms = list(group_by_arm(runs).values())
     labels = list(runs[0].layer_change)
     x = np.arange(len(labels))
@@ -54,12 +62,12 @@ def plot_layer_change(plt, runs: Sequence[FineTuneRun], path: str) -> str:
                  f"bar: mean over {seeds} seeds, whiskers: \u00b11 standard deviation across seeds",
                  fontsize="medium")
     ax.legend()
-    path = _save(fig, path)
+    path = _save(fig, path, smoke_run)
     plt.close(fig)
     return path
 
 
-def plot_transfer(plt, runs: Sequence[FineTuneRun], pretrained_source_accuracy: float, path: str) -> str:
+def plot_transfer(plt, runs: Sequence[FineTuneRun], pretrained_source_accuracy: float, path: str, smoke_run: bool = False) -> str:
     fig, ax = plt.subplots(figsize=(6.5, 5))
     for index, arm in enumerate(group_by_arm(runs).values()):
         color = f"C{index}"
@@ -73,12 +81,12 @@ def plot_transfer(plt, runs: Sequence[FineTuneRun], pretrained_source_accuracy: 
     ax.set_title("Learning the new task vs keeping the old one (X = mean)")
     # below the axes: inside, it covered the seeds that keep least of the old task
     ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2, frameon=False)
-    path = _save(fig, path)
+    path = _save(fig, path, smoke_run)
     plt.close(fig)
     return path
 
 
-def plot_layer_lrs(plt, layerwise: FineTuneRun, baseline: FineTuneRun | None, path: str) -> str:
+def plot_layer_lrs(plt, layerwise: FineTuneRun, baseline: FineTuneRun | None, path: str, smoke_run: bool = False) -> str:
     fig, ax = plt.subplots(figsize=(7, 4))
     if baseline is not None and baseline.layer_lrs:
         # a wide light band under the layers' lines: the layers at ratio 1 (final norm, head)
@@ -95,23 +103,27 @@ def plot_layer_lrs(plt, layerwise: FineTuneRun, baseline: FineTuneRun | None, pa
     ax.set_ylabel("effective learning rate")
     ax.set_title(f"{arm_name(layerwise)}: per-layer effective lr")
     ax.legend(fontsize="small")
-    path = _save(fig, path)
+    path = _save(fig, path, smoke_run)
     plt.close(fig)
     return path
 
 
-def write_plots(runs: Sequence[FineTuneRun], pretrained_source_accuracy: float, output_dir: str) -> list[str]:
-    """Write the three figures into ``output_dir``; returns their paths (none without matplotlib)."""
+def write_plots(runs: Sequence[FineTuneRun], pretrained_source_accuracy: float, output_dir: str,
+                smoke_run: bool = False) -> list[str]:
+    """Write the three figures into ``output_dir``; returns their paths (none without matplotlib).
+
+    ``smoke_run`` (``demo --quick``) heads each figure with :data:`SMOKE_RUN_TITLE`.
+    """
     plt = _pyplot()
     if plt is None:
         print("matplotlib is not installed: `pip install paddle_llrd[demo]` for the figures")
         return []
     paths = [
-        plot_layer_change(plt, runs, os.path.join(output_dir, "layer_change.png")),
-        plot_transfer(plt, runs, pretrained_source_accuracy, os.path.join(output_dir, "transfer.png")),
+        plot_layer_change(plt, runs, os.path.join(output_dir, "layer_change.png"), smoke_run),
+        plot_transfer(plt, runs, pretrained_source_accuracy, os.path.join(output_dir, "transfer.png"), smoke_run),
     ]
     layerwise = next((r for r in runs if r.optimizer == "AdamWDL" and r.layer_lrs), None)
     if layerwise is not None:
         baseline = next((r for r in runs if r.optimizer == "AdamW" and r.layer_lrs), None)
-        paths.append(plot_layer_lrs(plt, layerwise, baseline, os.path.join(output_dir, "layer_lrs.png")))
+        paths.append(plot_layer_lrs(plt, layerwise, baseline, os.path.join(output_dir, "layer_lrs.png"), smoke_run))
     return paths

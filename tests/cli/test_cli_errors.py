@@ -4,11 +4,13 @@ naming the flag, never a traceback; ``schedules`` with a warmup longer than
 training prints its table (numbers against schedule_formulas.py); ``lr-table``
 treats ``--decay 0`` alike in both styles (refused: a decay of 0 is a freeze).
 ``python -m paddle_llrd`` without a command is a usage error (exit status 2).
+``--help`` is plain text, and ``lr-table`` prints a line per layer group.
 The flag checks that need no fresh process run in-process below."""
 from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 
@@ -119,6 +121,23 @@ def test_an_unknown_command_suggests_the_closest_and_help_is_not_an_error():
     assert done.stderr.splitlines()[-1] == "python -m paddle_llrd: error: unknown command 'trian'. Did you mean 'train'?"
     shown = run_cli("--help")
     assert shown.returncode == 0 and shown.stdout.startswith("usage: python -m paddle_llrd COMMAND [flags]")
+
+
+@pytest.mark.parametrize("command", ["demo", "schedules", "lr-table"])
+def test_help_is_plain_text(command):
+    """What a terminal shows: no reStructuredText markup (double backticks, roles) from the docstrings."""
+    shown = run_cli(command, "--help")
+    assert shown.returncode == 0 and shown.stdout.startswith(f"usage: python -m paddle_llrd {command}"), shown.stderr
+    assert not re.search(r"``|:(class|func|meth|data|doc|ref|mod):`", shown.stdout), shown.stdout
+
+
+def test_lr_table_prints_a_line_per_layer_group_by_default():
+    """A 12-block BERT: a line for the embeddings, each block and the head between the header and the
+    totals, not one per parameter."""
+    shown = run_cli("lr-table", "--layers", "12")
+    assert shown.returncode == 0, shown.stderr
+    groups = [line.split()[0] for line in shown.stdout.splitlines()[1:-1]]
+    assert groups == ["embeddings", *[f"layer_{i}" for i in range(12)], "head"], shown.stdout
 
 
 def test_lr_table_a_small_positive_decay_is_taken_by_both_styles(capsys):

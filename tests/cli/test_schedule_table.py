@@ -2,6 +2,7 @@
 (written out in schedule_formulas.py), the plot files, and the no-matplotlib path."""
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import re
@@ -117,6 +118,50 @@ def test_main_writes_a_png(tmp_path, capsys):
     assert path.read_bytes()[:8] == PNG_MAGIC
     assert f"Plot written to {path}" in out
     assert "linear" in out
+
+
+def test_the_plot_goes_to_a_folder_of_its_own_not_the_demos(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert schedule_cli.main(["--total-steps", "200", "--warmup-steps", "20"]) == 0
+    assert "Plot written to schedules_output/schedules.png" in capsys.readouterr().out
+    assert (tmp_path / "schedules_output" / "schedules.png").read_bytes()[:8] == PNG_MAGIC
+    assert not (tmp_path / "demo_output").exists()
+
+
+def _same_line_share(first, second):
+    """The share of steps at which two plotted curves are within 1 % of the panel's top of each other."""
+    top = max(abs(value) for line in (first, second) for value in line.get_ydata())
+    return sum(abs(a - b) <= 0.01 * top for a, b in zip(first.get_ydata(), second.get_ydata())) / len(first.get_ydata())
+
+
+@pytest.mark.parametrize("own_schedules", [0, 6])
+@pytest.mark.parametrize("classes", [False, True])
+def test_no_two_curves_of_the_plot_look_alike(classes, own_schedules):
+    """The figure ``schedules`` writes: in each panel no two curves share colour and line style, and while
+    there are at most 16, no two share a colour; curves that are the same line over most of the run
+    (linear and linear_annealing_with_warmup) differ in line style, the one drawn first and so under the
+    other wider, so that both show."""
+    to_hex = pytest.importorskip("matplotlib.colors").to_hex
+    for k in range(own_schedules):  # more curves than colours
+        register_scheduler(f"halving_{k}", lambda learning_rate, num_training_steps, last_epoch=-1, k=k: LambdaDecay(
+            learning_rate, lambda s: 0.5 ** ((k + 2) * s // num_training_steps), last_epoch))
+    figure = schedule_cli.schedules_figure(include_classes=classes)
+    panels = [[line for line in axes.get_lines() if not line.get_label().startswith("_")] for axes in figure.axes]
+    panels = [lines for lines in panels if lines]  # the legends' rows are axes without lines
+    assert [len(lines) for lines in panels] == [len(ALL_NAMES) + own_schedules] + ([9] if classes else [])
+    same_lines = set()
+    for lines in panels:
+        looks = [(to_hex(line.get_color()), line.get_linestyle()) for line in lines]
+        assert len(set(looks)) == len(looks), looks
+        if len(lines) <= 16:
+            assert len({colour for colour, _ in looks}) == len(lines), looks
+        for first, second in itertools.combinations(lines, 2):
+            if _same_line_share(first, second) >= 0.75:
+                pair = (first.get_label(), second.get_label())
+                assert first.get_linestyle() != second.get_linestyle(), pair
+                assert first.get_linewidth() > second.get_linewidth(), pair
+                same_lines.add(pair)
+    assert ("linear", "linear_annealing_with_warmup") in same_lines, same_lines
 
 
 def test_plot_schedules_and_doc_figures(tmp_path):

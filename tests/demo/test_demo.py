@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from paddle_llrd.cli import main as cli_main
+from paddle_llrd.demo import plots
 from paddle_llrd.demo.data import few_shot_indices, load_transfer_task, random_shift
 from paddle_llrd.demo.experiment import FineTuneRun, TrainSettings, batch_indices, fine_tune, layer_label, pretrain
 from paddle_llrd.demo.metrics import accuracy, mean_and_spread, relative_layer_change
@@ -241,14 +242,19 @@ def test_demo_says_when_a_class_has_too_few_images_for_the_labels_asked():
 
 def test_a_quick_run_says_it_is_a_smoke_run_and_leaves_the_full_runs_files_alone(tmp_path, capsys, monkeypatch):
     """``demo --quick`` writes to demo_output/quick, beside the full run's demo_output files, and says on its
-    first and last lines that its numbers mean nothing."""
+    first and last lines, in every run of its results.json and atop each figure that its numbers mean nothing."""
     monkeypatch.chdir(tmp_path)
     full = tmp_path / "demo_output" / "results.json"
     full.parent.mkdir()
     full.write_text("{}")
+    figures = []
+    save = plots._save
+    monkeypatch.setattr(plots, "_save", lambda fig, *args: figures.append(fig) or save(fig, *args))
     assert cli_main(["demo", "--quick", "--no-progress"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     notice = "--quick: a smoke run of a few steps, whose numbers mean nothing (make demo runs the real one)"
     assert lines[0] == notice and lines[-2] == notice, lines
     assert full.read_text() == "{}"
-    assert json.loads((tmp_path / "demo_output" / "quick" / "results.json").read_text())["seeds"] == [0, 1]
+    document = json.loads((tmp_path / "demo_output" / "quick" / "results.json").read_text())
+    assert document["seeds"] == [0, 1] and all(run["quick"] is True for run in document["runs"])
+    assert len(figures) == 3 and all("smoke run" in figure.get_suptitle() for figure in figures)
