@@ -222,7 +222,9 @@ class ExponentialMovingAverage:
     .. math::
 
         \text{shadow} \leftarrow d_n \cdot \text{shadow} + (1 - d_n) \cdot p,
-        \qquad
+
+    .. math::
+
         d_n = \begin{cases}
             \min\!\left(\text{decay}, \dfrac{1 + n}{10 + n}\right) & \text{warmup, style tensorflow} \\
             \min\!\left(\text{decay}, 1 - (1 + n / \gamma)^{-p}\right) & \text{warmup, style timm} \\

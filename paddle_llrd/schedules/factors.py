@@ -233,7 +233,7 @@ def hugging_face_wsd(
         f(s) = \begin{cases}
             \max(0,\ m + (1 - m)\, w(s / \max(1, W))) & s < W \\
             1 & W \le s < W + S \\
-            \max(0,\ m + (1 - m)\, d((s - W - S) / \max(1, D))) & W + S \le s < W + S + D \\
+            \max(0,\ m + (1 - m)\, d(\tfrac{s - W - S}{\max(1, D)})) & W + S \le s < W + S + D \\
             m & s \ge W + S + D
         \end{cases}
 
