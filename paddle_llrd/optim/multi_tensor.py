@@ -173,10 +173,10 @@ class Bank:
         return view
 
     def check(self) -> tuple[bool, list[int]]:
-        """``(intact, replaced)``: whether every parameter is still trained, has a
-        gradient and is a view of the bank, and the positions
-        of gradients that are no longer views (replaced by a backward after
-        ``clear_gradient``)."""
+        """``(intact, replaced)``: whether every parameter has a gradient and is a view
+        of the bank, and the positions of gradients that are no longer views
+        (replaced by a backward after ``clear_gradient``). Whether each still trains
+        is the batches' (:meth:`FlatState._intact` compares their parameters first)."""
         # One pass of C calls per list (map over method descriptors, no Python
         # frame per tensor): this runs at every step for every parameter.
         # Nothing is collected into a list either: right after a backward, the
@@ -186,7 +186,7 @@ class Bank:
         # whole rounds, docs/benchmarks.rst); a step that asks for nothing
         # that large is timed on its own work.
         params, param_flat = self.params, self.param_flat
-        if any(map(_STOP_GRADIENT, params)) or not all(map(_IS_VIEW_OF, params, repeat(param_flat))):
+        if not all(map(_IS_VIEW_OF, params, repeat(param_flat))):
             return False, []
         if self._grads_are_views():
             return True, []

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from typing import Any
-
-from typing import Union
+from typing import Any, Union
 
 import paddle
 
