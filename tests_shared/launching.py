@@ -1,17 +1,29 @@
 """Starting ranks in a subprocess for the multi-process tests
-(tests/test_distributed.py, tests_paddleformers/test_distributed.py): a
-command in its own session, killed whole on timeout, and the ranks' logs."""
+(tests/test_distributed.py, tests_paddleformers/test_distributed.py) and the
+documented launch commands (tests/user_paths): a command in its own session,
+killed whole on timeout, one job of ranks at a time, and the ranks' logs."""
 from __future__ import annotations
 
 import os
 import signal
 import subprocess
+import threading
 from pathlib import Path
 from typing import Dict, List
 
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+
+# The launcher picks each rank's port by binding and releasing it; the rank binds it again seconds
+# later. A second job starting meanwhile (the user-path pool runs beside the tests) can take it, and
+# rank 0 exits with 1. Jobs of ranks started by one pytest process therefore run one at a time.
+ONE_JOB_AT_A_TIME = threading.Lock()
+
+
+def starts_ranks(command: List[str]) -> bool:
+    """Whether ``command`` starts several ranks (Paddle's launcher, or a script's ``--spawn``)."""
+    return "paddle.distributed.launch" in command or "--spawn" in command
 
 
 def gloo_env() -> Dict[str, str]:
@@ -37,6 +49,11 @@ def run_in_own_session(command: List[str], timeout_s: float, log_dir: Path, env:
     """Run ``command`` in the repository root; on timeout kill its whole
     process group (the launcher's ranks too) and fail with its output and the
     ranks' logs under ``log_dir``."""
+    with ONE_JOB_AT_A_TIME:
+        return _run(command, timeout_s, log_dir, env)
+
+
+def _run(command: List[str], timeout_s: float, log_dir: Path, env: Dict[str, str]) -> subprocess.CompletedProcess:
     proc = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, start_new_session=True)
     try:

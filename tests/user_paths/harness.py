@@ -27,6 +27,7 @@ Example:
 from __future__ import annotations
 
 import ast
+import contextlib
 import dataclasses
 import json
 import os
@@ -40,6 +41,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
+from launching import ONE_JOB_AT_A_TIME, rank_logs, starts_ranks
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -280,10 +282,10 @@ class Result:
     saved: Dict[str, np.ndarray] = dataclasses.field(repr=False)
 
     def check(self) -> "Result":
-        """Fails (with the script's stderr) unless the process exited with 0."""
+        """Fails (with the script's stderr, and its ranks' logs) unless the process exited with 0."""
         if self.returncode != 0:
             raise AssertionError(
-                f"user path {self.script.name!r} exited with {self.returncode}:\n{self.stderr[-5000:]}"
+                f"user path {self.script.name!r} exited with {self.returncode}:\n{self.stderr[-9000:]}"
             )
         return self
 
@@ -301,16 +303,19 @@ def run(script: UserScript) -> Result:
         env = {key: value for key, value in os.environ.items() if key != "FLAGS_enable_pir_api"}
         env.update(PYTHONPATH=os.pathsep.join([str(ROOT), str(HERE)]), USER_PATH_OUT=str(out))
         env.update(script.env)
+        command = script.command(work_dir)
         try:
-            proc = subprocess.run(script.command(work_dir), cwd=work_dir, env=env, capture_output=True,
-                                  text=True, timeout=script.timeout_s)
+            with ONE_JOB_AT_A_TIME if starts_ranks(command) else contextlib.nullcontext():
+                proc = subprocess.run(command, cwd=work_dir, env=env, capture_output=True, text=True,
+                                      timeout=script.timeout_s)
         except subprocess.TimeoutExpired as exc:
             return Result(script, -1, exc.stdout or "", f"timed out after {script.timeout_s} s", {})
+        stderr = proc.stderr + (rank_logs(work_dir / "log") if proc.returncode != 0 else "")
         saved: Dict[str, np.ndarray] = {}
         if out.exists():
             with np.load(out) as data:
                 saved = dict(data)
-        return Result(script, proc.returncode, proc.stdout, proc.stderr, saved)
+        return Result(script, proc.returncode, proc.stdout, stderr, saved)
 
 
 def lines_matching(stdout: str, pattern: str) -> List[Tuple[str, ...]]:
