@@ -70,6 +70,10 @@ _IS_VIEW_OF = paddle.Tensor._is_shared_buffer_with
 _GRAD_OF = paddle.Tensor._grad_ivar
 _GRAD = attrgetter("grad")
 _PARAMS = attrgetter("params")
+# The lists of an UpdateBatch a layout serves; the optimizer keeps its batches while they hold,
+# so the very lists laid out mean an unchanged layout.
+_LAID_FIELD_NAMES = ("params", "lr_factors", "ratios", "decays")
+_LAID_FIELDS = attrgetter(*_LAID_FIELD_NAMES)
 
 
 class KernelGroup:
@@ -424,9 +428,9 @@ class FlatState:
         ids, lr_factors, ratios, decays = self._laid_out
         # The very lists laid out (the optimizer keeps its batches while they hold) need
         # no comparing; others are compared by one C-level pass each.
-        same_lists = len(batches) == len(self._laid_lists) and all(
-            map(is_, chain.from_iterable((b.params, b.lr_factors, b.ratios, b.decays) for b in batches),
-                self._laid_lists))
+        laid_lists = self._laid_lists
+        same_lists = len(laid_lists) == len(_LAID_FIELD_NAMES) * len(batches) and all(
+            map(is_, chain.from_iterable(map(_LAID_FIELDS, batches)), laid_lists))
         if not same_lists:
             if list(map(id, chain.from_iterable(map(_PARAMS, batches)))) != ids:
                 return False
@@ -455,7 +459,7 @@ class FlatState:
         for tensor_id, tensor in previous.items():
             if tensor_id not in now:
                 own_storage(tensor)
-        self._laid_lists = [lst for b in batches for lst in (b.params, b.lr_factors, b.ratios, b.decays)]
+        self._laid_lists = list(chain.from_iterable(map(_LAID_FIELDS, batches)))
         self._laid_out = (
             list(map(id, chain.from_iterable(map(_PARAMS, batches)))),
             [list(b.lr_factors) for b in batches], [list(b.ratios) for b in batches], [list(b.decays) for b in batches],

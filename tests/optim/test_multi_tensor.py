@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
@@ -497,6 +498,33 @@ def test_data_parallel_single_process() -> None:
         optimizer.clear_grad()
 
     assert both_paths(scenario)[3]._flat.fused_steps == 5
+
+
+def _steady_step_peak_bytes(linears: int) -> int:
+    """The peak of Python's allocations during the 4th multi-tensor step of ``linears`` Linear(2, 2) layers."""
+    model = nn.Sequential(*[nn.Linear(2, 2) for _ in range(linears)])
+    params = model.parameters()
+    optimizer = AdamWDL(learning_rate=0.01, parameters=params, layerwise_decay=0.9, n_layers=2,
+                        name_dict={p.name: f"encoder.layers.{i % 2}.w{i}" for i, p in enumerate(params)},
+                        apply_decay_param_fun=lambda name: not name.endswith(".b_0"))
+    for _ in range(4):
+        model(paddle.ones([4, 2])).sum().backward()
+        tracemalloc.start()
+        before = tracemalloc.get_traced_memory()[0]
+        optimizer.step()
+        peak = tracemalloc.get_traced_memory()[1] - before
+        tracemalloc.stop()
+        optimizer.clear_grad()
+    assert optimizer.last_update_path.path == "multi_tensor" and optimizer._flat.rebuilds == 1
+    return peak
+
+
+def test_a_steady_step_builds_nothing_as_long_as_the_parameter_list() -> None:
+    """After the layout, a step compares what it kept without collecting per-parameter lists,
+    so that it asks glibc for no block of 1 KiB or more (docs/benchmarks.rst): its peak of
+    Python memory is the same for 200 and 1,600 parameters (a list of 1,600 ids alone is 50 KiB)."""
+    few, many = _steady_step_peak_bytes(100), _steady_step_peak_bytes(800)
+    assert many - few < 1024, (few, many)
 
 
 def test_share_flat_keeps_values_and_shapes() -> None:
