@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from itertools import compress, count, repeat
+from itertools import chain, compress, count, repeat
 from operator import and_, attrgetter, is_, is_not, itemgetter, ne, not_, truth
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -321,7 +321,7 @@ class AdamWDL(AdamW):
             self._last_update_path = UpdatePath("per_parameter", "not a dygraph step")
             return super().step()
         listed = self._listed_groups()
-        kept = self._kept_batches(listed)
+        kept, views_held = self._kept_batches(listed)
         groups = [(group, _trained(params)) for group, params in listed] if kept is None else [
             (group, batch.params) for (group, _), batch in zip(listed, kept)]
         if self._grouped():  # Paddle's step: one _apply_optimize (and one pass) per group
@@ -329,23 +329,25 @@ class AdamWDL(AdamW):
         else:  # Paddle's step without groups, past this class's _apply_optimize
             apply = super()._apply_optimize
             paddle_pass = lambda: apply(None, None, [(p, _gradient(p)) for p in groups[0][1]])  # noqa: E731
-        self._update(groups, paddle_pass, given_gradients=_main_grads(groups), kept=kept)
+        self._update(groups, paddle_pass, given_gradients=_main_grads(groups), kept=kept, views_held=views_held)
         return None
 
     def _update(self, groups: list[tuple[dict[str, Any] | None, list[Any]]], paddle_pass: Callable[[], Any],
-                given_gradients: str | None = None, kept: list[UpdateBatch] | None = None) -> Any:
-        """One dygraph update of ``groups``: collect, choose, run; the weight-decay
-        schedule read before and advanced after (not on an AMP overflow step)."""
+                given_gradients: str | None = None, kept: list[UpdateBatch] | None = None,
+                views_held: bool = False) -> Any:
+        """One dygraph update of ``groups``: collect (or the ``kept`` batches), choose, run;
+        the weight-decay schedule read before and advanced after (not on an AMP overflow step)."""
         self._sync_weight_decay()
         batches = self._collect(groups) if kept is None else [
             batch._replace(settings=self._group_settings(group)) for (group, _), batch in zip(groups, kept)]
         self._batches = batches
+        global_lr = self._global_lr_tensor()  # (set up first, as Paddle's pass does)
         path = choose_update_path(batches, self._flat, dygraph=True, overflow=self._overflow_step(),
-                                  given_gradients=given_gradients)
+                                  given_gradients=given_gradients, views_held=views_held)
         self._last_update_path = path
         result = None
         if path is MULTI_TENSOR:
-            multi_tensor_update(self._flat, batches, self._global_lr_tensor(), with_ratio=self._decay_with_ratio)
+            multi_tensor_update(self._flat, batches, global_lr, with_ratio=self._decay_with_ratio)
         else:
             self._pass = self._new_pass(batches)
             try:
@@ -387,35 +389,41 @@ class AdamWDL(AdamW):
             ))
         return batches
 
-    def _kept_batches(self, listed: list[tuple[dict[str, Any] | None, list[Any]]]) -> list[UpdateBatch] | None:
-        """The last step's batches where they still hold for ``listed``: every listed parameter
-        trained, with a gradient, its lr factor and decay answer unchanged (a rule not pure in
-        the name asked now, once per parameter, as AdamW asks), the ratios and states as they
-        were; else None, and :meth:`_collect` builds them. By C-level passes that build no
-        list: right after a backward, the first large request has glibc sort the chunks the
-        backward freed (docs/benchmarks.rst), work that is not the step's."""
+    def _kept_batches(self, listed: list[tuple[dict[str, Any] | None, list[Any]]]
+                      ) -> tuple[list[UpdateBatch] | None, bool]:
+        """``(batches, views_held)``: the last step's batches where they still hold for
+        ``listed`` (every listed parameter trained, with a gradient, its lr factor and decay
+        answer unchanged (a rule not pure in the name asked now, once per parameter, as
+        AdamW asks), the ratios and states as they were), else None and :meth:`_collect`
+        builds them; ``views_held``: the flat banks hold them, their views checked (which
+        also finds every gradient there). By C-level passes that build no list: right after
+        a backward, the first large request has glibc sort the chunks the backward freed
+        (docs/benchmarks.rst), work that is not the step's."""
         kept = self._batches
         if kept is None or self._multi_precision or len(kept) != len(listed):
-            return None
+            return None, False
         rule = self._apply_decay_param_fun
         for index, ((_, params), batch) in enumerate(zip(listed, kept)):
             if len(params) != len(batch.params) or not all(map(is_, params, batch.params)):
-                return None
-            if any(map(_STOP_GRADIENT, params)) or not all(map(is_not, map(_GRAD_OF, params), repeat(None))):
-                return None
+                return None, False
+            if any(map(_STOP_GRADIENT, params)):
+                return None, False
             try:
                 if any(map(ne, map(_LR_FACTOR, map(_OPTIMIZE_ATTR, params)), batch.lr_factors)):
-                    return None
+                    return None, False
             except (AttributeError, KeyError, TypeError, ValueError, RuntimeError):
-                return None
+                return None, False
             if rule is not None and batch.states and batch.states[0].decays is None:
                 asked = map(truth, map(rule, map(_NAME, params)))
                 changed = next(compress(count(), map(ne, asked, batch.decays)), None)
                 if changed is not None:  # (asked up to the change; the rest now, once each)
                     decays = batch.decays
                     self._answers[index] = decays[:changed] + [not decays[changed]] + list(asked)
-                    return None
-        return kept
+                    return None, False
+        if self._flat is not None and self._flat.holds(kept):
+            return kept, True
+        everything = chain.from_iterable(params for _, params in listed)
+        return (kept if all(map(is_not, map(_GRAD_OF, everything), repeat(None))) else None), False
 
     def _states_of(self, group: dict[str, Any] | None, params: list[Any], names: list[str]) -> list[ParamState]:
         """The kept :class:`ParamState` of each parameter; a new parameter's accumulators
@@ -755,7 +763,7 @@ _SETTINGS_FIELDS = (("beta1", "beta1"), ("beta2", "beta2"), ("epsilon", "epsilon
 
 
 def choose_update_path(batches: Sequence[UpdateBatch], flat: FlatState | None, *, dygraph: bool,
-                       overflow: bool, given_gradients: str | None = None) -> UpdatePath:
+                       overflow: bool, given_gradients: str | None = None, views_held: bool = False) -> UpdatePath:
     """The implementation for ``batches``: the multi-tensor step where it serves them
     all, else the per-parameter path with the reason. The one place a path is chosen.
 
@@ -770,18 +778,21 @@ def choose_update_path(batches: Sequence[UpdateBatch], flat: FlatState | None, *
             accumulators of new parameters then.
         given_gradients: why gradients handed to ``_apply_optimize`` are not
             the parameters' own (fleet's sharding optimizer, a ``main_grad``), or None.
+        views_held: ``flat`` was found this step to hold these very batches, every
+            parameter and gradient a view (:meth:`FlatState.holds`): not checked again.
 
     Examples:
         >>> from paddle_llrd.optim.adamwdl import choose_update_path
         >>> choose_update_path([], None, dygraph=True, overflow=False)
         UpdatePath(path='per_parameter', reason='use_multi_tensor=False')
     """
-    reason = _refusal(batches, flat, dygraph=dygraph, overflow=overflow, given_gradients=given_gradients)
+    reason = _refusal(batches, flat, dygraph=dygraph, overflow=overflow, given_gradients=given_gradients,
+                      views_held=views_held)
     return MULTI_TENSOR if reason is None else UpdatePath("per_parameter", reason)
 
 
 def _refusal(batches: Sequence[UpdateBatch], flat: FlatState | None, *, dygraph: bool, overflow: bool,
-             given_gradients: str | None) -> str | None:
+             given_gradients: str | None, views_held: bool) -> str | None:
     if flat is None:
         return "use_multi_tensor=False"
     if flat.disabled is not None:
@@ -806,7 +817,7 @@ def _refusal(batches: Sequence[UpdateBatch], flat: FlatState | None, *, dygraph:
         return "an AMP overflow step"
     if not any(batch.params for batch in batches):
         return "no parameter has a gradient"
-    return flat.refusal(batches)
+    return flat.refusal(batches, views_held=views_held)
 
 
 def _beta_value(beta: Any, dygraph: bool) -> Any:

@@ -400,12 +400,13 @@ class FlatState:
         self._needs_layout = True
 
     # --------------------------------------------------------------- refusal
-    def refusal(self, batches: Sequence[UpdateBatch]) -> str | None:
+    def refusal(self, batches: Sequence[UpdateBatch], *, views_held: bool = False) -> str | None:
         """Why ``batches`` cannot take the multi-tensor step, or None; notes whether
-        :func:`multi_tensor_update` must lay the banks out first."""
+        :func:`multi_tensor_update` must lay the banks out first. ``views_held``: the
+        banks were found this step to hold these very batches (:meth:`holds`)."""
         if self.disabled is not None:
             return self.disabled
-        self._needs_layout = not self.banks or not self._intact(batches)
+        self._needs_layout = not self.banks or not (views_held or self._intact(batches))
         if not self._needs_layout:
             self._consecutive_rebuilds = 0
             return None
@@ -421,17 +422,18 @@ class FlatState:
             return self.disabled
         return None
 
+    def holds(self, batches: Sequence[UpdateBatch]) -> bool:
+        """Whether the banks were laid out for these very lists (the optimizer keeps its
+        batches while they hold) and every parameter and gradient is still a view of
+        them (replaced gradients realiased on the way): every parameter has its gradient."""
+        return self.disabled is None and bool(self.banks) and self._same_lists(batches) and self._views_intact()
+
     def _intact(self, batches: Sequence[UpdateBatch]) -> bool:
         """Whether the banks still serve ``batches``: the same parameters, lr factors,
         ratios and decay answers as at the layout, every one still a view (replaced
         gradients realiased on the way)."""
-        ids, lr_factors, ratios, decays = self._laid_out
-        # The very lists laid out (the optimizer keeps its batches while they hold) need
-        # no comparing; others are compared by one C-level pass each.
-        laid_lists = self._laid_lists
-        same_lists = len(laid_lists) == len(_LAID_FIELD_NAMES) * len(batches) and all(
-            map(is_, chain.from_iterable(map(_LAID_FIELDS, batches)), laid_lists))
-        if not same_lists:
+        if not self._same_lists(batches):  # compared by one C-level pass each
+            ids, lr_factors, ratios, decays = self._laid_out
             if list(map(id, chain.from_iterable(map(_PARAMS, batches)))) != ids:
                 return False
             try:
@@ -440,6 +442,15 @@ class FlatState:
                     return False
             except (TypeError, ValueError, RuntimeError):  # a Tensor set as a lr factor since
                 return False
+        return self._views_intact()
+
+    def _same_lists(self, batches: Sequence[UpdateBatch]) -> bool:
+        """Whether ``batches`` hold the very lists laid out (no per-parameter list built)."""
+        laid_lists = self._laid_lists
+        return len(laid_lists) == len(_LAID_FIELD_NAMES) * len(batches) and all(
+            map(is_, chain.from_iterable(map(_LAID_FIELDS, batches)), laid_lists))
+
+    def _views_intact(self) -> bool:
         for bank in self.banks:
             intact, replaced = bank.check()
             if not intact or (replaced and not bank.realias_grads(replaced)):
