@@ -4,21 +4,35 @@ documented launch commands (tests/user_paths): a command in its own session,
 killed whole on timeout, one job of ranks at a time, and the ranks' logs."""
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import signal
 import subprocess
-import threading
+import tempfile
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, Iterator, List
 
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 # The launcher picks each rank's port by binding and releasing it; the rank binds it again seconds
-# later. A second job starting meanwhile (the user-path pool runs beside the tests) can take it, and
-# rank 0 exits with 1. Jobs of ranks started by one pytest process therefore run one at a time.
-ONE_JOB_AT_A_TIME = threading.Lock()
+# later. Another job starting meanwhile (the user-path pool runs beside the tests, and CI runs its
+# suites side by side) can take it, and rank 0 exits with 1. Jobs of ranks therefore run one at a
+# time on this machine: a lock on a file every suite's process opens alike.
+_LOCK_FILE = Path(tempfile.gettempdir()) / "paddle_llrd_tests_one_job_of_ranks.lock"
+
+
+@contextlib.contextmanager
+def one_job_at_a_time() -> Iterator[None]:
+    """Hold the machine's lock for a job of ranks (threads and processes alike: each opens the file)."""
+    with open(_LOCK_FILE, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def starts_ranks(command: List[str]) -> bool:
@@ -49,7 +63,7 @@ def run_in_own_session(command: List[str], timeout_s: float, log_dir: Path, env:
     """Run ``command`` in the repository root; on timeout kill its whole
     process group (the launcher's ranks too) and fail with its output and the
     ranks' logs under ``log_dir``."""
-    with ONE_JOB_AT_A_TIME:
+    with one_job_at_a_time():
         return _run(command, timeout_s, log_dir, env)
 
 

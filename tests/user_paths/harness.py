@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
-from launching import ONE_JOB_AT_A_TIME, rank_logs, starts_ranks
+from launching import one_job_at_a_time, rank_logs, starts_ranks
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -305,7 +305,7 @@ def run(script: UserScript) -> Result:
         env.update(script.env)
         command = script.command(work_dir)
         try:
-            with ONE_JOB_AT_A_TIME if starts_ranks(command) else contextlib.nullcontext():
+            with one_job_at_a_time() if starts_ranks(command) else contextlib.nullcontext():
                 proc = subprocess.run(command, cwd=work_dir, env=env, capture_output=True, text=True,
                                       timeout=script.timeout_s)
         except subprocess.TimeoutExpired as exc:
