@@ -451,6 +451,7 @@ class FlatState:
             map(is_, chain.from_iterable(map(_LAID_FIELDS, batches)), laid_lists))
 
     def _views_intact(self) -> bool:
+        """Whether every bank's parameters and gradients are still views of it (replaced gradients realiased)."""
         for bank in self.banks:
             intact, replaced = bank.check()
             if not intact or (replaced and not bank.realias_grads(replaced)):
