@@ -190,7 +190,7 @@ class AdamWDL(AdamW):
         self._flat = None if use_multi_tensor is False else flat
         self._last_update_path: UpdatePath | None = None
         self._batches: list[UpdateBatch] | None = None  # the last dygraph update's, kept while they hold
-        self._answers: dict[int, list[bool]] = {}  # a decay rule's answers asked already this step, by group
+        self._answers: dict[str, bool] = {}  # a decay rule's answers asked already this step, by parameter name
         self._params_name: dict[str, None] = {}  # ordered set, for a stable str()
         for param in self._listed_parameters():
             self._decays(param)
@@ -371,12 +371,14 @@ class AdamWDL(AdamW):
             self._refit_states(everything)
         batches = []
         answers, self._answers = self._answers, {}
-        for index, (group, params) in enumerate(groups):
+        for group, params in groups:
             names = list(map(_NAME, params))
             states = self._states_of(group, params, names)
             decays = list(map(_DECAYS, states))
             if None in decays:  # a rule not pure in the name: asked at every update, as AdamW asks
-                decays = answers.get(index) or list(map(bool, map(self._apply_decay_param_fun, names)))
+                rule = self._apply_decay_param_fun
+                decays = [answers[name] if name in answers else bool(rule(name)) for name in names] if answers else (
+                    list(map(bool, map(rule, names))))
                 self._params_name.update(dict.fromkeys(compress(names, decays)))
             if self.set_param_lr_fun is None:
                 ratios = [1.0] * len(params)
@@ -418,7 +420,11 @@ class AdamWDL(AdamW):
                 changed = next(compress(count(), map(ne, asked, batch.decays)), None)
                 if changed is not None:  # (asked up to the change; the rest now, once each)
                     decays = batch.decays
-                    self._answers[index] = decays[:changed] + [not decays[changed]] + list(asked)
+                    # by name: _collect's groups leave out parameters without a gradient
+                    self._answers = dict(chain.from_iterable(
+                        zip(map(_NAME, earlier.params), earlier.decays) for earlier in kept[:index]))
+                    now = decays[:changed] + [not decays[changed]] + list(asked)
+                    self._answers.update(zip(map(_NAME, params), now))
                     return None, False
         if self._flat is not None and self._flat.holds(kept):
             return kept, True

@@ -325,3 +325,32 @@ def test_an_answer_that_changes_mid_list_is_taken_at_that_step_and_each_name_ask
     n_params = len(list(ours.parameters()))
     assert theirs_rule.calls == STEPS * n_params
     assert ours_rule.calls == (STEPS + 1) * n_params
+
+
+def test_a_rule_that_changes_while_a_parameter_has_no_gradient_gives_adamw_numbers():
+    """At the step the rule's answer changes, the first layer takes no part in the loss (its
+    gradients cleared to None): the other parameters get the answers asked for them."""
+
+    def model_without_first_bias() -> paddle.nn.Layer:
+        paddle.seed(5)
+        with paddle.utils.unique_name.guard():
+            return paddle.nn.Sequential(paddle.nn.Linear(4, 5, bias_attr=False), paddle.nn.Tanh(),
+                                        paddle.nn.Linear(5, 2))
+
+    def train(model, optimizer, rule) -> None:
+        for step, (x, y) in enumerate(_batches()):
+            inputs = x if step != WARMUP else paddle.ones([6, 5])
+            layers = model if step != WARMUP else model[2]  # the first Linear gets no gradient
+            paddle.nn.functional.mse_loss(layers(inputs), y).backward()
+            optimizer.step()
+            optimizer.clear_grad(set_to_zero=False)
+            rule.step += 1
+
+    ours, theirs = model_without_first_bias(), model_without_first_bias()
+    ours_rule, theirs_rule = WarmupDecayRule(), WarmupDecayRule()
+    train(ours, _adamwdl(ours, ours_rule), ours_rule)
+    train(theirs, paddle.optimizer.AdamW(LR, parameters=theirs.parameters(), weight_decay=WEIGHT_DECAY,
+                                         apply_decay_param_fun=theirs_rule), theirs_rule)
+    expected = _weights(theirs)
+    for name, value in _weights(ours).items():
+        np.testing.assert_allclose(value, expected[name], rtol=1e-6, atol=1e-7, err_msg=name)
