@@ -173,10 +173,7 @@ class AdamW(AdamWDL):
         if lr_ratio is not None:
             self.set_param_lr_fun = CheckedLrRatio(lr_ratio)
             if self.set_param_lr_fun.pure_in_name:
-                self._ratio_cache = RatioCache(self.set_param_lr_fun)
-                for param in self._listed_parameters():
-                    if not param.stop_gradient:
-                        self._ratio_cache.ratio(param)
+                self._ratio_cache = RatioCache.asked_of(self.set_param_lr_fun, self._listed_parameters())
 
     def _add_param_group(self, param_group: dict[str, Any]) -> None:
         with checks_named("AdamW"):  # a group added later is refused naming AdamW too

@@ -37,9 +37,11 @@ from .optimizer_checks import (
     refuse_groups_in_program,
 )
 from .param_lr_rows import ParamLrRow, param_lr_rows
-from .param_state import ParamState, cast_refusal, initial_beta_pow, rename_accumulators
+from .param_state import ParamState, initial_beta_pow, refit_states
 from .per_parameter import ParameterPass, append_optimize_op
-from .ratios import LrScale, RatioCache, is_pure_in_name, lr_attributes, resolve_update_scales, update_scale
+from .ratios import (
+    LrScale, RatioCache, base_scale_of, is_pure_in_name, lr_attributes, resolve_update_scales, update_scale,
+)
 from .scheduled_decay import ScheduledDecay
 from .clipping import flat_clip_refusal
 from .update_batch import MULTI_TENSOR, AdamSettings, UpdateBatch, UpdatePath
@@ -57,6 +59,7 @@ WEIGHT_DECAY_SCHEDULE_KEY = "weight_decay_schedule"
 EXTRA_STATE_KEYS = (WEIGHT_DECAY_SCHEDULE_KEY, STRUCTURED_NAMES_KEY)
 
 _NAME = attrgetter("name")
+_PARAMS = attrgetter("params")
 _STOP_GRADIENT = attrgetter("stop_gradient")
 _GRAD_OF = paddle.Tensor._grad_ivar
 _DECAYS = attrgetter("decays")
@@ -209,11 +212,8 @@ class AdamWDL(AdamW):
         before anything changes."""
         fun = self._ratio_function
         bound = None if fun is None else functools.partial(fun, *layerwise)
-        cache = RatioCache(bound) if is_pure_in_name(fun) and isinstance(layerwise[0], float) else None
-        if cache is not None:
-            for param in self._listed_parameters():
-                if not param.stop_gradient:
-                    cache.ratio(param)
+        pure = is_pure_in_name(fun) and isinstance(layerwise[0], float)
+        cache = RatioCache.asked_of(bound, self._listed_parameters()) if pure else None
         self._layerwise, self.set_param_lr_fun, self._ratio_cache = layerwise, bound, cache
         self._batches = None  # (their ratios)
         if getattr(self, "_flat", None) is not None:
@@ -364,9 +364,7 @@ class AdamWDL(AdamW):
         everything = [param for _, params in groups for param in params]
         cache = self._active_ratio_cache()
         if cache is not None:
-            for param in everything:
-                if param.name not in cache.ratios:
-                    cache.ratio(param)
+            cache.ask(everything)
         if self._multi_precision and self._param_states:
             self._refit_states(everything)
         batches = []
@@ -376,14 +374,11 @@ class AdamWDL(AdamW):
             states = self._states_of(group, params, names)
             decays = list(map(_DECAYS, states))
             if None in decays:  # a rule not pure in the name: asked at every update, as AdamW asks
-                rule = self._apply_decay_param_fun
-                decays = [answers[name] if name in answers else bool(rule(name)) for name in names] if answers else (
-                    list(map(bool, map(rule, names))))
+                decays = [answers[name] if name in answers else bool(self._apply_decay_param_fun(name))
+                          for name in names]
                 self._params_name.update(dict.fromkeys(compress(names, decays)))
-            if self.set_param_lr_fun is None:
-                ratios = [1.0] * len(params)
-            else:
-                ratios = None if cache is None else list(map(cache.ratios.__getitem__, names))
+            ratios = ([1.0] * len(params) if self.set_param_lr_fun is None
+                      else None if cache is None else list(map(cache.ratios.__getitem__, names)))
             clip = self._grad_clip if group is None else group.get("grad_clip", self._grad_clip)
             batches.append(UpdateBatch(
                 settings=self._group_settings(group), grad_clip=clip, own_clip=clip is not self._grad_clip,
@@ -393,39 +388,16 @@ class AdamWDL(AdamW):
 
     def _kept_batches(self, listed: list[tuple[dict[str, Any] | None, list[Any]]]
                       ) -> tuple[list[UpdateBatch] | None, bool]:
-        """``(batches, views_held)``: the last step's batches where they still hold for
-        ``listed`` (every listed parameter trained, with a gradient, its lr factor and decay
-        answer unchanged (a rule not pure in the name asked now, once per parameter, as
-        AdamW asks), the ratios and states as they were), else None and :meth:`_collect`
-        builds them; ``views_held``: the flat banks hold them, their views checked (which
-        also finds every gradient there). By C-level passes that build no list: right after
-        a backward, the first large request has glibc sort the chunks the backward freed
-        (docs/benchmarks.rst), work that is not the step's."""
+        """``(batches, views_held)``: the last update's batches where they still hold for
+        ``listed`` (:func:`_batches_hold`, every parameter
+        with a gradient), else None and :meth:`_collect` builds them; ``views_held``: the
+        flat banks hold them, their views checked (which also finds every gradient there)."""
         kept = self._batches
-        if kept is None or self._multi_precision or len(kept) != len(listed):
+        if kept is None or self._multi_precision:
             return None, False
-        rule = self._apply_decay_param_fun
-        for index, ((_, params), batch) in enumerate(zip(listed, kept)):
-            if len(params) != len(batch.params) or not all(map(is_, params, batch.params)):
-                return None, False
-            if any(map(_STOP_GRADIENT, params)):
-                return None, False
-            try:
-                if any(map(ne, map(_LR_FACTOR, map(_OPTIMIZE_ATTR, params)), batch.lr_factors)):
-                    return None, False
-            except (AttributeError, KeyError, TypeError, ValueError, RuntimeError):
-                return None, False
-            if rule is not None and batch.states and batch.states[0].decays is None:
-                asked = map(truth, map(rule, map(_NAME, params)))
-                changed = next(compress(count(), map(ne, asked, batch.decays)), None)
-                if changed is not None:  # (asked up to the change; the rest now, once each)
-                    decays = batch.decays
-                    # by name: _collect's groups leave out parameters without a gradient
-                    self._answers = dict(chain.from_iterable(
-                        zip(map(_NAME, earlier.params), earlier.decays) for earlier in kept[:index]))
-                    now = decays[:changed] + [not decays[changed]] + list(asked)
-                    self._answers.update(zip(map(_NAME, params), now))
-                    return None, False
+        holds, self._answers = _batches_hold(kept, listed, self._apply_decay_param_fun)
+        if not holds:
+            return None, False
         if self._flat is not None and self._flat.holds(kept):
             return kept, True
         everything = chain.from_iterable(params for _, params in listed)
@@ -486,8 +458,8 @@ class AdamWDL(AdamW):
         if isinstance(params_grads, dict):  # one group of step()'s, which follows the schedule around them all
             return apply()
         if framework.in_dygraph_mode() and not paddle.base.dygraph.base.in_to_static_mode():
-            params = [p for p, g in params_grads if g is not None and not p.stop_gradient]
-            return self._update([(None, params)], apply, given_gradients=_foreign_gradients(params_grads))
+            given_gradients = _foreign_gradients(params_grads)
+            return self._update([(None, _updated(params_grads))], apply, given_gradients=given_gradients)
         self._last_update_path = UpdatePath("per_parameter", "not a dygraph step")
         self._refuse_schedule_outside_dygraph()
         return apply()
@@ -507,10 +479,8 @@ class AdamWDL(AdamW):
         if self._pass is not None:  # opened by _update for the whole step: this group's part of it
             self._pass.next_group()
             return create_pass(parameters_and_grads, param_group_idx=param_group_idx)
-        grouped = isinstance(parameters_and_grads, dict)
-        pairs = parameters_and_grads["params"] if grouped else parameters_and_grads
-        params = [param for param, grad in pairs if grad is not None and not param.stop_gradient]
-        self._pass = self._new_pass(update_scales=self._asked_scales(params))
+        pairs = parameters_and_grads["params"] if isinstance(parameters_and_grads, dict) else parameters_and_grads
+        self._pass = self._new_pass(update_scales=self._asked_scales(_updated(pairs)))
         try:
             return create_pass(parameters_and_grads, param_group_idx=param_group_idx)
         finally:
@@ -563,8 +533,7 @@ class AdamWDL(AdamW):
         else:  # in a program, or outside an update: no accumulators needed
             target = self._master_weights[param.name] if self._uses_master(param) else param
         if lr_scale is None:
-            attributes = lr_attributes(param)
-            lr_scale = 1.0 if attributes is None else attributes["learning_rate"]
+            lr_scale = base_scale_of(lr_attributes(param))
         return decoupled_decay(block, target, update.decay_factor(update.lr(lr_scale)))
 
     # ---------------------------------------------------------- layer ratios
@@ -627,29 +596,10 @@ class AdamWDL(AdamW):
         return self._multi_precision and self._is_dtype_fp16_or_bf16(param.dtype)
 
     def _refit_states(self, params: list[Any]) -> None:
-        """Drop the states of ``params`` cast to another dtype since they were made, fitting
-        the optimizer's state to the new dtype; refuse, naming the parameter and before
-        anything changes, a cast the state cannot serve (``RuntimeError``).
-
-        A parameter cast to float16/bfloat16 under ``multi_precision`` gets its
-        float32 master weight (from its value now) and keeps its float32 moments,
-        under the names an optimizer built for the cast model gives them, so that
-        checkpoints load either way; a move keeps the state as it is (as
-        ``paddle.optimizer.AdamW`` does).
-        """
-        stale = [(p, self._param_states[p.name]) for p in params
-                 if p.name in self._param_states and not self._param_states[p.name].fits(p)]
-        for param, state in stale:
-            state_dtype = paddle.float32 if self._is_dtype_fp16_or_bf16(param.dtype) else param.dtype
-            refusal = cast_refusal(param, state, state_dtype=state_dtype, wants_master=self._uses_master(param),
-                                   has_master=param.name in self._master_weights)
-            if refusal is not None:
-                raise RuntimeError(refusal)
-        for param, _ in stale:
-            if self._uses_master(param) and param.name not in self._master_weights:
-                master = self._create_master_weight(param)
-                rename_accumulators(self._accumulators, param.name, master.name)
-            del self._param_states[param.name]
+        """Fit the states of ``params`` cast since they were made (:func:`.param_state.refit_states`)."""
+        refit_states(self._param_states, params, is_half=self._is_dtype_fp16_or_bf16, uses_master=self._uses_master,
+                     master_weights=self._master_weights, create_master=self._create_master_weight,
+                     accumulators=self._accumulators)
 
     def _add_moments_pows(self, p: Any) -> None:
         with self._accumulators_as_started(p):  # a parameter new to the checkpoint, Tensor betas
@@ -821,9 +771,46 @@ def _refusal(batches: Sequence[UpdateBatch], flat: FlatState | None, *, dygraph:
                 return f"a Tensor {name}"
     if overflow:
         return "an AMP overflow step"
-    if not any(batch.params for batch in batches):
+    if not any(map(_PARAMS, batches)):
         return "no parameter has a gradient"
     return flat.refusal(batches, views_held=views_held)
+
+
+def _batches_hold(kept: Sequence[UpdateBatch], listed: Sequence[tuple[Any, list[Any]]],
+                 decay_rule: Callable[[str], Any] | None) -> tuple[bool, dict[str, bool]]:
+    """Whether the batches ``kept`` from the last update hold for ``listed`` (``(group,
+    parameters)`` per parameter group): the very parameters, every one trained, their lr
+    factors and decay answers unchanged. A ``decay_rule`` not pure in the name is asked
+    now, once per parameter, as AdamW asks at every update; where an answer changed, the
+    second item holds the answers asked so far, by name, for the next collection to reuse.
+
+    By C-level passes that build no list: right after a backward, the first large
+    request has glibc sort the chunks the backward freed (docs/benchmarks.rst), work
+    that is not the step's.
+    """
+    if len(kept) != len(listed):
+        return False, {}
+    for index, ((_, params), batch) in enumerate(zip(listed, kept)):
+        if len(params) != len(batch.params) or not all(map(is_, params, batch.params)):
+            return False, {}
+        if any(map(_STOP_GRADIENT, params)):
+            return False, {}
+        try:
+            if any(map(ne, map(_LR_FACTOR, map(_OPTIMIZE_ATTR, params)), batch.lr_factors)):
+                return False, {}
+        except (AttributeError, KeyError, TypeError, ValueError, RuntimeError):
+            return False, {}
+        if decay_rule is not None and batch.states and batch.states[0].decays is None:
+            asked = map(truth, map(decay_rule, map(_NAME, params)))
+            changed = next(compress(count(), map(ne, asked, batch.decays)), None)
+            if changed is not None:  # (asked up to the change; the rest now, once each)
+                # by name: a collection leaves out the parameters without a gradient
+                answers = dict(chain.from_iterable(
+                    zip(map(_NAME, earlier.params), earlier.decays) for earlier in kept[:index]))
+                decays = batch.decays
+                answers.update(zip(map(_NAME, params), decays[:changed] + [not decays[changed]] + list(asked)))
+                return False, answers
+    return True, {}
 
 
 def _beta_value(beta: Any, dygraph: bool) -> Any:
@@ -856,6 +843,11 @@ def _trained(params: list[Any]) -> list[Any]:
     """The parameters of ``params`` that train and have a gradient, by C-level passes (at every step)."""
     return list(compress(params, map(and_, map(not_, map(_STOP_GRADIENT, params)),
                                      map(is_not, map(_GRAD_OF, params), repeat(None)))))
+
+
+def _updated(params_grads: Sequence[tuple[Any, Any]]) -> list[Any]:
+    """The parameters of ``(parameter, gradient)`` pairs that a pass updates: trained, with a gradient."""
+    return [param for param, grad in params_grads if grad is not None and not param.stop_gradient]
 
 
 def _main_grads(groups: list[tuple[Any, list[Any]]]) -> str | None:

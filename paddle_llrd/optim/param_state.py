@@ -3,19 +3,21 @@
 The optimizer makes a state from its accumulators when a parameter is first
 updated and, in dygraph, keeps it across steps while the parameter keeps the
 dtype it was made for (:meth:`ParamState.fits`); a cast under
-``multi_precision`` is checked with :func:`cast_refusal` and the
-accumulators re-keyed with :func:`rename_accumulators`. Beta powers start at
+``multi_precision`` is refused or fitted by :func:`refit_states` (with
+:func:`cast_refusal` and :func:`rename_accumulators`). Beta powers start at
 :func:`initial_beta_pow`.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
+import paddle
 from paddle.base import framework
 
 from .kernels import is_tensor
 
-__all__ = ["UNSET_BETA_POW", "ParamState", "cast_refusal", "initial_beta_pow", "rename_accumulators"]
+__all__ = ["UNSET_BETA_POW", "ParamState", "cast_refusal", "initial_beta_pow", "refit_states", "rename_accumulators"]
 
 # The initial beta power of a program whose beta is a Tensor: its value is
 # known only when the program runs, so the first update sets the power to it
@@ -80,6 +82,33 @@ def cast_refusal(param: Any, stale: ParamState, *, state_dtype: Any, wants_maste
         f"optimizer created its state ({held}), which cannot serve a {param.dtype} parameter; "
         "cast the model before building the optimizer."
     )
+
+
+def refit_states(states: dict[str, ParamState], params: list[Any], *, is_half: Callable[[Any], bool],
+                 uses_master: Callable[[Any], bool], master_weights: Mapping[str, Any],
+                 create_master: Callable[[Any], Any], accumulators: dict[str, dict[str, Any]]) -> None:
+    """Drop from ``states`` (by parameter name) those of ``params`` cast to another dtype
+    since they were made, fitting the optimizer's state to the new dtype; refuse, naming
+    the parameter and before anything changes, a cast the state cannot serve
+    (``RuntimeError``, :func:`cast_refusal`).
+
+    A parameter cast to float16/bfloat16 (``is_half``) that ``uses_master`` gets its
+    float32 master weight (``create_master``, from its value now) and keeps its float32
+    moments, under the names an optimizer built for the cast model gives them
+    (:func:`rename_accumulators`), so that checkpoints load either way; a move keeps the
+    state as it is (as ``paddle.optimizer.AdamW`` does).
+    """
+    stale = [(param, states[param.name]) for param in params
+             if param.name in states and not states[param.name].fits(param)]
+    for param, state in stale:
+        refusal = cast_refusal(param, state, state_dtype=paddle.float32 if is_half(param.dtype) else param.dtype,
+                               wants_master=uses_master(param), has_master=param.name in master_weights)
+        if refusal is not None:
+            raise RuntimeError(refusal)
+    for param, _ in stale:
+        if uses_master(param) and param.name not in master_weights:
+            rename_accumulators(accumulators, param.name, create_master(param).name)
+        del states[param.name]
 
 
 def rename_accumulators(accumulators: dict[str, dict[str, Any]], old: str, new: str) -> None:

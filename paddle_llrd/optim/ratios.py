@@ -97,6 +97,20 @@ class RatioCache:
         self.fun = fun
         self.ratios: dict[str, float] = {}
 
+    @classmethod
+    def asked_of(cls, fun: Callable[[Any], Any], params: Iterable[Any]) -> RatioCache:
+        """A cache of ``fun`` that has asked about the trained ``params`` (:meth:`ask`)."""
+        cache = cls(fun)
+        cache.ask(params)
+        return cache
+
+    def ask(self, params: Iterable[Any]) -> None:
+        """Ask about every trained parameter of ``params`` not asked yet: a bad ratio is
+        refused, naming the parameter, before anything changes."""
+        for param in params:
+            if param.name not in self.ratios and not param.stop_gradient:
+                self.ratio(param)
+
     def ratio(self, param: Any) -> float:
         ratio = self.ratios.get(param.name)
         if ratio is None:
@@ -156,9 +170,7 @@ def resolve_update_scales(
     if fun is None:
         return {}
     if cache is not None:
-        for param in params:
-            if param.name not in cache.ratios:
-                cache.ratio(param)
+        cache.ask(params)
         return {}
     scales = {}
     for param in params:
