@@ -382,7 +382,7 @@ class AdamWDL(AdamW):
             clip = self._grad_clip if group is None else group.get("grad_clip", self._grad_clip)
             batches.append(UpdateBatch(
                 settings=self._group_settings(group), grad_clip=clip, own_clip=clip is not self._grad_clip,
-                params=params, states=states, lr_factors=_lr_factors(params), ratios=ratios, decays=decays,
+                params=params, states=states, lr_factors=_lr_factors(params), ratios=ratios, decays=decays, names=names,
             ))
         return batches
 
@@ -801,14 +801,13 @@ def _batches_hold(kept: Sequence[UpdateBatch], listed: Sequence[tuple[Any, list[
         except (AttributeError, KeyError, TypeError, ValueError, RuntimeError):
             return False, {}
         if decay_rule is not None and batch.states and batch.states[0].decays is None:
-            asked = map(truth, map(decay_rule, map(_NAME, params)))
+            asked = map(truth, map(decay_rule, batch.names))
             changed = next(compress(count(), map(ne, asked, batch.decays)), None)
             if changed is not None:  # (asked up to the change; the rest now, once each)
                 # by name: a collection leaves out the parameters without a gradient
-                answers = dict(chain.from_iterable(
-                    zip(map(_NAME, earlier.params), earlier.decays) for earlier in kept[:index]))
+                answers = dict(chain.from_iterable(zip(earlier.names, earlier.decays) for earlier in kept[:index]))
                 decays = batch.decays
-                answers.update(zip(map(_NAME, params), decays[:changed] + [not decays[changed]] + list(asked)))
+                answers.update(zip(batch.names, decays[:changed] + [not decays[changed]] + list(asked)))
                 return False, answers
     return True, {}
 

@@ -6,7 +6,7 @@ Glossary (the vocabulary of a step; :doc:`/adamwdl`, "One step"):
   tensors as the kernel takes them (moments, beta powers, master weight).
 - :class:`AdamSettings`: one parameter group's scalars (betas, epsilon, weight decay, lazy mode, AMSGrad).
 - :class:`UpdateBatch`: one parameter group's update: its settings and
-  clipping, and per trained parameter its state, lr factor :math:`s_p`,
+  clipping, and per trained parameter its name, state, lr factor :math:`s_p`,
   layer ratio :math:`r_p` and whether it decays.
 - :class:`UpdatePath`: which implementation a step ran, and why not the
   multi-tensor one.
@@ -67,6 +67,8 @@ class UpdateBatch(NamedTuple):
     the function is asked at every update (not pure in the name)."""
     decays: list[bool]
     """``apply_decay_param_fun``'s answers (all True without one)."""
+    names: list[str]
+    """The parameters' names, kept: Paddle makes a new string at each read of ``param.name``."""
 
 
 class UpdatePath(NamedTuple):
