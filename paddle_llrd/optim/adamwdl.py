@@ -382,16 +382,17 @@ class AdamWDL(AdamW):
             clip = self._grad_clip if group is None else group.get("grad_clip", self._grad_clip)
             batches.append(UpdateBatch(
                 settings=self._group_settings(group), grad_clip=clip, own_clip=clip is not self._grad_clip,
-                params=params, states=states, lr_factors=_lr_factors(params), ratios=ratios, decays=decays, names=names,
+                params=params, states=states, lr_factors=_lr_factors(params), ratios=ratios, decays=decays,
+                names=names,
             ))
         return batches
 
     def _kept_batches(self, listed: list[tuple[dict[str, Any] | None, list[Any]]]
                       ) -> tuple[list[UpdateBatch] | None, bool]:
         """``(batches, views_held)``: the last update's batches where they still hold for
-        ``listed`` (:func:`_batches_hold`, every parameter
-        with a gradient), else None and :meth:`_collect` builds them; ``views_held``: the
-        flat banks hold them, their views checked (which also finds every gradient there)."""
+        ``listed`` (:func:`_batches_hold`, every parameter with a gradient), else None and
+        :meth:`_collect` builds them; ``views_held``: the flat banks hold them, their views
+        checked (which also finds every gradient there)."""
         kept = self._batches
         if kept is None or self._multi_precision:
             return None, False
@@ -805,7 +806,8 @@ def _batches_hold(kept: Sequence[UpdateBatch], listed: Sequence[tuple[Any, list[
             changed = next(compress(count(), map(ne, asked, batch.decays)), None)
             if changed is not None:  # (asked up to the change; the rest now, once each)
                 # by name: a collection leaves out the parameters without a gradient
-                answers = dict(chain.from_iterable(zip(earlier.names, earlier.decays) for earlier in kept[:index]))
+                answers = dict(chain.from_iterable(
+                    zip(earlier.names, earlier.decays) for earlier in kept[:index]))
                 decays = batch.decays
                 answers.update(zip(batch.names, decays[:changed] + [not decays[changed]] + list(asked)))
                 return False, answers
