@@ -139,7 +139,7 @@ def _kernel_calls_alone(optimizer: Any, rounds: int) -> tuple[list[float] | None
         return None, groups, steps
     trained = [(group, [p for p in params if not p.stop_gradient and p._grad_ivar() is not None])
                for group, params in optimizer._listed_groups()]
-    batches, global_lr = optimizer._collect(trained), optimizer._global_lr_tensor()
+    batches, global_lr = optimizer._collect(trained, {}), optimizer._global_lr_tensor()
     times = []
     for _ in range(rounds):
         start = time.perf_counter()

@@ -24,7 +24,8 @@ from paddle_llrd.layer_decay.layer_maps import (
     no_decay_parameter_names,
     resolve_layer_map,
 )
-from paddle_llrd.optim.adamwdl import EXTRA_STATE_KEYS, WEIGHT_DECAY_SCHEDULE_KEY, AdamWDL
+from paddle_llrd.optim.adamwdl import AdamWDL
+from paddle_llrd.optim.checkpoint import EXTRA_STATE_KEYS, WEIGHT_DECAY_SCHEDULE_KEY
 from paddle_llrd.schedules.registry import get_scheduler
 from paddle_llrd.schedules.weight_decay import WeightDecaySchedule
 from paddle_llrd.warning_classes import TrainerSettingWarning, stacklevel_outside_package

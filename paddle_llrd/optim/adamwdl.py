@@ -28,9 +28,12 @@ from paddle.optimizer import AdamW
 
 from ..layer_decay.layerwise import layerwise_lr_decay
 from ..schedules.weight_decay import WeightDecaySchedule, claim_schedule
-from .checkpoint import STRUCTURED_NAMES_KEY, has_saved_state, matched_state_dict, structured_names_record
+from .checkpoint import (
+    STRUCTURED_NAMES_KEY, WEIGHT_DECAY_SCHEDULE_KEY, has_saved_state, matched_state_dict,
+    with_extra_entries,
+)
 from .eager import runs_eagerly_under_sot
-from .kernels import decoupled_decay, is_tensor
+from .kernels import is_tensor
 from .multi_tensor import FlatState, multi_tensor_update
 from .optimizer_checks import (
     check_added_group, check_layerwise_arguments, checked_adamwdl_arguments, group_with_weight_decay,
@@ -38,9 +41,9 @@ from .optimizer_checks import (
 )
 from .param_lr_rows import ParamLrRow, param_lr_rows
 from .param_state import ParamState, initial_beta_pow, refit_states
-from .per_parameter import ParameterPass, append_optimize_op
+from .per_parameter import ParameterPass, append_decoupled_weight_decay, append_optimize_op
 from .ratios import (
-    LrScale, RatioCache, base_scale_of, is_pure_in_name, lr_attributes, resolve_update_scales, update_scale,
+    LrScale, RatioCache, is_pure_in_name, lr_attributes, resolve_update_scales, update_scale,
 )
 from .scheduled_decay import ScheduledDecay
 from .clipping import flat_clip_refusal
@@ -53,10 +56,6 @@ if TYPE_CHECKING:
 
 __all__ = ["AdamWDL", "ParamLrRow", "STRUCTURED_NAMES_KEY", "UpdatePath", "WEIGHT_DECAY_SCHEDULE_KEY", "choose_update_path"]
 
-# The entry of the optimizer's state_dict() that holds its schedule's state.
-WEIGHT_DECAY_SCHEDULE_KEY = "weight_decay_schedule"
-# The entries of state_dict() beyond paddle.optimizer.AdamW's, none of them a Tensor.
-EXTRA_STATE_KEYS = (WEIGHT_DECAY_SCHEDULE_KEY, STRUCTURED_NAMES_KEY)
 
 _NAME = attrgetter("name")
 _PARAMS = attrgetter("params")
@@ -68,80 +67,7 @@ _OPTIMIZE_ATTR = attrgetter("optimize_attr")
 
 
 class AdamWDL(AdamW):
-    r"""AdamW with layer-wise learning-rate decay and exact decoupled weight decay.
-
-    For a parameter :math:`p` with gradient :math:`g` at step :math:`t`, with
-    :math:`\eta` the global learning rate, :math:`s_p` its lr factor
-    ``p.optimize_attr['learning_rate']``, :math:`r_p` the ratio
-    ``set_param_lr_fun(p)``, :math:`\lambda` the weight decay and
-    :math:`\eta_p = \eta\, s_p`:
-
-    .. math::
-
-        p &\leftarrow p\,(1 - \eta_p \lambda)
-            \qquad\text{(for a parameter that decays)}\\
-        m &\leftarrow \beta_1 m + (1-\beta_1)\, g, \qquad
-        v \leftarrow \beta_2 v + (1-\beta_2)\, g^2\\
-        p &\leftarrow p - \eta_p r_p\,\frac{\sqrt{1-\beta_2^t}}{1-\beta_1^t}\,
-            \frac{m}{\sqrt{v} + \epsilon\sqrt{1-\beta_2^t}}
-
-    A parameter decays where ``apply_decay_param_fun(p.name)`` is true (all without one).
-    With ``set_param_lr_fun=None`` the numbers are ``paddle.optimizer.AdamW``'s,
-    bit for bit. How the ratios are asked and cached, the update paths, the
-    multi-tensor step and the checks are described in :doc:`/adamwdl`.
-
-    Args:
-        learning_rate (float|LRScheduler): :math:`\eta`. Default 0.001.
-        beta1, beta2, epsilon (float|Tensor): as in Adam. Defaults 0.9, 0.999, 1e-8.
-        parameters (list|None): parameters, or parameter-group dicts (keys
-            ``params``, ``learning_rate`` (a factor of :math:`\eta`),
-            ``weight_decay``/``coeff``, ``beta1``, ``beta2``, ``epsilon``,
-            ``lazy_mode``, ``grad_clip``). Required in dygraph mode.
-        weight_decay (float|Tensor|WeightDecaySchedule): :math:`\lambda`, or a
-            schedule of it (:doc:`/weight_decay`). Default 0.01.
-        apply_decay_param_fun (Callable[[str], bool]|None): decay only the
-            parameters whose name it accepts. Default None (all).
-        grad_clip (GradientClipBase|None): gradient clipping. Default None.
-        lazy_mode (bool): sparse gradients update only their rows' moments. Default False.
-        multi_precision (bool): float32 master weights for float16/bfloat16. Default False.
-        layerwise_decay (float|Tensor): the ratio between adjacent layers. Default 1.0.
-        n_layers (int): the number of encoder layers. Default 12.
-        set_param_lr_fun (Callable|None): ``fn(layerwise_decay, name_dict,
-            n_layers, param)`` giving :math:`r_p` (or None after editing
-            ``optimize_attr``). Default :func:`~paddle_llrd.layerwise_lr_decay`.
-        name_dict (dict|None): ``{param.name: structured name}``.
-        name (str|None): prefix of the accumulator names.
-        amsgrad (bool): keyword only; AMSGrad. Default False.
-        use_multi_tensor (bool|None): keyword only; None/True: one kernel call
-            per group of like parameters where that applies
-            (:ref:`adamwdl-multi-tensor`); False: one call per parameter.
-        num_threads (int|None): keyword only; threads of the multi-tensor
-            step's CPU kernels. None: ``PADDLE_LLRD_NUM_THREADS``, else the
-            usable cores divided among the local ranks.
-
-    Raises:
-        TypeError, ValueError: an argument (or a group's) of the wrong type or out of
-            range, named; at a step, a ratio that is no finite number >= 0, before any
-            parameter changes (the cases: :doc:`/adamwdl`).
-        KeyError: a trainable parameter is missing from ``name_dict`` (default function).
-
-    Examples:
-        >>> import paddle
-        >>> from paddle_llrd import AdamWDL
-        >>> from paddle_llrd.models.tiny_bert import (
-        ...     TinyBertConfig, TinyBertForSequenceClassification)
-        >>> model = TinyBertForSequenceClassification(TinyBertConfig(num_hidden_layers=2))
-        >>> opt = AdamWDL(learning_rate=1e-3, parameters=model.parameters(),
-        ...               weight_decay=0.01, layerwise_decay=0.8, n_layers=2,
-        ...               name_dict={p.name: n for n, p in model.named_parameters()},
-        ...               apply_decay_param_fun=lambda n: not n.endswith(".b_0"))
-        >>> loss = paddle.nn.functional.cross_entropy(
-        ...     model(paddle.randint(0, 100, [8, 16])), paddle.randint(0, 2, [8]))
-        >>> loss.backward()
-        >>> opt.step()
-        >>> opt.clear_grad()
-    """
-
+    # Its docstring (formula, arguments, example) follows the class, as in torch/optim/adamw.py.
     # The decay's lr rule (per_parameter.decay_scale): AdamWDL decays with the lr
     # before the layer ratio; a subclass with Paddle's lr_ratio rule sets True.
     _decay_with_ratio: ClassVar[bool] = False
@@ -193,7 +119,6 @@ class AdamWDL(AdamW):
         self._flat = None if use_multi_tensor is False else flat
         self._last_update_path: UpdatePath | None = None
         self._batches: list[UpdateBatch] | None = None  # the last dygraph update's, kept while they hold
-        self._answers: dict[str, bool] = {}  # a decay rule's answers asked already this step, by parameter name
         self._params_name: dict[str, None] = {}  # ordered set, for a stable str()
         for param in self._listed_parameters():
             self._decays(param)
@@ -321,7 +246,8 @@ class AdamWDL(AdamW):
             self._last_update_path = UpdatePath("per_parameter", "not a dygraph step")
             return super().step()
         listed = self._listed_groups()
-        kept, views_held = self._kept_batches(listed)
+        kept, views_held, answers = (None, False, {}) if self._batches is None or self._multi_precision else (
+            _kept_batches(self._batches, listed, self._apply_decay_param_fun, self._flat))
         groups = [(group, _trained(params)) for group, params in listed] if kept is None else [
             (group, batch.params) for (group, _), batch in zip(listed, kept)]
         if self._grouped():  # Paddle's step: one _apply_optimize (and one pass) per group
@@ -329,16 +255,18 @@ class AdamWDL(AdamW):
         else:  # Paddle's step without groups, past this class's _apply_optimize
             apply = super()._apply_optimize
             paddle_pass = lambda: apply(None, None, [(p, _gradient(p)) for p in groups[0][1]])  # noqa: E731
-        self._update(groups, paddle_pass, given_gradients=_main_grads(groups), kept=kept, views_held=views_held)
+        self._update(groups, paddle_pass, given_gradients=_main_grads(groups), kept=kept, views_held=views_held,
+                     answers=answers)
         return None
 
     def _update(self, groups: list[tuple[dict[str, Any] | None, list[Any]]], paddle_pass: Callable[[], Any],
                 given_gradients: str | None = None, kept: list[UpdateBatch] | None = None,
-                views_held: bool = False) -> Any:
-        """One dygraph update of ``groups``: collect (or the ``kept`` batches), choose, run;
+                views_held: bool = False, answers: dict[str, bool] | None = None) -> Any:
+        """One dygraph update of ``groups``: collect (reusing the decay ``answers`` asked
+        already, by name) or the ``kept`` batches, choose, run;
         the weight-decay schedule read before and advanced after (not on an AMP overflow step)."""
         self._sync_weight_decay()
-        batches = self._collect(groups) if kept is None else [
+        batches = self._collect(groups, answers or {}) if kept is None else [
             batch._replace(settings=self._group_settings(group)) for (group, _), batch in zip(groups, kept)]
         self._batches = batches
         global_lr = self._global_lr_tensor()  # (set up first, as Paddle's pass does)
@@ -354,10 +282,13 @@ class AdamWDL(AdamW):
                 result = paddle_pass()
             finally:
                 self._pass = None
-        self._finish_scheduled_step()
+        schedule = self._scheduled_decay
+        if schedule is not None and schedule.finish_step(self._get_auxiliary_var("found_inf")):  # (not on an overflow)
+            self._sync_weight_decay()
         return result
 
-    def _collect(self, groups: list[tuple[dict[str, Any] | None, list[Any]]]) -> list[UpdateBatch]:
+    def _collect(self, groups: list[tuple[dict[str, Any] | None, list[Any]]], answers: dict[str, bool]
+                 ) -> list[UpdateBatch]:
         """What this step's updates need, per parameter group (the trained parameters with a
         gradient): the ratios asked first (a bad one changes nothing), states fitted to casts,
         the accumulators of new parameters made, then one :class:`UpdateBatch` each."""
@@ -368,7 +299,6 @@ class AdamWDL(AdamW):
         if self._multi_precision and self._param_states:
             self._refit_states(everything)
         batches = []
-        answers, self._answers = self._answers, {}
         for group, params in groups:
             names = list(map(_NAME, params))
             states = self._states_of(group, params, names)
@@ -386,23 +316,6 @@ class AdamWDL(AdamW):
                 names=names,
             ))
         return batches
-
-    def _kept_batches(self, listed: list[tuple[dict[str, Any] | None, list[Any]]]
-                      ) -> tuple[list[UpdateBatch] | None, bool]:
-        """``(batches, views_held)``: the last update's batches where they still hold for
-        ``listed`` (:func:`_batches_hold`, every parameter with a gradient), else None and
-        :meth:`_collect` builds them; ``views_held``: the flat banks hold them, their views
-        checked (which also finds every gradient there)."""
-        kept = self._batches
-        if kept is None or self._multi_precision:
-            return None, False
-        holds, self._answers = _batches_hold(kept, listed, self._apply_decay_param_fun)
-        if not holds:
-            return None, False
-        if self._flat is not None and self._flat.holds(kept):
-            return kept, True
-        everything = chain.from_iterable(params for _, params in listed)
-        return (kept if all(map(is_not, map(_GRAD_OF, everything), repeat(None))) else None), False
 
     def _states_of(self, group: dict[str, Any] | None, params: list[Any], names: list[str]) -> list[ParamState]:
         """The kept :class:`ParamState` of each parameter; a new parameter's accumulators
@@ -422,10 +335,9 @@ class AdamWDL(AdamW):
         get = (lambda key: getattr(self, "_" + key)) if group is None else (
             lambda key: group.get(key, self._default_dict[key]))
         beta1, beta2 = get("beta1"), get("beta2")
-        coeff = self._weight_decay if group is None else group.get("weight_decay", self._default_dict["weight_decay"])
         return AdamSettings(
-            beta1, beta2, _beta_value(beta1, dygraph), _beta_value(beta2, dygraph), get("epsilon"),
-            get("lazy_mode"), self._amsgrad, None if dygraph else self._get_auxiliary_var("found_inf"), dygraph, coeff,
+            beta1, beta2, _beta_value(beta1, dygraph), _beta_value(beta2, dygraph), get("epsilon"), get("lazy_mode"),
+            self._amsgrad, None if dygraph else self._get_auxiliary_var("found_inf"), dygraph, get("weight_decay"),
         )
 
     def _global_lr_tensor(self) -> Any:
@@ -508,34 +420,22 @@ class AdamWDL(AdamW):
             self._pass.settings = self._group_settings(None)  # the group's betas, epsilon, decay, lazy mode
         return selected
 
-    _append_optimize_op = append_optimize_op  # (per_parameter.py: the per-parameter path in one module)
+    # per_parameter.py: the per-parameter path in one module
+    _append_optimize_op = append_optimize_op
+    _append_decoupled_weight_decay = append_decoupled_weight_decay
 
     def _open_pass(self) -> ParameterPass:
         """A pass for an update outside one (a subclass's own call), kept until the next pass ends."""
         self._pass = self._new_pass()
         return self._pass
 
-    def _append_decoupled_weight_decay(
-        self, block: Any, param_and_grad: Any, lr_scale: LrScale | None = None, *, decays: bool | None = None
-    ) -> Any:
-        r"""The separate decay op: ``target *= 1 - lr * lr_scale * coeff`` on the master
-        weight (``multi_precision``) or the parameter, if it ``decays`` (default:
-        ``apply_decay_param_fun``'s answer); ``lr_scale`` defaults to :math:`s_p`. The
-        factor is made once per lr tensor and pass (``_lr_to_coeff``)."""
-        if isinstance(param_and_grad, dict):
-            param_and_grad = self._update_param_group(param_and_grad)
-        param = param_and_grad[0]
-        if not (self._decays_now(param) if decays is None else decays):
-            return None
-        update = self._pass or self._open_pass()
+    def _decay_target(self, param: Any) -> Any:
+        """What the separate decay op multiplies: the float32 master weight or the parameter
+        (without a kept state, in a program or outside an update, no accumulators needed)."""
         state = self._param_states.get(param.name)
         if state is not None:
-            target = state.decay_target(param)
-        else:  # in a program, or outside an update: no accumulators needed
-            target = self._master_weights[param.name] if self._uses_master(param) else param
-        if lr_scale is None:
-            lr_scale = base_scale_of(lr_attributes(param))
-        return decoupled_decay(block, target, update.decay_factor(update.lr(lr_scale)))
+            return state.decay_target(param)
+        return self._master_weights[param.name] if self._uses_master(param) else param
 
     # ---------------------------------------------------------- layer ratios
     def _active_ratio_cache(self) -> RatioCache | None:
@@ -628,11 +528,6 @@ class AdamWDL(AdamW):
         if self._scheduled_decay is not None:
             self._coeff = self._scheduled_decay.coefficient()
 
-    def _finish_scheduled_step(self) -> None:
-        """Advance the schedule, if there is one, after a step that was no AMP overflow."""
-        if self._scheduled_decay is not None and self._scheduled_decay.finish_step(self._get_auxiliary_var("found_inf")):
-            self._sync_weight_decay()
-
     def _refuse_schedule_outside_dygraph(self) -> None:
         if self._scheduled_decay is not None:
             self._scheduled_decay.refuse_outside_dygraph()
@@ -654,13 +549,8 @@ class AdamWDL(AdamW):
             >>> list(opt.state_dict()["structured_names"].values())
             ['0.weight', '0.bias']
         """
-        state = super().state_dict()
-        if any(key not in ("LR_Scheduler", WEIGHT_DECAY_SCHEDULE_KEY) for key in state):
-            # with no parameter state an entry would make AdamW expect some (it asserts then)
-            state[STRUCTURED_NAMES_KEY] = structured_names_record(self._listed_parameters(), self.name_dict)
-        if self._scheduled_decay is not None:
-            state[WEIGHT_DECAY_SCHEDULE_KEY] = self._scheduled_decay.schedule.state_dict()
-        return state
+        return with_extra_entries(super().state_dict(), self._listed_parameters(), self.name_dict,
+                                  self.weight_decay_schedule)
 
     def set_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Load a state dict of ``AdamWDL`` or ``paddle.optimizer.AdamW``, matched to the
@@ -714,6 +604,82 @@ class AdamWDL(AdamW):
             self, [p for p in self._listed_parameters() if not p.stop_gradient], weight_decays=coeffs,
             update_scale=self._update_scale, decays=self._decays, cached_ratio=None if cache is None else cache.ratio,
         )
+
+
+# As torch/optim/adamw.py: the reference (formula, arguments, example) set apart from the code.
+AdamWDL.__doc__ = r"""AdamW with layer-wise learning-rate decay and exact decoupled weight decay.
+
+For a parameter :math:`p` with gradient :math:`g` at step :math:`t`, with
+:math:`\eta` the global learning rate, :math:`s_p` its lr factor
+``p.optimize_attr['learning_rate']``, :math:`r_p` the ratio
+``set_param_lr_fun(p)``, :math:`\lambda` the weight decay and
+:math:`\eta_p = \eta\, s_p`:
+
+.. math::
+
+    p &\leftarrow p\,(1 - \eta_p \lambda)
+        \qquad\text{(for a parameter that decays)}\\
+    m &\leftarrow \beta_1 m + (1-\beta_1)\, g, \qquad
+    v \leftarrow \beta_2 v + (1-\beta_2)\, g^2\\
+    p &\leftarrow p - \eta_p r_p\,\frac{\sqrt{1-\beta_2^t}}{1-\beta_1^t}\,
+        \frac{m}{\sqrt{v} + \epsilon\sqrt{1-\beta_2^t}}
+
+A parameter decays where ``apply_decay_param_fun(p.name)`` is true (all without one).
+With ``set_param_lr_fun=None`` the numbers are ``paddle.optimizer.AdamW``'s,
+bit for bit. How the ratios are asked and cached, the update paths, the
+multi-tensor step and the checks are described in :doc:`/adamwdl`.
+
+Args:
+    learning_rate (float|LRScheduler): :math:`\eta`. Default 0.001.
+    beta1, beta2, epsilon (float|Tensor): as in Adam. Defaults 0.9, 0.999, 1e-8.
+    parameters (list|None): parameters, or parameter-group dicts (keys
+        ``params``, ``learning_rate`` (a factor of :math:`\eta`),
+        ``weight_decay``/``coeff``, ``beta1``, ``beta2``, ``epsilon``,
+        ``lazy_mode``, ``grad_clip``). Required in dygraph mode.
+    weight_decay (float|Tensor|WeightDecaySchedule): :math:`\lambda`, or a
+        schedule of it (:doc:`/weight_decay`). Default 0.01.
+    apply_decay_param_fun (Callable[[str], bool]|None): decay only the
+        parameters whose name it accepts. Default None (all).
+    grad_clip (GradientClipBase|None): gradient clipping. Default None.
+    lazy_mode (bool): sparse gradients update only their rows' moments. Default False.
+    multi_precision (bool): float32 master weights for float16/bfloat16. Default False.
+    layerwise_decay (float|Tensor): the ratio between adjacent layers. Default 1.0.
+    n_layers (int): the number of encoder layers. Default 12.
+    set_param_lr_fun (Callable|None): ``fn(layerwise_decay, name_dict,
+        n_layers, param)`` giving :math:`r_p` (or None after editing
+        ``optimize_attr``). Default :func:`~paddle_llrd.layerwise_lr_decay`.
+    name_dict (dict|None): ``{param.name: structured name}``.
+    name (str|None): prefix of the accumulator names.
+    amsgrad (bool): keyword only; AMSGrad. Default False.
+    use_multi_tensor (bool|None): keyword only; None/True: one kernel call
+        per group of like parameters where that applies
+        (:ref:`adamwdl-multi-tensor`); False: one call per parameter.
+    num_threads (int|None): keyword only; threads of the multi-tensor
+        step's CPU kernels. None: ``PADDLE_LLRD_NUM_THREADS``, else the
+        usable cores divided among the local ranks.
+
+Raises:
+    TypeError, ValueError: an argument (or a group's) of the wrong type or out of
+        range, named; at a step, a ratio that is no finite number >= 0, before any
+        parameter changes (the cases: :doc:`/adamwdl`).
+    KeyError: a trainable parameter is missing from ``name_dict`` (default function).
+
+Examples:
+    >>> import paddle
+    >>> from paddle_llrd import AdamWDL
+    >>> from paddle_llrd.models.tiny_bert import (
+    ...     TinyBertConfig, TinyBertForSequenceClassification)
+    >>> model = TinyBertForSequenceClassification(TinyBertConfig(num_hidden_layers=2))
+    >>> opt = AdamWDL(learning_rate=1e-3, parameters=model.parameters(),
+    ...               weight_decay=0.01, layerwise_decay=0.8, n_layers=2,
+    ...               name_dict={p.name: n for n, p in model.named_parameters()},
+    ...               apply_decay_param_fun=lambda n: not n.endswith(".b_0"))
+    >>> loss = paddle.nn.functional.cross_entropy(
+    ...     model(paddle.randint(0, 100, [8, 16])), paddle.randint(0, 2, [8]))
+    >>> loss.backward()
+    >>> opt.step()
+    >>> opt.clear_grad()
+"""
 
 
 _SETTINGS_FIELDS = (("beta1", "beta1"), ("beta2", "beta2"), ("epsilon", "epsilon"), ("coeff", "weight_decay"))
@@ -777,13 +743,32 @@ def _refusal(batches: Sequence[UpdateBatch], flat: FlatState | None, *, dygraph:
     return flat.refusal(batches, views_held=views_held)
 
 
-def _batches_hold(kept: Sequence[UpdateBatch], listed: Sequence[tuple[Any, list[Any]]],
-                 decay_rule: Callable[[str], Any] | None) -> tuple[bool, dict[str, bool]]:
-    """Whether the batches ``kept`` from the last update hold for ``listed`` (``(group,
-    parameters)`` per parameter group): the very parameters, every one trained, their lr
+def _kept_batches(kept: list[UpdateBatch], listed: Sequence[tuple[Any, list[Any]]],
+                  decay_rule: Callable[[str], Any] | None, flat: FlatState | None
+                  ) -> tuple[list[UpdateBatch] | None, bool, dict[str, bool]]:
+    """``(batches, views_held, answers)``: the batches ``kept`` from the last update where
+    they still hold for ``listed`` (``(group, parameters)`` per parameter group), else None
+    and ``AdamWDL._collect`` builds them; ``views_held``: the flat banks hold them, their
+    views checked (which also finds every gradient there); ``answers``: where a decay
+    answer changed, those asked so far, by name, for the collection to reuse.
+
+    They hold with the very parameters, every one trained and with a gradient, their lr
     factors and decay answers unchanged. A ``decay_rule`` not pure in the name is asked
-    now, once per parameter, as AdamW asks at every update; where an answer changed, the
-    second item holds the answers asked so far, by name, for the next collection to reuse.
+    now, once per parameter, as AdamW asks at every update.
+    """
+    holds, answers = _batches_hold(kept, listed, decay_rule)
+    if not holds:
+        return None, False, answers
+    if flat is not None and flat.holds(kept):
+        return kept, True, answers
+    everything = chain.from_iterable(params for _, params in listed)
+    return (kept if all(map(is_not, map(_GRAD_OF, everything), repeat(None))) else None), False, answers
+
+
+def _batches_hold(kept: Sequence[UpdateBatch], listed: Sequence[tuple[Any, list[Any]]],
+                  decay_rule: Callable[[str], Any] | None) -> tuple[bool, dict[str, bool]]:
+    """Whether ``kept`` holds for ``listed`` but for the gradients (:func:`_kept_batches`),
+    and the decay answers asked so far where one changed.
 
     By C-level passes that build no list: right after a backward, the first large
     request has glibc sort the chunks the backward freed (docs/benchmarks.rst), work

@@ -49,13 +49,18 @@ from typing import Any
 
 from ..warning_classes import CheckpointMatchWarning, stacklevel_outside_package
 
-__all__ = ["MASTER_WEIGHTS_KEY", "STRUCTURED_NAMES_KEY", "has_saved_state", "matched_state_dict", "saved_parameter_names",
+__all__ = ["EXTRA_STATE_KEYS", "MASTER_WEIGHTS_KEY", "STRUCTURED_NAMES_KEY", "WEIGHT_DECAY_SCHEDULE_KEY",
+           "with_extra_entries", "has_saved_state", "matched_state_dict", "saved_parameter_names",
            "structured_names_record"]
 
 # The entry of Paddle's state dict that maps parameter names to float32 master weights.
 MASTER_WEIGHTS_KEY = "master_weights"
 # The entry of AdamWDL's state dict that maps each parameter's Paddle name to its structured name (or None).
 STRUCTURED_NAMES_KEY = "structured_names"
+# The entry of AdamWDL's state_dict() that holds its weight-decay schedule's state.
+WEIGHT_DECAY_SCHEDULE_KEY = "weight_decay_schedule"
+# The entries of AdamWDL's state_dict() beyond paddle.optimizer.AdamW's, none of them a Tensor.
+EXTRA_STATE_KEYS = (WEIGHT_DECAY_SCHEDULE_KEY, STRUCTURED_NAMES_KEY)
 # Paddle names a float16/bfloat16 parameter's float32 master weight
 # `<param name>_fp32_master_<n>`, and under multi_precision its moments after it.
 _MASTER_WEIGHT_NAME = re.compile(r"^(?P<param>.+)_fp32_master_\d+$")
@@ -135,6 +140,19 @@ def structured_names_record(parameters: Iterable[Any], name_dict: Mapping[str, s
     """
     names = name_dict or {}
     return {param.name: (str(names[param.name]) if param.name in names else None) for param in parameters}
+
+
+def with_extra_entries(state: dict[str, Any], parameters: Iterable[Any], name_dict: Mapping[str, str] | None,
+                       schedule: Any = None) -> dict[str, Any]:
+    """``state``, a ``paddle.optimizer.AdamW.state_dict()``, with AdamWDL's entries added:
+    :data:`STRUCTURED_NAMES_KEY` (:func:`structured_names_record`) where it holds parameter
+    state (with none, the entry would make AdamW expect some, and assert), and a weight-decay
+    ``schedule``'s position (:data:`WEIGHT_DECAY_SCHEDULE_KEY`)."""
+    if any(key not in ("LR_Scheduler", WEIGHT_DECAY_SCHEDULE_KEY) for key in state):
+        state[STRUCTURED_NAMES_KEY] = structured_names_record(parameters, name_dict)
+    if schedule is not None:
+        state[WEIGHT_DECAY_SCHEDULE_KEY] = schedule.state_dict()
+    return state
 
 
 def _checked_record(record: Any, owner: str) -> Mapping[str, str | None] | None:

@@ -6,9 +6,11 @@ parameter; it hands :func:`update_parameter` the parameter, its gradient and
 the :class:`ParameterPass` the optimizer opened for the pass, which holds
 everything the updates of one pass share (asked before the first update).
 The rule that decides between the decay fused into the ``adamw`` kernel and
-the separate decay op (:func:`decay_route`) is written here once; the
-multi-tensor step (:mod:`~paddle_llrd.optim.multi_tensor`) applies it per
-kernel group. The kernels are :mod:`~paddle_llrd.optim.kernels`.
+the separate decay op (:func:`decay_route`) is written here once, and so is
+that op (:func:`append_decoupled_weight_decay`, the optimizer's
+``_append_decoupled_weight_decay``); the multi-tensor step
+(:mod:`~paddle_llrd.optim.multi_tensor`) applies the rule per kernel group.
+The kernels are :mod:`~paddle_llrd.optim.kernels`.
 """
 from __future__ import annotations
 
@@ -21,14 +23,14 @@ from paddle import pir
 from paddle.base import core, framework
 
 from ..checks import is_real_number
-from .kernels import adamw_kernel, adamw_update, decay_factor, is_tensor
+from .kernels import adamw_kernel, adamw_update, decay_factor, decoupled_decay, is_tensor
 from .param_state import ParamState
-from .ratios import LrScale
+from .ratios import LrScale, base_scale_of, lr_attributes
 from .update_batch import AdamSettings
 
 __all__ = [
     "FUSED_RATIO_RANGE", "ParameterPass", "Route", "decay_route", "decay_scale", "densify",
-    "append_optimize_op", "fused_decay_coeff", "is_static_sparse", "update_parameter",
+    "append_decoupled_weight_decay", "append_optimize_op", "fused_decay_coeff", "is_static_sparse", "update_parameter",
 ]
 
 # A fused update folds the ratio into the kernel's decay coefficient
@@ -240,9 +242,37 @@ def append_optimize_op(optimizer: Any, block: Any, param_and_grad: Any) -> Any:
     ``_append_decoupled_weight_decay`` and its ``_lr_to_coeff`` cache, and float16/bfloat16
     parameters take their master weights under ``multi_precision``.
     """
+    param_and_grad = _selected(optimizer, param_and_grad)
+    return update_parameter(_current_pass(optimizer), block, *param_and_grad)
+
+
+def append_decoupled_weight_decay(
+    optimizer: Any, block: Any, param_and_grad: Any, lr_scale: LrScale | None = None, *, decays: bool | None = None
+) -> Any:
+    r"""``AdamWDL._append_decoupled_weight_decay``, the separate decay op: ``target *= 1 -
+    lr * lr_scale * coeff`` on the master weight (``multi_precision``) or the parameter, if
+    it ``decays`` (default: ``apply_decay_param_fun``'s answer); ``lr_scale`` defaults to
+    :math:`s_p`. The factor is made once per lr tensor and pass (``_lr_to_coeff``).
+    """
+    param = _selected(optimizer, param_and_grad)[0]
+    if not (optimizer._decays_now(param) if decays is None else decays):
+        return None
+    update = _current_pass(optimizer)
+    if lr_scale is None:
+        lr_scale = base_scale_of(lr_attributes(param))
+    return decoupled_decay(block, optimizer._decay_target(param), update.decay_factor(update.lr(lr_scale)))
+
+
+def _selected(optimizer: Any, param_and_grad: Any) -> Any:
+    """``(param, grad)``; a grouped pass's dict selects its group's settings in the optimizer first."""
     if isinstance(param_and_grad, dict):
-        param_and_grad = optimizer._update_param_group(param_and_grad)
-    return update_parameter(optimizer._pass or optimizer._open_pass(), block, *param_and_grad)
+        return optimizer._update_param_group(param_and_grad)
+    return param_and_grad
+
+
+def _current_pass(optimizer: Any) -> ParameterPass:
+    """The pass under way, or one opened for an update outside one (a subclass's own call)."""
+    return optimizer._pass or optimizer._open_pass()
 
 
 def update_parameter(update: ParameterPass, block: Any, param: Any, grad: Any) -> Any:
