@@ -246,6 +246,7 @@ class AdamWDL(AdamW):
             self._last_update_path = UpdatePath("per_parameter", "not a dygraph step")
             return super().step()
         listed = self._listed_groups()
+        # (under multi_precision, _collect refits the states of parameters cast since the last step)
         kept, views_held, answers = (None, False, {}) if self._batches is None or self._multi_precision else (
             _kept_batches(self._batches, listed, self._apply_decay_param_fun, self._flat))
         groups = [(group, _trained(params)) for group, params in listed] if kept is None else [

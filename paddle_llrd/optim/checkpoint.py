@@ -14,8 +14,9 @@ without a word.
 
 So AdamWDL's ``state_dict()`` records the structured name of each of its
 parameters (from ``name_dict``; None where it has none) under
-:data:`STRUCTURED_NAMES_KEY`, an entry ``paddle.optimizer.AdamW`` ignores,
-and :func:`matched_state_dict` matches a checkpoint to the parameters before
+:data:`STRUCTURED_NAMES_KEY`, an entry ``paddle.optimizer.AdamW`` ignores
+(:func:`with_extra_entries`, which also adds a weight-decay schedule's
+position), and :func:`matched_state_dict` matches a checkpoint to the parameters before
 anything is loaded:
 
 * by structured name where the checkpoint and the optimizer both know it
