@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ..checks import is_non_negative_number, is_real_number
 from .adamwdl import AdamWDL
 from .optimizer_checks import checks_named
-from .ratios import RatioCache, is_pure_in_name
+from .ratios import is_pure_in_name
 
 if TYPE_CHECKING:
     from paddle import Tensor
@@ -171,9 +171,7 @@ class AdamW(AdamWDL):
         self._use_lowprecision_moment = use_lowprecision_moment  # read by Paddle's _add_moments_pows
         self._lr_ratio = lr_ratio
         if lr_ratio is not None:
-            self.set_param_lr_fun = CheckedLrRatio(lr_ratio)
-            if self.set_param_lr_fun.pure_in_name:
-                self._ratio_cache = RatioCache.asked_of(self.set_param_lr_fun, self._listed_parameters())
+            self.set_param_lr_fun = CheckedLrRatio(lr_ratio)  # (cached where it declares pure_in_name)
 
     def _add_param_group(self, param_group: dict[str, Any]) -> None:
         with checks_named("AdamW"):  # a group added later is refused naming AdamW too

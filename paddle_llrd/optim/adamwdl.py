@@ -13,9 +13,8 @@ programs, ``to_static`` and fleet's wrappers too).
 """
 from __future__ import annotations
 
-import contextlib
 import functools
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from itertools import chain, compress, count, repeat
 from operator import and_, attrgetter, is_, is_not, itemgetter, ne, not_, truth
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -42,9 +41,7 @@ from .optimizer_checks import (
 from .param_lr_rows import ParamLrRow, param_lr_rows
 from .param_state import ParamState, initial_beta_pow, refit_states
 from .per_parameter import ParameterPass, append_decoupled_weight_decay, append_optimize_op
-from .ratios import (
-    LrScale, RatioCache, is_pure_in_name, lr_attributes, resolve_update_scales, update_scale,
-)
+from .ratios import LayerRatios, LrScale, is_pure_in_name, lr_attributes, resolve_update_scales
 from .scheduled_decay import ScheduledDecay
 from .clipping import flat_clip_refusal
 from .update_batch import MULTI_TENSOR, AdamSettings, UpdateBatch, UpdatePath
@@ -100,18 +97,15 @@ class AdamWDL(AdamW):
             n_layers=n_layers, set_param_lr_fun=set_param_lr_fun, name_dict=name_dict, use_multi_tensor=use_multi_tensor,
         )
         flat = FlatState(num_threads)  # (checks num_threads, whichever path)
-        # Paddle's constructor adds the parameter groups (_add_param_group),
-        # which notes the groups that follow the schedule.
-        self._scheduled_decay: ScheduledDecay | None = None
-        if isinstance(weight_decay, WeightDecaySchedule):
-            self._scheduled_decay = ScheduledDecay(weight_decay)
-            weight_decay = weight_decay()
+        schedule = weight_decay if isinstance(weight_decay, WeightDecaySchedule) else None
+        # before Paddle's constructor adds the parameter groups, noting those that follow the schedule
+        self._scheduled_decay = ScheduledDecay(schedule)
         super().__init__(
             learning_rate=learning_rate, beta1=beta1, beta2=beta2, epsilon=epsilon, parameters=parameters,
-            weight_decay=weight_decay, apply_decay_param_fun=apply_decay_param_fun, grad_clip=grad_clip,
+            weight_decay=weight_decay if schedule is None else schedule(),
+            apply_decay_param_fun=apply_decay_param_fun, grad_clip=grad_clip,
             lazy_mode=lazy_mode, multi_precision=multi_precision, amsgrad=amsgrad, name=name,
         )
-        self._ratio_function = set_param_lr_fun
         self._pass: ParameterPass | None = None  # the per-parameter pass under way
         # Per parameter name, the state its dygraph updates reuse; emptied by set_state_dict.
         self._param_states: dict[str, ParamState] = {}
@@ -122,48 +116,46 @@ class AdamWDL(AdamW):
         self._params_name: dict[str, None] = {}  # ordered set, for a stable str()
         for param in self._listed_parameters():
             self._decays(param)
-        self._bind_ratio_function((layerwise_decay, name_dict, n_layers))
-        if self._scheduled_decay is not None:
-            claim_schedule(self._scheduled_decay.schedule, self)  # last: a failed constructor claims nothing
+        self._use_ratios(LayerRatios.bound(set_param_lr_fun, (layerwise_decay, name_dict, n_layers),
+                                           self._listed_parameters()))
+        if schedule is not None:
+            claim_schedule(schedule, self)  # last: a failed constructor claims nothing
 
     def __str__(self) -> str:
         return "Weight Decay, params: " + ",".join(self._params_name)
 
     # ------------------------------------------------------- layer-wise decay
-    def _bind_ratio_function(self, layerwise: tuple[Any, Any, Any]) -> None:
-        """``set_param_lr_fun`` bound to ``layerwise`` (``(layerwise_decay, name_dict,
-        n_layers)``); the ratios of a function pure in the name (with a float decay) are
-        cached and asked of every trained parameter first, so that a bad one is refused
-        before anything changes."""
-        fun = self._ratio_function
-        bound = None if fun is None else functools.partial(fun, *layerwise)
-        pure = is_pure_in_name(fun) and isinstance(layerwise[0], float)
-        cache = RatioCache.asked_of(bound, self._listed_parameters()) if pure else None
-        self._layerwise, self.set_param_lr_fun, self._ratio_cache = layerwise, bound, cache
-        self._batches = None  # (their ratios)
+    def _use_ratios(self, ratios: LayerRatios) -> None:
+        # The kept batches and the flat kernel groups hold the replaced ratios.
+        self._ratios, self._batches = ratios, None
         if getattr(self, "_flat", None) is not None:
-            self._flat.invalidate()  # the kernel groups follow the ratios
+            self._flat.invalidate()
 
     def _set_layerwise(self, index: int, value: Any) -> None:
-        settings = list(self._layerwise)
+        settings = list(self._ratios.settings)
         settings[index] = value
         decay, name_dict, n_layers = settings
-        check_layerwise_arguments(decay, n_layers, self._ratio_function, name_dict)  # before anything changes
-        self._bind_ratio_function(tuple(settings))
+        check_layerwise_arguments(decay, n_layers, self._ratios.unbound, name_dict)  # before anything changes
+        self._use_ratios(LayerRatios.bound(self._ratios.unbound, settings, self._listed_parameters()))
 
     # Assignable: the next update follows (ratios recomputed, checked first).
-    layerwise_decay = property(lambda self: self._layerwise[0], lambda self, v: self._set_layerwise(0, v),
+    layerwise_decay = property(lambda self: self._ratios.settings[0], lambda self, v: self._set_layerwise(0, v),
                                doc="The ratio between adjacent layers; assigning it re-asks the ratios.")
-    name_dict = property(lambda self: self._layerwise[1], lambda self, v: self._set_layerwise(1, v),
+    name_dict = property(lambda self: self._ratios.settings[1], lambda self, v: self._set_layerwise(1, v),
                          doc="``{param.name: structured name}``; assigning it re-asks the ratios.")
-    n_layers = property(lambda self: self._layerwise[2], lambda self, v: self._set_layerwise(2, v),
+    n_layers = property(lambda self: self._ratios.settings[2], lambda self, v: self._set_layerwise(2, v),
                         doc="The number of blocks; assigning it re-asks the ratios.")
+    set_param_lr_fun = property(
+        lambda self: self._ratios.fun,
+        lambda self, fun: self._use_ratios(self._ratios.replaced(fun, self._listed_parameters())),
+        doc="The ratio function the updates ask, ``fn(param) -> ratio`` (``set_param_lr_fun`` bound to the "
+            "layer settings); another one assigned is followed from the next update.")
 
     # --------------------------------------------------------------- accessors
     @property
     def weight_decay_schedule(self) -> WeightDecaySchedule | None:
         """The :class:`~paddle_llrd.WeightDecaySchedule` given as ``weight_decay``, or None."""
-        return None if self._scheduled_decay is None else self._scheduled_decay.schedule
+        return self._scheduled_decay.schedule
 
     @property
     def last_update_path(self) -> UpdatePath | None:
@@ -223,7 +215,7 @@ class AdamWDL(AdamW):
         group_with_weight_decay(param_group)  # PaddleNLP's `coeff`
         follows_schedule = "weight_decay" not in param_group
         super()._add_param_group(param_group)
-        if follows_schedule and self._scheduled_decay is not None:
+        if follows_schedule:
             self._scheduled_decay.follow(param_group)
 
     # ------------------------------------------------------------ the step
@@ -271,7 +263,8 @@ class AdamWDL(AdamW):
             batch._replace(settings=self._group_settings(group)) for (group, _), batch in zip(groups, kept)]
         self._batches = batches
         global_lr = self._global_lr_tensor()  # (set up first, as Paddle's pass does)
-        path = choose_update_path(batches, self._flat, dygraph=True, overflow=self._overflow_step(),
+        overflow = self._overflow_step()
+        path = choose_update_path(batches, self._flat, dygraph=True, overflow=overflow,
                                   given_gradients=given_gradients, views_held=views_held)
         self._last_update_path = path
         result = None
@@ -283,8 +276,7 @@ class AdamWDL(AdamW):
                 result = paddle_pass()
             finally:
                 self._pass = None
-        schedule = self._scheduled_decay
-        if schedule is not None and schedule.finish_step(self._get_auxiliary_var("found_inf")):  # (not on an overflow)
+        if self._scheduled_decay.schedule is not None and self._scheduled_decay.finish_step(overflow):
             self._sync_weight_decay()
         return result
 
@@ -294,7 +286,7 @@ class AdamWDL(AdamW):
         gradient): the ratios asked first (a bad one changes nothing), states fitted to casts,
         the accumulators of new parameters made, then one :class:`UpdateBatch` each."""
         everything = [param for _, params in groups for param in params]
-        cache = self._active_ratio_cache()
+        cache = self._ratios.cache
         if cache is not None:
             cache.ask(everything)
         if self._multi_precision and self._param_states:
@@ -361,7 +353,7 @@ class AdamWDL(AdamW):
         """As ``paddle.optimizer.AdamW.minimize``; refused in a static program with a
         weight-decay schedule (``NotImplementedError``) or parameter groups
         (``TypeError``), before anything is added to it."""
-        self._refuse_schedule_outside_dygraph()
+        self._scheduled_decay.refuse_outside_dygraph()
         refuse_groups_in_program(self._grouped())
         return super().minimize(loss, startup_program=startup_program, parameters=parameters, no_grad_set=no_grad_set)
 
@@ -375,7 +367,7 @@ class AdamWDL(AdamW):
             given_gradients = _foreign_gradients(params_grads)
             return self._update([(None, _updated(params_grads))], apply, given_gradients=given_gradients)
         self._last_update_path = UpdatePath("per_parameter", "not a dygraph step")
-        self._refuse_schedule_outside_dygraph()
+        self._scheduled_decay.refuse_outside_dygraph()
         return apply()
 
     # Paddle builds a pass with one of these two, by IR (dygraph uses the first).
@@ -389,10 +381,10 @@ class AdamWDL(AdamW):
         """Paddle's pass, which calls :meth:`_append_optimize_op` per parameter, in the
         :class:`ParameterPass` a dygraph update opened, else in one opened here (the
         ratios and decay rule asked before anything changes) until it ends."""
-        self._refuse_schedule_outside_dygraph()  # (apply_gradients and a to_static graph skip minimize())
         if self._pass is not None:  # opened by _update for the whole step: this group's part of it
             self._pass.next_group()
             return create_pass(parameters_and_grads, param_group_idx=param_group_idx)
+        self._scheduled_decay.refuse_outside_dygraph()  # (apply_gradients and a to_static graph skip minimize())
         pairs = parameters_and_grads["params"] if isinstance(parameters_and_grads, dict) else parameters_and_grads
         self._pass = self._new_pass(update_scales=self._asked_scales(_updated(pairs)))
         try:
@@ -405,12 +397,10 @@ class AdamWDL(AdamW):
         """A :class:`ParameterPass`, with what ``batches`` asked already."""
         if batches and update_scales is None:
             update_scales = self._asked_scales([param for batch in batches for param in batch.params])
-        cache = self._active_ratio_cache()
         return ParameterPass(
-            self._global_learning_rate, self._group_settings(None), ask=self._update_scale,
-            ask_decays=self._decays_now, state_of=self._state_for_update,
-            decay_op=self._append_decoupled_weight_decay, update_scales=update_scales,
-            cached_ratios=None if cache is None else cache.ratios, with_ratio=self._decay_with_ratio,
+            self._global_learning_rate, self._group_settings(None), ratios=self._ratios,
+            ask_decays=self._decays_now, state_of=self._state_for_update, decay_op=self._append_decoupled_weight_decay,
+            update_scales=update_scales, with_ratio=self._decay_with_ratio,
             decay_answers={p.name: d for batch in batches for p, d in zip(batch.params, batch.decays)},
             states={p.name: s for batch in batches for p, s in zip(batch.params, batch.states)},
         )
@@ -439,17 +429,6 @@ class AdamWDL(AdamW):
         return self._master_weights[param.name] if self._uses_master(param) else param
 
     # ---------------------------------------------------------- layer ratios
-    def _active_ratio_cache(self) -> RatioCache | None:
-        """The cache of a ratio function pure in the name, unless ``set_param_lr_fun`` was replaced since."""
-        cache = self._ratio_cache
-        if cache is None or self.set_param_lr_fun is not cache.fun:
-            return None
-        return cache
-
-    def _update_scale(self, param: Any, optimize_attr: dict[str, Any] | None, base_scale: LrScale) -> LrScale:
-        """:math:`s_p r_p`, the lr factor of the parameter's Adam step (``base_scale`` is :math:`s_p`)."""
-        return update_scale(self.set_param_lr_fun, self._active_ratio_cache(), param, optimize_attr, base_scale)
-
     def _asked_scales(self, params: list[Any]) -> dict[str, LrScale]:
         """``set_param_lr_fun`` asked about every parameter before any update (nothing on a
         dygraph AMP overflow step, so that a function is called once per update)."""
@@ -457,7 +436,7 @@ class AdamWDL(AdamW):
             return {}
         if self._multi_precision and self._param_states and framework.in_dygraph_mode():
             self._refit_states(params)
-        cache = self._active_ratio_cache()
+        cache = self._ratios.cache
         if self.set_param_lr_fun is None or (cache is not None and all(p.name in cache.ratios for p in params)):
             return {}  # (the updates read the cache)
         return resolve_update_scales(self.set_param_lr_fun, cache, params)
@@ -504,34 +483,25 @@ class AdamWDL(AdamW):
                      accumulators=self._accumulators)
 
     def _add_moments_pows(self, p: Any) -> None:
-        with self._accumulators_as_started(p):  # a parameter new to the checkpoint, Tensor betas
-            return super()._add_moments_pows(p)
-
-    @contextlib.contextmanager
-    def _accumulators_as_started(self, param: Any) -> Iterator[None]:
-        """While Paddle creates ``param``'s accumulators, start them as an uninterrupted run
-        would: with no loaded state for a parameter the loaded checkpoint has none of (it
-        was frozen then; Paddle would assert, the uninterrupted run starts its moments at
-        zero), and with beta powers at a Tensor beta's value (Paddle 3.3.1 starts them at
-        0.9/0.999)."""
+        """Paddle's accumulators of ``p``, started as an uninterrupted run starts them: with no
+        loaded state for a parameter the loaded checkpoint has none of (it was frozen then;
+        Paddle would assert, the uninterrupted run starts its moments at zero), and with beta
+        powers at a Tensor beta's value (Paddle 3.3.1 starts them at 0.9/0.999)."""
         holder, beta1, beta2 = self._accumulators_holder, self._beta1, self._beta2
-        if holder and not has_saved_state(holder, param.name):
+        if holder and not has_saved_state(holder, p.name):
             self._accumulators_holder = {}
         self._beta1, self._beta2 = initial_beta_pow(beta1), initial_beta_pow(beta2)
         try:
-            yield
+            super()._add_moments_pows(p)
         finally:
             self._accumulators_holder, self._beta1, self._beta2 = holder, beta1, beta2
 
     # ------------------------------------------------ the weight-decay schedule
     def _sync_weight_decay(self) -> None:
-        """Set the coefficient of the next step from the schedule, if there is one."""
-        if self._scheduled_decay is not None:
+        """Set the coefficient of the next step from the schedule, if there is one (asked here:
+        a step without one enters no other module for it)."""
+        if self._scheduled_decay.schedule is not None:
             self._coeff = self._scheduled_decay.coefficient()
-
-    def _refuse_schedule_outside_dygraph(self) -> None:
-        if self._scheduled_decay is not None:
-            self._scheduled_decay.refuse_outside_dygraph()
 
     # ------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict[str, Any]:
@@ -567,8 +537,6 @@ class AdamWDL(AdamW):
             self._flat.invalidate()  # laid out afresh from the loaded state at the next step
         schedule_state = state_dict.get(WEIGHT_DECAY_SCHEDULE_KEY)
         state_dict = {k: v for k, v in state_dict.items() if k != WEIGHT_DECAY_SCHEDULE_KEY}
-        if self._scheduled_decay is None:
-            return super().set_state_dict(state_dict)
         self._scheduled_decay.load(schedule_state, lambda: super(AdamWDL, self).set_state_dict(state_dict),
                                    WEIGHT_DECAY_SCHEDULE_KEY)
         self._sync_weight_decay()
@@ -599,12 +567,9 @@ class AdamWDL(AdamW):
             [(1.0, 0.1, 0.01), (1.0, 0.1, 0.01)]
         """
         self._sync_weight_decay()
-        cache = self._active_ratio_cache()
         coeffs = {id(p): self._group_settings(group).coeff for group, params in self._listed_groups() for p in params}
-        return param_lr_rows(
-            self, [p for p in self._listed_parameters() if not p.stop_gradient], weight_decays=coeffs,
-            update_scale=self._update_scale, decays=self._decays, cached_ratio=None if cache is None else cache.ratio,
-        )
+        return param_lr_rows(self, [p for p in self._listed_parameters() if not p.stop_gradient],
+                             weight_decays=coeffs, ratios=self._ratios, decays=self._decays)
 
 
 # As torch/optim/adamw.py: the reference (formula, arguments, example) set apart from the code.

@@ -5,7 +5,7 @@ import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from .ratios import base_scale_of, lr_attributes
+from .ratios import LayerRatios, base_scale_of, lr_attributes
 
 
 class ParamLrRow(NamedTuple):
@@ -32,26 +32,25 @@ def param_lr_rows(
     params: list[Any],
     *,
     weight_decays: dict[int, Any],
-    update_scale: Callable[[Any, Any, Any], Any],
+    ratios: LayerRatios,
     decays: Callable[[Any], bool],
-    cached_ratio: Callable[[Any], float] | None,
 ) -> list[ParamLrRow]:
     """:meth:`AdamWDL.param_lr_table <paddle_llrd.AdamWDL.param_lr_table>` of ``optimizer``
     (its public lr, ``name_dict``, ``n_layers`` and ``set_param_lr_fun``) for ``params``:
-    ``weight_decays`` by id of the parameter, ``update_scale(param, optimize_attr, s_p)``
-    :math:`s_p r_p`, ``decays(param)`` the decay rule, ``cached_ratio`` a pure function's
-    cached ratio (None: not cached)."""
+    ``weight_decays`` by id of the parameter, ``ratios`` the optimizer's
+    :class:`~paddle_llrd.optim.ratios.LayerRatios` (:math:`s_p r_p`, a pure function's cached
+    ratio), ``decays(param)`` the decay rule."""
     global_lr = float(optimizer.get_lr())
     rows = []
     for param in params:
         optimize_attr = lr_attributes(param)
         base_scale = base_scale_of(optimize_attr)
-        scale = float(update_scale(param, optimize_attr, base_scale))
+        scale = float(ratios.update_scale(param, optimize_attr, base_scale))
         base_scale = float(base_scale)
         if base_scale != 0.0:
             ratio = scale / base_scale
         else:
-            ratio = math.nan if cached_ratio is None else cached_ratio(param)
+            ratio = math.nan if ratios.cache is None else ratios.cache.ratio(param)
         decayed = decays(param)
         structured = _structured_name(optimizer, param)
         rows.append(

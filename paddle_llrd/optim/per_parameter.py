@@ -25,7 +25,7 @@ from paddle.base import core, framework
 from ..checks import is_real_number
 from .kernels import adamw_kernel, adamw_update, decay_factor, decoupled_decay, is_tensor
 from .param_state import ParamState
-from .ratios import LrScale, base_scale_of, lr_attributes
+from .ratios import LayerRatios, LrScale, base_scale_of, lr_attributes
 from .update_batch import AdamSettings
 
 __all__ = [
@@ -125,11 +125,12 @@ class ParameterPass:
     A pass is one dygraph step (one per parameter group) or one static
     program's ``minimize``. ``update_scales``: :math:`s_p r_p` by parameter
     name, asked of ``set_param_lr_fun`` before the pass changed anything;
-    ``cached_ratios`` the ratios :math:`r_p` of a function pure in the name;
+    ``ratios`` the optimizer's :class:`~paddle_llrd.optim.ratios.LayerRatios`,
+    whose cache serves the ratios :math:`r_p` of a function pure in the name;
     ``decay_answers`` ``apply_decay_param_fun``'s answer by name; ``states``
     the :class:`~paddle_llrd.optim.param_state.ParamState` by name. Where one
-    is missing (an update outside a pass), ``ask`` (scale), ``ask_decays``
-    and ``state_of`` ask the optimizer; ``decay_op(block, (param, grad),
+    is missing (an update outside a pass), ``ratios`` (scale), ``ask_decays``
+    and ``state_of`` are asked; ``decay_op(block, (param, grad),
     lr_scale, decays=True)`` appends the separate decay op (the optimizer's
     ``_append_decoupled_weight_decay``, which subclasses may extend). ``settings``: the :class:`AdamSettings`
     of the group being updated (set as Paddle selects it; :meth:`next_group`).
@@ -145,19 +146,18 @@ class ParameterPass:
         global_lr: Callable[[], Any],
         settings: AdamSettings,
         *,
-        ask: Callable[[Any, Any, LrScale], LrScale],
+        ratios: LayerRatios,
         ask_decays: Callable[[Any], bool],
         state_of: Callable[[Any], ParamState],
         decay_op: Callable[..., Any],
         update_scales: dict[str, LrScale] | None = None,
-        cached_ratios: dict[str, float] | None = None,
         decay_answers: dict[str, bool] | None = None,
         states: dict[str, ParamState] | None = None,
         with_ratio: bool = False,
     ) -> None:
         self.update_scales = {} if update_scales is None else update_scales
-        self.cached_ratios = {} if cached_ratios is None else cached_ratios
-        self.ask, self.ask_decays, self.state_of, self.decay_op = ask, ask_decays, state_of, decay_op
+        self.cached_ratios = {} if ratios.cache is None else ratios.cache.ratios
+        self.ask, self.ask_decays, self.state_of, self.decay_op = ratios.update_scale, ask_decays, state_of, decay_op
         self.decay_answers = {} if decay_answers is None else decay_answers
         self.states = {} if states is None else states
         self.with_ratio = with_ratio

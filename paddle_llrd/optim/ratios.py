@@ -8,8 +8,9 @@ corrupt the weights, naming the parameter.
 """
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Union
 
 import paddle
@@ -123,6 +124,47 @@ class RatioCache:
             ratio = float(checked_lr_factor(ratio, param))
             self.ratios[param.name] = ratio
         return ratio
+
+
+class LayerRatios:
+    """The ratio function an optimizer's updates ask, and its cached ratios where it is pure in the name.
+
+    ``unbound`` is the ``set_param_lr_fun`` given to the constructor, ``settings`` the
+    ``(layerwise_decay, name_dict, n_layers)`` it is bound to, ``fun`` the function the
+    updates ask (``fn(param) -> ratio``), ``cache`` its :class:`RatioCache` or None. A
+    value: a pure function is asked about every trained parameter when the value is made,
+    so that a bad ratio is refused before it replaces the old one.
+
+    Examples:
+        >>> import paddle
+        >>> from paddle_llrd import layerwise_lr_decay
+        >>> p = paddle.create_parameter([1], "float32", name="w")
+        >>> ratios = LayerRatios.bound(layerwise_lr_decay, (0.5, {"w": "encoder.layers.0.w"}, 2), [p])
+        >>> ratios.cache.ratios, ratios.update_scale(p, None, 1.0)
+        ({'w': 0.25}, 0.25)
+    """
+
+    __slots__ = ("unbound", "settings", "fun", "cache")
+
+    def __init__(self, unbound: Callable[..., Any] | None, settings: tuple[Any, Any, Any],
+                 fun: Callable[[Any], Any] | None, pure: bool, params: Iterable[Any]) -> None:
+        self.unbound, self.settings, self.fun = unbound, settings, fun
+        self.cache = RatioCache.asked_of(fun, params) if pure else None
+
+    @classmethod
+    def bound(cls, unbound: Callable[..., Any] | None, settings: Sequence[Any], params: Iterable[Any]) -> LayerRatios:
+        """``unbound`` bound to ``settings``; cached where it is pure in the name and the decay a float."""
+        fun = None if unbound is None else functools.partial(unbound, *settings)
+        pure = is_pure_in_name(unbound) and isinstance(settings[0], float)
+        return cls(unbound, tuple(settings), fun, pure, params)
+
+    def replaced(self, fun: Callable[[Any], Any] | None, params: Iterable[Any]) -> LayerRatios:
+        """``fun`` asked instead (an assigned ``set_param_lr_fun``), cached where it declares ``pure_in_name``."""
+        return LayerRatios(self.unbound, self.settings, fun, is_pure_in_name(fun), params)
+
+    def update_scale(self, param: Any, optimize_attr: dict[str, Any] | None, base_scale: LrScale) -> LrScale:
+        """:func:`update_scale` of ``param`` with this function and cache."""
+        return update_scale(self.fun, self.cache, param, optimize_attr, base_scale)
 
 
 def update_scale(

@@ -3,8 +3,9 @@
 :class:`ScheduledDecay` holds the schedule and the parameter groups that
 follow it (those given no ``weight_decay`` of their own); ``AdamWDL`` sets
 its coefficient from it before each step (:meth:`ScheduledDecay.coefficient`)
-and advances it after (:meth:`ScheduledDecay.finish_step`). See
-:doc:`/weight_decay`.
+and advances it after (:meth:`ScheduledDecay.finish_step`). Without a
+schedule (``ScheduledDecay(None)``) each of these does nothing, so that the
+optimizer asks the same questions either way. See :doc:`/weight_decay`.
 """
 from __future__ import annotations
 
@@ -16,7 +17,6 @@ from paddle.base import framework
 
 from ..schedules.weight_decay import WeightDecaySchedule
 from ..warning_classes import CheckpointMatchWarning
-from .kernels import is_tensor
 
 __all__ = ["ScheduledDecay"]
 
@@ -25,7 +25,8 @@ class ScheduledDecay:
     """A weight-decay schedule and the parameter groups whose ``weight_decay`` follows it.
 
     Args:
-        schedule (WeightDecaySchedule): The schedule given as ``weight_decay``.
+        schedule (WeightDecaySchedule|None): The schedule given as ``weight_decay``; None:
+            a fixed coefficient, which nothing here changes.
 
     Examples:
         >>> from paddle_llrd import WeightDecaySchedule
@@ -34,9 +35,11 @@ class ScheduledDecay:
         >>> decay.follow(group)
         >>> decay.coefficient(), group["weight_decay"]
         (0.04, 0.04)
+        >>> ScheduledDecay(None).coefficient() is None
+        True
     """
 
-    def __init__(self, schedule: WeightDecaySchedule) -> None:
+    def __init__(self, schedule: WeightDecaySchedule | None) -> None:
         self.schedule = schedule
         self.groups: list[dict[str, Any]] = []
 
@@ -44,24 +47,27 @@ class ScheduledDecay:
         """Let ``group``'s ``weight_decay`` follow the schedule from the next step on."""
         self.groups.append(group)
 
-    def coefficient(self) -> float:
-        """The schedule's coefficient for the coming step, set in every following group too."""
+    def coefficient(self) -> float | None:
+        """The schedule's coefficient for the coming step, set in every following group too
+        (None without a schedule)."""
+        if self.schedule is None:
+            return None
         coeff = float(self.schedule())
         for group in self.groups:
             group["weight_decay"] = coeff
         return coeff
 
-    def finish_step(self, found_inf: Any) -> bool:
-        """Advance the schedule after a step, unless the step was an AMP overflow (``found_inf``
-        set: it updated nothing); whether it advanced."""
-        if found_inf is not None and bool(found_inf.item() if is_tensor(found_inf) else found_inf):
+    def finish_step(self, overflow: bool) -> bool:
+        """Advance the schedule after a step, unless the step was an AMP ``overflow`` (it
+        updated nothing); whether it advanced."""
+        if self.schedule is None or overflow:
             return False
         self.schedule.step()
         return True
 
     def refuse_outside_dygraph(self) -> None:
         """``NotImplementedError`` when building a static program: it would fix the coefficient."""
-        if not framework.in_dygraph_mode():
+        if self.schedule is not None and not framework.in_dygraph_mode():
             raise NotImplementedError(
                 "AdamWDL: a WeightDecaySchedule as `weight_decay` needs dygraph execution "
                 "(eager, or paddle.jit.to_static, whose optimizer step runs eagerly): a static "
@@ -73,7 +79,10 @@ class ScheduledDecay:
         """Restore the schedule's position from ``schedule_state`` (the checkpoint's ``key``
         entry) together with the optimizer state (``load_optimizer_state``): both or
         neither; a checkpoint without the entry warns (:class:`~paddle_llrd.CheckpointMatchWarning`)
-        and leaves the schedule where it is."""
+        and leaves the schedule where it is. Without a schedule, only the optimizer state loads."""
+        if self.schedule is None:
+            load_optimizer_state()
+            return
         if schedule_state is None:
             warnings.warn(
                 f"AdamWDL.set_state_dict: the checkpoint has no {key!r} entry; the weight-decay "

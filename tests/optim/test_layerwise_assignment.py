@@ -1,4 +1,4 @@
-"""``layerwise_decay``, ``name_dict`` and ``n_layers`` assigned after construction
+"""``layerwise_decay``, ``name_dict``, ``n_layers`` and ``set_param_lr_fun`` assigned after construction
 (docs/adamwdl.rst, "Layer ratios"): the next update follows the new ratios, on the
 multi-tensor path and the per-parameter path, against a float64 reference; a bad
 value is refused by name before anything changes."""
@@ -22,8 +22,29 @@ def _optimizer(model, **options):
                    apply_decay_param_fun=no_bias_or_norm(name_dict_of(model)), **options)
 
 
+def _half_per_layer(model):
+    """The default ratios at layerwise_decay=0.5, as a function of the parameter, cached as the default is."""
+    structured = name_dict_of(model)
+
+    def half_per_layer(param):
+        return ratio_fn(0.5)(structured[param.name])
+
+    half_per_layer.pure_in_name = True
+    return half_per_layer
+
+
+def _assign_decay(optimizer, model):
+    optimizer.layerwise_decay = 0.5
+    assert optimizer.layerwise_decay == 0.5
+
+
+def _assign_function(optimizer, model):
+    optimizer.set_param_lr_fun = _half_per_layer(model)
+
+
+@pytest.mark.parametrize("assign", [_assign_decay, _assign_function], ids=["layerwise_decay", "set_param_lr_fun"])
 @pytest.mark.parametrize("use_multi_tensor", [None, False], ids=["multi-tensor", "per-parameter"])
-def test_an_assigned_layerwise_decay_is_followed_from_the_next_update(use_multi_tensor):
+def test_assigned_ratios_are_followed_from_the_next_update(use_multi_tensor, assign):
     model = tiny_bert()
     optimizer = _optimizer(model, use_multi_tensor=use_multi_tensor)
     reference = ReferenceAdamW(weights_of(model), weight_decay=WEIGHT_DECAY)
@@ -31,8 +52,7 @@ def test_an_assigned_layerwise_decay_is_followed_from_the_next_update(use_multi_
     options = {"decay": decays_structured}
     train_and_compare(model, optimizer, reference, lr_at=lambda s: LR, data=data[:3],
                       reference_options={**options, "ratio": ratio_fn(0.9)})
-    optimizer.layerwise_decay = 0.5
-    assert optimizer.layerwise_decay == 0.5
+    assign(optimizer, model)
     rows = {row.name: row.ratio for row in optimizer.param_lr_table()}
     assert rows == pytest.approx({name: ratio_fn(0.5)(name) for name in rows}, rel=1e-12)
     train_and_compare(model, optimizer, reference, lr_at=lambda s: LR, data=data[3:],
@@ -59,4 +79,20 @@ def test_a_bad_assigned_value_is_refused_by_name_and_changes_nothing(attribute, 
     with pytest.raises(error, match=attribute):
         setattr(optimizer, attribute, value)
     assert (optimizer.layerwise_decay, optimizer.n_layers) == (0.9, N_LAYERS)
+    assert [(row.name, row.ratio) for row in optimizer.param_lr_table()] == before
+
+
+def test_an_assigned_pure_set_param_lr_fun_with_a_bad_ratio_is_refused_and_changes_nothing():
+    model = tiny_bert()
+    optimizer = _optimizer(model)
+    kept = optimizer.set_param_lr_fun
+    before = [(row.name, row.ratio) for row in optimizer.param_lr_table()]
+
+    def negative(param):
+        return -1.0
+
+    negative.pure_in_name = True  # asked of every parameter at the assignment
+    with pytest.raises(ValueError, match="set_param_lr_fun"):
+        optimizer.set_param_lr_fun = negative
+    assert optimizer.set_param_lr_fun is kept
     assert [(row.name, row.ratio) for row in optimizer.param_lr_table()] == before
