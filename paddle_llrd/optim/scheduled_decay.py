@@ -4,8 +4,10 @@
 follow it (those given no ``weight_decay`` of their own); ``AdamWDL`` sets
 its coefficient from it before each step (:meth:`ScheduledDecay.coefficient`)
 and advances it after (:meth:`ScheduledDecay.finish_step`). Without a
-schedule (``ScheduledDecay(None)``) each of these does nothing, so that the
-optimizer asks the same questions either way. See :doc:`/weight_decay`.
+schedule (``ScheduledDecay(None)``) each method does nothing, so that the
+optimizer's checks, groups and checkpoints need no case of their own; its
+step reads ``schedule`` first and calls nothing here without one. See
+:doc:`/weight_decay`.
 """
 from __future__ import annotations
 
