@@ -132,8 +132,8 @@ class LayerRatios:
     ``unbound`` is the ``set_param_lr_fun`` given to the constructor, ``settings`` the
     ``(layerwise_decay, name_dict, n_layers)`` it is bound to, ``fun`` the function the
     updates ask (``fn(param) -> ratio``), ``cache`` its :class:`RatioCache` or None. A
-    value: a pure function is asked about every trained parameter when the value is made,
-    so that a bad ratio is refused before it replaces the old one.
+    new binding replaces the old one whole: a pure function is asked about every trained
+    parameter when the binding is made, so that a bad ratio is refused before it replaces it.
 
     Examples:
         >>> import paddle
