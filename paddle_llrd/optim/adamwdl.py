@@ -128,7 +128,7 @@ class AdamWDL(AdamW):
     def _use_ratios(self, ratios: LayerRatios) -> None:
         # The kept batches and the flat kernel groups hold the replaced ratios.
         self._ratios, self._batches = ratios, None
-        if getattr(self, "_flat", None) is not None:
+        if self._flat is not None:  # (set before the first binding, in the constructor)
             self._flat.invalidate()
 
     def _set_layerwise(self, index: int, value: Any) -> None:
