@@ -34,6 +34,7 @@ __all__ = [
     "CheckpointMatchWarning",
     "DecayAboveOneWarning",
     "EMAHorizonWarning",
+    "FusedOperatorWarning",
     "LLRDWarning",
     "LayerMapWarning",
     "LongWarmupWarning",
@@ -68,6 +69,11 @@ class CheckpointMatchWarning(LLRDWarning):
 
 class EMAHorizonWarning(LLRDWarning):
     """A moving average whose horizon, ``1 / (1 - decay)`` updates, is longer than the planned run."""
+
+
+class FusedOperatorWarning(LLRDWarning):
+    """The fused CPU operator cannot run here (not built, or its numbers differ from Paddle's
+    kernels on this machine): the multi-tensor step runs Paddle's kernels instead, with the same numbers."""
 
 
 class TrainerSettingWarning(LLRDWarning):

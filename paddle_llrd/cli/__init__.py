@@ -1,4 +1,4 @@
-"""Command line: ``python -m paddle_llrd {demo,schedules,lr-table,train,tiny-llama} [flags]``.
+"""Command line: ``python -m paddle_llrd {demo,schedules,lr-table,train,tiny-llama,build-operator} [flags]``.
 
 Each command is a module of this package that owns its flags and has a
 ``main(argv) -> int``; this module only dispatches, so ``python -m
@@ -25,6 +25,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
               "run a paddleformers-cli train config (SFT, LoRA, PT, DPO) with LLRDTrainer (needs PaddleFormers)"),
     "tiny-llama": ("paddle_llrd.cli.tiny_llama",
                    "write a small random LLaMA and a few lines of data to try train with (needs PaddleFormers)"),
+    "build-operator": ("paddle_llrd.cli.build_operator",
+                       "build the fused AdamW operator now (else the first step builds it), say so in one line"),
 }
 
 PROG = "python -m paddle_llrd"
