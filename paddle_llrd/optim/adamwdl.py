@@ -1,12 +1,14 @@
 """AdamW with layer-wise learning-rate decay (``AdamWDL``), exact on Paddle 3. See :doc:`/adamwdl`.
 
-The class owns the parameters, the optimizer state and the public API. A
-dygraph step, top to bottom (:doc:`/adamwdl`, "One step"): :meth:`AdamWDL.step`
-collects an :class:`~paddle_llrd.optim.update_batch.UpdateBatch` per parameter
-group (``_collect``, the only code that reads Paddle's optimizer internals for
-the update), :func:`~paddle_llrd.optim.adamwdl.choose_update_path` picks
-the implementation, and it runs:
-:func:`~paddle_llrd.optim.multi_tensor.multi_tensor_update`, or Paddle's pass,
+The class owns the parameters, Paddle's optimizer state and the public API,
+and keeps nothing else between steps but the multi-tensor layout. A dygraph
+step, top to bottom (:doc:`/adamwdl`, "One step"): :meth:`AdamWDL.step`
+reads the groups afresh and collects an
+:class:`~paddle_llrd.optim.update_batch.UpdateBatch` per parameter group
+(``_collect``, the only code that reads Paddle's optimizer internals for the
+update), :func:`~paddle_llrd.optim.update_path.choose_update_path` picks the
+implementation, and it runs: :func:`~paddle_llrd.optim.flat_update.flat_update`
+over the :class:`~paddle_llrd.optim.flat_layout.FlatLayout`, or Paddle's pass,
 whose :meth:`AdamWDL._append_optimize_op` hands each parameter to
 :func:`~paddle_llrd.optim.per_parameter.update_parameter` (the path of static
 programs, ``to_static`` and fleet's wrappers too).
@@ -15,8 +17,8 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping, Sequence
-from itertools import chain, compress, count, repeat
-from operator import and_, attrgetter, is_, is_not, itemgetter, ne, not_, truth
+from itertools import compress, repeat
+from operator import and_, attrgetter, is_not, itemgetter, methodcaller, not_
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import paddle
@@ -28,37 +30,33 @@ from paddle.optimizer import AdamW
 from ..layer_decay.layerwise import layerwise_lr_decay
 from ..schedules.weight_decay import WeightDecaySchedule, claim_schedule
 from .checkpoint import (
-    STRUCTURED_NAMES_KEY, WEIGHT_DECAY_SCHEDULE_KEY, has_saved_state, matched_state_dict,
-    with_extra_entries,
+    STRUCTURED_NAMES_KEY, WEIGHT_DECAY_SCHEDULE_KEY, has_saved_state, matched_state_dict, with_extra_entries,
 )
 from .eager import runs_eagerly_under_sot
 from .kernels import is_tensor
-from .multi_tensor import FlatState, multi_tensor_update
+from .multi_tensor import PER_PARAMETER_ONLY, FlatLayout, foreign_gradients, multi_tensor_step
 from .optimizer_checks import (
     check_added_group, check_layerwise_arguments, checked_adamwdl_arguments, group_with_weight_decay,
     refuse_groups_in_program,
 )
 from .param_lr_rows import ParamLrRow, param_lr_rows
-from .param_state import ParamState, initial_beta_pow, refit_states
+from .param_state import ParamState, initial_beta_pow, refit_accumulators
 from .per_parameter import ParameterPass, append_decoupled_weight_decay, append_optimize_op
 from .ratios import LayerRatios, LrScale, is_pure_in_name, lr_attributes, resolve_update_scales
 from .scheduled_decay import ScheduledDecay
-from .clipping import flat_clip_refusal
-from .update_batch import MULTI_TENSOR, AdamSettings, UpdateBatch, UpdatePath
+from .update_batch import AdamSettings, UpdateBatch, UpdatePath
 
 if TYPE_CHECKING:
     from paddle import Tensor
     from paddle.nn.clip import GradientClipBase
     from paddle.optimizer.lr import LRScheduler
 
-__all__ = ["AdamWDL", "ParamLrRow", "STRUCTURED_NAMES_KEY", "UpdatePath", "WEIGHT_DECAY_SCHEDULE_KEY", "choose_update_path"]
+__all__ = ["AdamWDL", "ParamLrRow", "STRUCTURED_NAMES_KEY", "UpdatePath", "WEIGHT_DECAY_SCHEDULE_KEY"]
 
 
 _NAME = attrgetter("name")
-_PARAMS = attrgetter("params")
 _STOP_GRADIENT = attrgetter("stop_gradient")
 _GRAD_OF = paddle.Tensor._grad_ivar
-_DECAYS = attrgetter("decays")
 _LR_FACTOR = itemgetter("learning_rate")
 _OPTIMIZE_ATTR = attrgetter("optimize_attr")
 
@@ -96,7 +94,7 @@ class AdamWDL(AdamW):
             weight_decay=weight_decay, apply_decay_param_fun=apply_decay_param_fun, layerwise_decay=layerwise_decay,
             n_layers=n_layers, set_param_lr_fun=set_param_lr_fun, name_dict=name_dict, use_multi_tensor=use_multi_tensor,
         )
-        flat = FlatState(num_threads)  # (checks num_threads, whichever path)
+        layout = FlatLayout(num_threads)  # (checks num_threads, whichever path)
         schedule = weight_decay if isinstance(weight_decay, WeightDecaySchedule) else None
         # before Paddle's constructor adds the parameter groups, noting those that follow the schedule
         self._scheduled_decay = ScheduledDecay(schedule)
@@ -107,17 +105,18 @@ class AdamWDL(AdamW):
             lazy_mode=lazy_mode, multi_precision=multi_precision, amsgrad=amsgrad, name=name,
         )
         self._pass: ParameterPass | None = None  # the per-parameter pass under way
-        # Per parameter name, the state its dygraph updates reuse; emptied by set_state_dict.
-        self._param_states: dict[str, ParamState] = {}
-        # The multi-tensor path's banks (multi_tensor.py); None: the per-parameter path only.
-        self._flat = None if use_multi_tensor is False else flat
+        # The multi-tensor path's layout, the one state kept between steps besides Paddle's
+        # accumulators and the schedule's position; None: the per-parameter path only.
+        self._flat = None if use_multi_tensor is False else layout
+        self._num_threads = layout.threads.count
         self._last_update_path: UpdatePath | None = None
-        self._batches: list[UpdateBatch] | None = None  # the last dygraph update's, kept while they hold
+        # The decay rule last asked, and its answers by name where it is pure in the name.
+        self._pure_decays: tuple[Any, dict[str, bool] | None] = (None, None)
         self._params_name: dict[str, None] = {}  # ordered set, for a stable str()
         for param in self._listed_parameters():
             self._decays(param)
-        self._use_ratios(LayerRatios.bound(set_param_lr_fun, (layerwise_decay, name_dict, n_layers),
-                                           self._listed_parameters()))
+        self._ratios = LayerRatios.bound(set_param_lr_fun, (layerwise_decay, name_dict, n_layers),
+                                         self._listed_parameters())
         if schedule is not None:
             claim_schedule(schedule, self)  # last: a failed constructor claims nothing
 
@@ -125,20 +124,18 @@ class AdamWDL(AdamW):
         return "Weight Decay, params: " + ",".join(self._params_name)
 
     # ------------------------------------------------------- layer-wise decay
-    def _use_ratios(self, ratios: LayerRatios) -> None:
-        # The kept batches and the flat kernel groups hold the replaced ratios.
-        self._ratios, self._batches = ratios, None
-        if self._flat is not None:  # (set before the first binding, in the constructor)
-            self._flat.invalidate()
-
     def _set_layerwise(self, index: int, value: Any) -> None:
         settings = list(self._ratios.settings)
         settings[index] = value
         decay, name_dict, n_layers = settings
         check_layerwise_arguments(decay, n_layers, self._ratios.unbound, name_dict)  # before anything changes
-        self._use_ratios(LayerRatios.bound(self._ratios.unbound, settings, self._listed_parameters()))
+        self._ratios = LayerRatios.bound(self._ratios.unbound, settings, self._listed_parameters())
 
-    # Assignable: the next update follows (ratios recomputed, checked first).
+    def _set_ratio_function(self, fun: Callable[[Any], Any] | None) -> None:
+        self._ratios = self._ratios.replaced(fun, self._listed_parameters())
+
+    # Assignable: the next update follows (ratios recomputed, checked first; a layout whose
+    # ratios changed is made anew, as its description says).
     layerwise_decay = property(lambda self: self._ratios.settings[0], lambda self, v: self._set_layerwise(0, v),
                                doc="The ratio between adjacent layers; assigning it re-asks the ratios.")
     name_dict = property(lambda self: self._ratios.settings[1], lambda self, v: self._set_layerwise(1, v),
@@ -146,8 +143,7 @@ class AdamWDL(AdamW):
     n_layers = property(lambda self: self._ratios.settings[2], lambda self, v: self._set_layerwise(2, v),
                         doc="The number of blocks; assigning it re-asks the ratios.")
     set_param_lr_fun = property(
-        lambda self: self._ratios.fun,
-        lambda self, fun: self._use_ratios(self._ratios.replaced(fun, self._listed_parameters())),
+        lambda self: self._ratios.fun, _set_ratio_function,
         doc="The ratio function the updates ask, ``fn(param) -> ratio`` (``set_param_lr_fun`` bound to the "
             "layer settings); another one assigned is followed from the next update.")
 
@@ -159,9 +155,9 @@ class AdamWDL(AdamW):
 
     @property
     def last_update_path(self) -> UpdatePath | None:
-        """Which implementation the last update ran, and why not the multi-tensor one:
-        an :class:`~paddle_llrd.optim.update_batch.UpdatePath` ``(path, reason)``, None
-        before the first update. See :ref:`adamwdl-multi-tensor`.
+        """Which implementation the last update ran, and why not the fused one: an
+        :class:`~paddle_llrd.optim.update_batch.UpdatePath` ``(path, reason)``, None before
+        the first update. See :ref:`adamwdl-multi-tensor`.
 
         Examples:
             >>> import paddle
@@ -171,14 +167,20 @@ class AdamWDL(AdamW):
             ...               grad_clip=paddle.nn.ClipGradByGlobalNorm(1.0))
             >>> linear(paddle.ones([4, 3])).mean().backward()
             >>> opt.step()
-            >>> opt.last_update_path
-            UpdatePath(path='multi_tensor', reason=None)
+            >>> opt.last_update_path.path in ("fused", "multi_tensor")  # "fused" where the operator is built
+            True
             >>> opt = AdamWDL(parameters=linear.parameters(), use_multi_tensor=False)
             >>> opt.step()
             >>> opt.last_update_path
             UpdatePath(path='per_parameter', reason='use_multi_tensor=False')
         """
         return self._last_update_path
+
+    @property
+    def num_threads(self) -> int:
+        """The threads a CPU step of the multi-tensor path uses (``num_threads=``, else
+        ``PADDLE_LLRD_NUM_THREADS``, else the usable cores divided among the local ranks)."""
+        return self._num_threads
 
     def _set_coeff(self, value: float) -> None:
         self._weight_decay = self._default_dict["weight_decay"] = float(value)
@@ -204,10 +206,26 @@ class AdamWDL(AdamW):
         return bool(self._parameter_list) and isinstance(self._parameter_list[0], dict)
 
     def _decays(self, param: Any) -> bool:
-        """``apply_decay_param_fun``'s answer (True without one); a decayed parameter joins ``str(self)``."""
-        decays = self._apply_decay_param_fun is None or bool(self._apply_decay_param_fun(param.name))
-        if decays:
-            self._params_name[param.name] = None
+        """``apply_decay_param_fun``'s answer now (True without one); a decayed parameter joins ``str(self)``."""
+        return self._decay_answers([param.name])[0]
+
+    def _decay_answers(self, names: list[str]) -> list[bool]:
+        """``apply_decay_param_fun``'s answers for ``names`` at this update, as AdamW asks them:
+        the rule the optimizer holds now, asked about each name (a rule declaring
+        ``pure_in_name = True`` once per name while it is the one held)."""
+        rule = self._apply_decay_param_fun
+        held, answers = self._pure_decays
+        if held is not rule:  # (answers: None for a rule asked at every update)
+            answers = {} if rule is not None and is_pure_in_name(rule) else None
+            self._pure_decays = (rule, answers)
+        if rule is None:
+            decays = [True] * len(names)
+        elif answers is None:
+            decays = [bool(rule(name)) for name in names]
+        else:
+            decays = [answers[name] if name in answers else answers.setdefault(name, bool(rule(name)))
+                      for name in names]
+        self._params_name.update(dict.fromkeys(compress(names, decays)))
         return decays
 
     def _add_param_group(self, param_group: dict[str, Any]) -> None:
@@ -237,89 +255,84 @@ class AdamWDL(AdamW):
         if not framework.in_dygraph_mode() or paddle.base.dygraph.base.in_to_static_mode():
             self._last_update_path = UpdatePath("per_parameter", "not a dygraph step")
             return super().step()
-        listed = self._listed_groups()
-        # (under multi_precision, _collect refits the states of parameters cast since the last step)
-        kept, views_held, answers = (None, False, {}) if self._batches is None or self._multi_precision else (
-            _kept_batches(self._batches, listed, self._apply_decay_param_fun, self._flat))
-        groups = [(group, _trained(params)) for group, params in listed] if kept is None else [
-            (group, batch.params) for (group, _), batch in zip(listed, kept)]
+        groups = [(group, *_trained(params)) for group, params in self._listed_groups()]
         if self._grouped():  # Paddle's step: one _apply_optimize (and one pass) per group
             paddle_pass = super().step
         else:  # Paddle's step without groups, past this class's _apply_optimize
             apply = super()._apply_optimize
             paddle_pass = lambda: apply(None, None, [(p, _gradient(p)) for p in groups[0][1]])  # noqa: E731
-        self._update(groups, paddle_pass, given_gradients=_main_grads(groups), kept=kept, views_held=views_held,
-                     answers=answers)
+        self._update(groups, paddle_pass)
         return None
 
-    def _update(self, groups: list[tuple[dict[str, Any] | None, list[Any]]], paddle_pass: Callable[[], Any],
-                given_gradients: str | None = None, kept: list[UpdateBatch] | None = None,
-                views_held: bool = False, answers: dict[str, bool] | None = None) -> Any:
-        """One dygraph update of ``groups``: collect (reusing the decay ``answers`` asked
-        already, by name) or the ``kept`` batches, choose, run;
-        the weight-decay schedule read before and advanced after (not on an AMP overflow step)."""
+    def _update(self, groups: list[tuple[dict[str, Any] | None, list[Any], list[Any]]],
+                paddle_pass: Callable[[], Any], given_gradients: str | None = None) -> Any:
+        """One dygraph update of ``groups`` (``(group, trained parameters, their gradients)``):
+        collect, choose, run; the weight-decay schedule
+        read before and advanced after (not on an AMP overflow step)."""
         self._sync_weight_decay()
-        batches = self._collect(groups, answers or {}) if kept is None else [
-            batch._replace(settings=self._group_settings(group)) for (group, _), batch in zip(groups, kept)]
-        self._batches = batches
+        batches = self._collect(groups)
         global_lr = self._global_lr_tensor()  # (set up first, as Paddle's pass does)
         overflow = self._overflow_step()
-        path = choose_update_path(batches, self._flat, dygraph=True, overflow=overflow,
-                                  given_gradients=given_gradients, views_held=views_held)
-        self._last_update_path = path
+        path = PER_PARAMETER_ONLY if self._flat is None else multi_tensor_step(
+            self._flat, batches, global_lr, overflow=overflow, state_of=self._state, given_gradients=given_gradients,
+            with_ratio=self._decay_with_ratio)
         result = None
-        if path is MULTI_TENSOR:
-            multi_tensor_update(self._flat, batches, global_lr, with_ratio=self._decay_with_ratio)
-        else:
+        if path.path == "per_parameter":
             self._pass = self._new_pass(batches)
             try:
                 result = paddle_pass()
             finally:
                 self._pass = None
+        self._last_update_path = path
         if self._scheduled_decay.schedule is not None and self._scheduled_decay.finish_step(overflow):
             self._sync_weight_decay()
         return result
 
-    def _collect(self, groups: list[tuple[dict[str, Any] | None, list[Any]]], answers: dict[str, bool]
-                 ) -> list[UpdateBatch]:
+    def _collect(self, groups: list[tuple[dict[str, Any] | None, list[Any], list[Any]]]) -> list[UpdateBatch]:
         """What this step's updates need, per parameter group (the trained parameters with a
-        gradient): the ratios asked first (a bad one changes nothing), states fitted to casts,
-        the accumulators of new parameters made, then one :class:`UpdateBatch` each."""
-        everything = [param for _, params in groups for param in params]
+        gradient), read afresh: the ratios and decay answers asked first (a bad one changes
+        nothing), accumulators fitted to casts and made for new parameters, then one
+        :class:`UpdateBatch` each."""
+        everything = [param for _, params, _ in groups for param in params]
+        every_name = list(map(_NAME, everything))
         cache = self._ratios.cache
-        if cache is not None:
+        if cache is not None and not all(map(cache.ratios.__contains__, every_name)):
             cache.ask(everything)
-        if self._multi_precision and self._param_states:
-            self._refit_states(everything)
-        batches = []
-        for group, params in groups:
-            names = list(map(_NAME, params))
-            states = self._states_of(group, params, names)
-            decays = list(map(_DECAYS, states))
-            if None in decays:  # a rule not pure in the name: asked at every update, as AdamW asks
-                decays = [answers[name] if name in answers else bool(self._apply_decay_param_fun(name))
-                          for name in names]
-                self._params_name.update(dict.fromkeys(compress(names, decays)))
+        if self._multi_precision:
+            self._refit(everything)
+        batches, start = [], 0
+        for group, params, grads in groups:
+            names = every_name[start:start + len(params)]
+            start += len(params)
+            self._make_accumulators(group, params, names)
             ratios = ([1.0] * len(params) if self.set_param_lr_fun is None
                       else None if cache is None else list(map(cache.ratios.__getitem__, names)))
-            clip = self._grad_clip if group is None else group.get("grad_clip", self._grad_clip)
             batches.append(UpdateBatch(
-                settings=self._group_settings(group), grad_clip=clip, own_clip=clip is not self._grad_clip,
-                params=params, states=states, lr_factors=_lr_factors(params), ratios=ratios, decays=decays,
-                names=names,
+                settings=self._group_settings(group),
+                grad_clip=self._grad_clip if group is None else group.get("grad_clip"),
+                params=params, grads=grads, names=names, lr_factors=_lr_factors(params), ratios=ratios,
+                decays=self._decay_answers(names),
+                need_clip=list(map(getattr, params, repeat("need_clip"), repeat(True))),
+                regularizers=list(map(getattr, params, repeat("regularizer"), repeat(None))),
             ))
         return batches
 
-    def _states_of(self, group: dict[str, Any] | None, params: list[Any], names: list[str]) -> list[ParamState]:
-        """The kept :class:`ParamState` of each parameter; a new parameter's accumulators
-        (Paddle's own, as its pass makes them) and state are made now."""
-        states = list(map(self._param_states.get, names))
-        if None in states:
-            missing = [param for param, state in zip(params, states) if state is None]
+    def _make_accumulators(self, group: dict[str, Any] | None, params: list[Any], names: list[str]) -> None:
+        """Paddle's accumulators of parameters updated for the first time, as its pass makes them."""
+        moments = self._accumulators.get(self._moment1_acc_str, {})
+        if not self._master_weights and all(map(moments.__contains__, names)):
+            return
+        missing = [param for param, name in zip(params, names)
+                   if self._accumulator_key(param, name) not in moments]
+        if missing:
             block = framework.default_main_program().global_block()
             self._create_accumulators(block, missing if group is None else dict(group, params=missing))
-            states = [self._state(param) if state is None else state for param, state in zip(params, states)]
-        return states
+
+    def _accumulator_key(self, param: Any, name: str | None = None) -> str:
+        """The name Paddle keys ``param``'s accumulators by (its master weight's, if it has one)."""
+        name = param.name if name is None else name
+        master = self._master_weights.get(name)
+        return name if master is None else master.name
 
     def _group_settings(self, group: dict[str, Any] | None) -> AdamSettings:
         """The :class:`AdamSettings` of ``group`` (None: the optimizer's current settings),
@@ -364,8 +377,10 @@ class AdamWDL(AdamW):
         if isinstance(params_grads, dict):  # one group of step()'s, which follows the schedule around them all
             return apply()
         if framework.in_dygraph_mode() and not paddle.base.dygraph.base.in_to_static_mode():
-            given_gradients = _foreign_gradients(params_grads)
-            return self._update([(None, _updated(params_grads))], apply, given_gradients=given_gradients)
+            given_gradients = foreign_gradients(params_grads)
+            updated = _updated(params_grads)
+            return self._update([(None, updated, list(map(_GRAD_OF, updated)))], apply,
+                                given_gradients=given_gradients)
         self._last_update_path = UpdatePath("per_parameter", "not a dygraph step")
         self._scheduled_decay.refuse_outside_dygraph()
         return apply()
@@ -399,10 +414,10 @@ class AdamWDL(AdamW):
             update_scales = self._asked_scales([param for batch in batches for param in batch.params])
         return ParameterPass(
             self._global_learning_rate, self._group_settings(None), ratios=self._ratios,
-            ask_decays=self._decays_now, state_of=self._state_for_update, decay_op=self._append_decoupled_weight_decay,
+            ask_decays=self._decays, state_of=self._state, decay_op=self._append_decoupled_weight_decay,
             update_scales=update_scales, with_ratio=self._decay_with_ratio,
-            decay_answers={p.name: d for batch in batches for p, d in zip(batch.params, batch.decays)},
-            states={p.name: s for batch in batches for p, s in zip(batch.params, batch.states)},
+            decay_answers={name: d for batch in batches for name, d in zip(batch.names, batch.decays)},
+            states=self._states([p for batch in batches for p in batch.params]),
         )
 
     def _update_param_group(self, parameters: dict[str, Any]) -> Any:
@@ -421,11 +436,7 @@ class AdamWDL(AdamW):
         return self._pass
 
     def _decay_target(self, param: Any) -> Any:
-        """What the separate decay op multiplies: the float32 master weight or the parameter
-        (without a kept state, in a program or outside an update, no accumulators needed)."""
-        state = self._param_states.get(param.name)
-        if state is not None:
-            return state.decay_target(param)
+        """What the separate decay op multiplies: the float32 master weight or the parameter."""
         return self._master_weights[param.name] if self._uses_master(param) else param
 
     # ---------------------------------------------------------- layer ratios
@@ -434,53 +445,49 @@ class AdamWDL(AdamW):
         dygraph AMP overflow step, so that a function is called once per update)."""
         if self._overflow_step():
             return {}
-        if self._multi_precision and self._param_states and framework.in_dygraph_mode():
-            self._refit_states(params)
+        if self._multi_precision and framework.in_dygraph_mode():
+            self._refit(params)
         cache = self._ratios.cache
         if self.set_param_lr_fun is None or (cache is not None and all(p.name in cache.ratios for p in params)):
             return {}  # (the updates read the cache)
         return resolve_update_scales(self.set_param_lr_fun, cache, params)
 
     # ------------------------------------------------------ parameter states
-    def _decays_now(self, param: Any) -> bool:
-        """Whether ``param`` decays at this update: its state's kept answer, else asked."""
-        state = self._param_states.get(param.name)
-        if state is not None and state.decays is not None:
-            return state.decays
-        return self._decays(param)
-
-    def _state_for_update(self, param: Any) -> ParamState:
-        """``param``'s kept state (dygraph), else a new one (the accumulators exist)."""
-        return self._param_states.get(param.name) or self._state(param)
-
     def _state(self, param: Any) -> ParamState:
-        """A new :class:`ParamState` of ``param`` from its accumulators, kept in dygraph."""
-        decay_fun = self._apply_decay_param_fun
+        """``param``'s :class:`ParamState`, read from its accumulators (which exist)."""
         get = self._get_accumulator_master
         master = self._uses_master(param)
-        dygraph = framework.in_dygraph_mode()
-        decays = self._decays(param) if decay_fun is None or is_pure_in_name(decay_fun) else None
-        state = ParamState(
-            decays=decays,
+        return ParamState(
             moments=(get(self._moment1_acc_str, param), get(self._moment2_acc_str, param),
                      get(self._moment2_acc_max_str, param) if self._amsgrad else None,
                      get(self._beta1_pow_acc_str, param), get(self._beta2_pow_acc_str, param)),
             master_weight=self._master_weights[param.name] if master else None,
-            fp32_fallback=master and _on_cpu(param), dtype=param.dtype, place=param.place if dygraph else None,
+            fp32_fallback=master and _on_cpu(param),
         )
-        if dygraph:
-            self._param_states[param.name] = state
-        return state
+
+    def _states(self, params: list[Any]) -> dict[str, ParamState]:
+        """The :class:`ParamState` of each of ``params`` by name, read from the accumulators by
+        C-level passes (at every step of the per-parameter path)."""
+        if self._multi_precision or not params:
+            return {param.name: self._state(param) for param in params}
+        names = list(map(_NAME, params))
+        kinds = [self._moment1_acc_str, self._moment2_acc_str, self._moment2_acc_max_str if self._amsgrad else None,
+                 self._beta1_pow_acc_str, self._beta2_pow_acc_str]
+        columns = [repeat(None) if kind is None else map(self._accumulators[kind].__getitem__, names)
+                   for kind in kinds]
+        return dict(zip(names, map(ParamState, zip(*columns), repeat(None), repeat(False))))
 
     def _uses_master(self, param: Any) -> bool:
         """Whether ``param`` is updated through a float32 master weight (``multi_precision``, float16/bfloat16)."""
         return self._multi_precision and self._is_dtype_fp16_or_bf16(param.dtype)
 
-    def _refit_states(self, params: list[Any]) -> None:
-        """Fit the states of ``params`` cast since they were made (:func:`.param_state.refit_states`)."""
-        refit_states(self._param_states, params, is_half=self._is_dtype_fp16_or_bf16, uses_master=self._uses_master,
-                     master_weights=self._master_weights, create_master=self._create_master_weight,
-                     accumulators=self._accumulators)
+    def _refit(self, params: list[Any]) -> None:
+        """Fit the accumulators of ``params`` cast since they were made (:func:`.param_state.refit_accumulators`)."""
+        moments = self._accumulators.get(self._moment1_acc_str, {})
+        refit_accumulators(params, moments_of=lambda param: moments.get(self._accumulator_key(param)),
+                           is_half=self._is_dtype_fp16_or_bf16, uses_master=self._uses_master,
+                           master_weights=self._master_weights, create_master=self._create_master_weight,
+                           accumulators=self._accumulators)
 
     def _add_moments_pows(self, p: Any) -> None:
         """Paddle's accumulators of ``p``, started as an uninterrupted run starts them: with no
@@ -528,13 +535,11 @@ class AdamWDL(AdamW):
         parameters by structured name where both sides know it, by Paddle's name otherwise
         (:func:`~paddle_llrd.optim.checkpoint.matched_state_dict`, which says what it
         refuses and warns about); restores a weight-decay schedule's position (a
-        checkpoint without one warns and leaves it). The parameter states start afresh.
-        See :doc:`/adamwdl` (checkpoints)."""
+        checkpoint without one warns and leaves it). The multi-tensor layout is made
+        afresh at the next step. See :doc:`/adamwdl` (checkpoints)."""
         state_dict = matched_state_dict(self, state_dict, self._listed_parameters(), name_dict=self.name_dict)
-        self._param_states.clear()  # their accumulators and master weights may be replaced
-        self._batches = None
         if self._flat is not None:
-            self._flat.invalidate()  # laid out afresh from the loaded state at the next step
+            self._flat.drop()  # Paddle's loading replaces the accumulators' storage
         schedule_state = state_dict.get(WEIGHT_DECAY_SCHEDULE_KEY)
         state_dict = {k: v for k, v in state_dict.items() if k != WEIGHT_DECAY_SCHEDULE_KEY}
         self._scheduled_decay.load(schedule_state, lambda: super(AdamWDL, self).set_state_dict(state_dict),
@@ -544,11 +549,13 @@ class AdamWDL(AdamW):
 
     @runs_eagerly_under_sot
     def clear_grad(self, set_to_zero: bool = True) -> None:
-        """As ``paddle.optimizer.AdamW.clear_grad``; on the multi-tensor path
-        ``set_to_zero=True`` zeroes each group's flat gradient buffer in one op."""
-        if self._flat is not None and self._flat.clear_grad(self._listed_groups(), set_to_zero):
-            return None
-        return super().clear_grad(set_to_zero)
+        """As ``paddle.optimizer.AdamW.clear_grad``: each trained parameter's
+        ``clear_gradient(set_to_zero)`` (the gradients are always Paddle's own tensors), by
+        one C-level pass; run eagerly under ``to_static``."""
+        params = self._listed_parameters()
+        clear = methodcaller("clear_gradient", set_to_zero)
+        for _ in map(clear, compress(params, map(not_, map(_STOP_GRADIENT, params)))):
+            pass
 
     load_state_dict = set_state_dict
 
@@ -648,123 +655,6 @@ Examples:
 """
 
 
-_SETTINGS_FIELDS = (("beta1", "beta1"), ("beta2", "beta2"), ("epsilon", "epsilon"), ("coeff", "weight_decay"))
-
-
-def choose_update_path(batches: Sequence[UpdateBatch], flat: FlatState | None, *, dygraph: bool,
-                       overflow: bool, given_gradients: str | None = None, views_held: bool = False) -> UpdatePath:
-    """The implementation for ``batches``: the multi-tensor step where it serves them
-    all, else the per-parameter path with the reason. The one place a path is chosen.
-
-    Args:
-        batches: this step's :class:`UpdateBatch` per parameter group.
-        flat: the optimizer's :class:`~paddle_llrd.optim.multi_tensor.FlatState`
-            (None: ``use_multi_tensor=False``); asked last, whether its banks
-            hold the batches' parameters or can.
-        dygraph: an eager step outside ``to_static`` translation.
-        overflow: a dygraph AMP overflow step (``found_inf`` set), which
-            changes no number; the per-parameter pass also creates the
-            accumulators of new parameters then.
-        given_gradients: why gradients handed to ``_apply_optimize`` are not
-            the parameters' own (fleet's sharding optimizer, a ``main_grad``), or None.
-        views_held: ``flat`` was found this step to hold these very batches, every
-            parameter and gradient a view (:meth:`FlatState.holds`): not checked again.
-
-    Examples:
-        >>> from paddle_llrd.optim.adamwdl import choose_update_path
-        >>> choose_update_path([], None, dygraph=True, overflow=False)
-        UpdatePath(path='per_parameter', reason='use_multi_tensor=False')
-    """
-    reason = _refusal(batches, flat, dygraph=dygraph, overflow=overflow, given_gradients=given_gradients,
-                      views_held=views_held)
-    return MULTI_TENSOR if reason is None else UpdatePath("per_parameter", reason)
-
-
-def _refusal(batches: Sequence[UpdateBatch], flat: FlatState | None, *, dygraph: bool, overflow: bool,
-             given_gradients: str | None, views_held: bool) -> str | None:
-    if flat is None:
-        return "use_multi_tensor=False"
-    if flat.disabled is not None:
-        return flat.disabled
-    if not dygraph:
-        return "not a dygraph step"
-    if given_gradients is not None:
-        return given_gradients
-    for batch in batches:
-        if batch.ratios is None:
-            return "set_param_lr_fun is not pure in the parameter name (its ratios are asked every step)"
-        if batch.own_clip:
-            return "a parameter group with its own grad_clip"
-        clip_reason = None if batch.grad_clip is None else flat_clip_refusal(batch.grad_clip)
-        if clip_reason is not None:
-            return clip_reason
-        for field, name in _SETTINGS_FIELDS:
-            value = getattr(batch.settings, field)
-            if type(value) is not float and is_tensor(value):
-                return f"a Tensor {name}"
-    if overflow:
-        return "an AMP overflow step"
-    if not any(map(_PARAMS, batches)):
-        return "no parameter has a gradient"
-    return flat.refusal(batches, views_held=views_held)
-
-
-def _kept_batches(kept: list[UpdateBatch], listed: Sequence[tuple[Any, list[Any]]],
-                  decay_rule: Callable[[str], Any] | None, flat: FlatState | None
-                  ) -> tuple[list[UpdateBatch] | None, bool, dict[str, bool]]:
-    """``(batches, views_held, answers)``: the batches ``kept`` from the last update where
-    they still hold for ``listed`` (``(group, parameters)`` per parameter group), else None
-    and ``AdamWDL._collect`` builds them; ``views_held``: the flat banks hold them, their
-    views checked (which also finds every gradient there); ``answers``: where a decay
-    answer changed, those asked so far, by name, for the collection to reuse.
-
-    They hold with the very parameters, every one trained and with a gradient, their lr
-    factors and decay answers unchanged. A ``decay_rule`` not pure in the name is asked
-    now, once per parameter, as AdamW asks at every update.
-    """
-    holds, answers = _batches_hold(kept, listed, decay_rule)
-    if not holds:
-        return None, False, answers
-    if flat is not None and flat.holds(kept):
-        return kept, True, answers
-    everything = chain.from_iterable(params for _, params in listed)
-    return (kept if all(map(is_not, map(_GRAD_OF, everything), repeat(None))) else None), False, answers
-
-
-def _batches_hold(kept: Sequence[UpdateBatch], listed: Sequence[tuple[Any, list[Any]]],
-                  decay_rule: Callable[[str], Any] | None) -> tuple[bool, dict[str, bool]]:
-    """Whether ``kept`` holds for ``listed`` but for the gradients (:func:`_kept_batches`),
-    and the decay answers asked so far where one changed.
-
-    By C-level passes that build no list: right after a backward, the first large
-    request has glibc sort the chunks the backward freed (docs/benchmarks.rst), work
-    that is not the step's.
-    """
-    if len(kept) != len(listed):
-        return False, {}
-    for index, ((_, params), batch) in enumerate(zip(listed, kept)):
-        if len(params) != len(batch.params) or not all(map(is_, params, batch.params)):
-            return False, {}
-        if any(map(_STOP_GRADIENT, params)):
-            return False, {}
-        try:
-            if any(map(ne, map(_LR_FACTOR, map(_OPTIMIZE_ATTR, params)), batch.lr_factors)):
-                return False, {}
-        except (AttributeError, KeyError, TypeError, ValueError, RuntimeError):
-            return False, {}
-        if decay_rule is not None and batch.states and batch.states[0].decays is None:
-            asked = map(truth, map(decay_rule, batch.names))
-            changed = next(compress(count(), map(ne, asked, batch.decays)), None)
-            if changed is not None:  # (asked up to the change; the rest now, once each)
-                # by name: a collection leaves out the parameters without a gradient
-                answers = dict(chain.from_iterable(
-                    zip(earlier.names, earlier.decays) for earlier in kept[:index]))
-                decays = batch.decays
-                answers.update(zip(batch.names, decays[:changed] + [not decays[changed]] + list(asked)))
-                return False, answers
-    return True, {}
-
-
 def _beta_value(beta: Any, dygraph: bool) -> Any:
     """A dygraph Tensor beta's value; a PIR program passes the Value itself (a legacy op, see ``beta1``)."""
     return beta.item(0) if dygraph and type(beta) is not float and is_tensor(beta) else beta
@@ -791,37 +681,14 @@ def _lr_factors(params: list[Any]) -> list[Any]:
         return [attributes["learning_rate"] if attributes else None for attributes in map(lr_attributes, params)]
 
 
-def _trained(params: list[Any]) -> list[Any]:
-    """The parameters of ``params`` that train and have a gradient, by C-level passes (at every step)."""
-    return list(compress(params, map(and_, map(not_, map(_STOP_GRADIENT, params)),
-                                     map(is_not, map(_GRAD_OF, params), repeat(None)))))
-
-
 def _updated(params_grads: Sequence[tuple[Any, Any]]) -> list[Any]:
     """The parameters of ``(parameter, gradient)`` pairs that a pass updates: trained, with a gradient."""
     return [param for param, grad in params_grads if grad is not None and not param.stop_gradient]
 
 
-def _main_grads(groups: list[tuple[Any, list[Any]]]) -> str | None:
-    """Why the flat buffers cannot serve a step whose gradients are ``main_grad``s
-    (Paddle's step takes them instead of ``.grad``), or None."""
-    if not any(any(map(hasattr, params, repeat("main_grad"))) for _, params in groups):
-        return None
-    for _, params in groups:
-        for param in params:
-            if getattr(param, "main_grad", None) is not None:
-                return f"parameter {param.name!r} has a main_grad"
-    return None
-
-
-def _foreign_gradients(params_grads: list[tuple[Any, Any]]) -> str | None:
-    """Why gradients handed to ``_apply_optimize`` (fleet's sharding optimizer,
-    ``apply_gradients``) cannot be updated from the flat buffers, or None: each must be
-    its parameter's own gradient (not a ``main_grad``, nor a copy clipped elsewhere)."""
-    for param, grad in params_grads:
-        if grad is None:
-            continue
-        own = param._grad_ivar()  # (a new Python object at each call: compared by storage)
-        if own is None or not grad._is_shared_buffer_with(own) or grad._offset() != own._offset():
-            return f"the gradient given for {param.name!r} is not the parameter's own"
-    return None
+def _trained(params: list[Any]) -> tuple[list[Any], list[Any]]:
+    """The parameters of ``params`` that train and have a gradient, and their gradients, by
+    C-level passes (at every step)."""
+    grads = list(map(_GRAD_OF, params))
+    kept = list(map(and_, map(not_, map(_STOP_GRADIENT, params)), map(is_not, grads, repeat(None))))
+    return list(compress(params, kept)), list(compress(grads, kept))

@@ -20,6 +20,7 @@ from paddle import _C_ops
 from ..checks import checked_choice, checked_count, checked_in_range, checked_positive, is_real_number
 from .eager import runs_eagerly_under_sot
 from .buffers import alias_of_run, gathered, numel, share_flat, storage_runs
+from .fused_operator import ema_update, unavailable_reason, warn_unavailable
 from .threads import FlatThreads
 
 __all__ = ["WARMUP_STYLES", "ExponentialMovingAverage", "checked_ema_decay", "ema_horizon", "warmup_decay"]
@@ -180,6 +181,23 @@ def _update_flat(shadow: paddle.Tensor, values: paddle.Tensor, decay: float) -> 
     shadow.scale_(decay / (1.0 - decay))
     shadow.add_(values)
     shadow.scale_(1.0 - decay)
+
+
+def _fused_update(segments: list[_FlatSegment], decay: float, threads: int) -> bool:
+    """The update of every segment by one call of the fused operator (one pass over memory on
+    ``threads`` threads, the bits of :func:`_update_flat`); False where it cannot run (not
+    built, a segment off the CPU), and the segments are then updated by Paddle's ops."""
+    reason = unavailable_reason()
+    if reason is not None:
+        warn_unavailable(reason)
+        return False
+    if not all(segment.shadow_flat.place.is_cpu_place() for segment in segments):
+        return False
+    values = [segment.params_alias if segment.params_alias is not None else gathered(segment.params)
+              for segment in segments]
+    ema_update([segment.shadow_flat for segment in segments], values,
+               [entry for index in range(len(segments)) for entry in (index, 0)], decay, threads)
+    return True
 
 
 def _flat_segments(params: list[paddle.Tensor], shadows: list[paddle.Tensor], threads: FlatThreads) -> list[_FlatSegment]:
@@ -391,6 +409,11 @@ class ExponentialMovingAverage:
         self._warmup_gamma = checked_positive(value, "warmup_gamma", owner="ExponentialMovingAverage")
 
     @property
+    def num_threads(self) -> int:
+        """The threads an update of CPU parameters uses (``num_threads=``, else as ``AdamWDL``'s)."""
+        return self._threads.count
+
+    @property
     def registered(self) -> bool:
         """Whether :meth:`register` (or :meth:`set_state_dict`) created the shadows."""
         return bool(self._params)
@@ -488,8 +511,10 @@ class ExponentialMovingAverage:
             raise RuntimeError("update() called while the shadows are applied: call restore() first")
         decay = self.current_decay()
         with paddle.no_grad():
-            for segment in self._flat_segments():
-                segment.update(decay)
+            segments = self._flat_segments()
+            if not _fused_update(segments, decay, self._threads.count):
+                for segment in segments:
+                    segment.update(decay)
         self.num_updates += 1
 
     def _flat_segments(self) -> list[_FlatSegment]:

@@ -1,23 +1,23 @@
 """One parameter's optimizer state as the kernels take it: :class:`ParamState`.
 
-The optimizer makes a state from its accumulators when a parameter is first
-updated and, in dygraph, keeps it across steps while the parameter keeps the
-dtype it was made for (:meth:`ParamState.fits`); a cast under
-``multi_precision`` is refused or fitted by :func:`refit_states` (with
-:func:`cast_refusal` and :func:`rename_accumulators`). Beta powers start at
-:func:`initial_beta_pow`.
+A state is read from the optimizer's accumulators (Paddle's own) whenever an
+update needs it, never kept between steps. Under ``multi_precision`` a
+parameter cast since its accumulators were made is fitted to its new dtype
+before the step by :func:`refit_accumulators` (or refused, naming it, by
+:func:`cast_refusal`). Beta powers start at :func:`initial_beta_pow`.
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import paddle
 from paddle.base import framework
 
 from .kernels import is_tensor
 
-__all__ = ["UNSET_BETA_POW", "ParamState", "cast_refusal", "initial_beta_pow", "refit_states", "rename_accumulators"]
+__all__ = ["UNSET_BETA_POW", "ParamState", "cast_refusal", "initial_beta_pow", "refit_accumulators",
+           "rename_accumulators"]
 
 # The initial beta power of a program whose beta is a Tensor: its value is
 # known only when the program runs, so the first update sets the power to it
@@ -25,90 +25,72 @@ __all__ = ["UNSET_BETA_POW", "ParamState", "cast_refusal", "initial_beta_pow", "
 UNSET_BETA_POW = -1.0
 
 
-class ParamState:
+class ParamState(NamedTuple):
     """One parameter's state tensors and the kernel's settings for it.
 
-    ``decays`` is whether the parameter decays, or None where
-    ``apply_decay_param_fun`` is asked at every update (a function that does
-    not declare ``pure_in_name = True``); ``moments`` are ``(moment1,
-    moment2, moment2_max or None, beta1_pow, beta2_pow)``; ``master_weight``
-    the float32 copy of a float16/bfloat16 parameter under
-    ``multi_precision`` (else None); ``fp32_fallback`` whether the float32
-    kernel updates the master weight and casts it into the parameter (no
-    half-precision ``adamw`` kernel on CPU).
+    ``moments`` are ``(moment1, moment2, moment2_max or None, beta1_pow,
+    beta2_pow)``; ``master_weight`` the float32 copy of a float16/bfloat16
+    parameter under ``multi_precision`` (else None); ``fp32_fallback`` whether
+    the float32 kernel updates the master weight and casts it into the
+    parameter (no half-precision ``adamw`` kernel on CPU).
     """
 
-    __slots__ = ("decays", "moments", "master_weight", "fp32_fallback", "dtype", "place")
-
-    def __init__(self, decays: bool | None, moments: tuple[Any, ...], master_weight: Any, fp32_fallback: bool,
-                 dtype: Any = None, place: Any = None) -> None:
-        self.decays = decays
-        self.moments = moments
-        self.master_weight = master_weight
-        self.fp32_fallback = fp32_fallback
-        self.dtype = dtype
-        self.place = place
-
-    def fits(self, param: Any) -> bool:
-        """Whether ``param`` still has the dtype (and, with a master weight, the place) the state was made for.
-
-        A cast or, for a master weight, a move (which decides the CPU
-        fallback) needs another state. Otherwise a move keeps the state where
-        it is, as ``paddle.optimizer.AdamW`` does.
-        """
-        dtype = param.dtype
-        if dtype is not self.dtype and dtype != self.dtype:  # `is`: Paddle's dtypes are singletons, == is slow
-            return False
-        return self.master_weight is None or param.place._equals(self.place)
+    moments: tuple[Any, ...]
+    master_weight: Any
+    fp32_fallback: bool
 
     def decay_target(self, param: Any) -> Any:
         """What the decay multiplies: the float32 master weight, else the parameter."""
         return param if self.master_weight is None else self.master_weight
 
 
-def cast_refusal(param: Any, stale: ParamState, *, state_dtype: Any, wants_master: bool, has_master: bool) -> str | None:
-    """Why the state ``stale`` of ``param``, cast since it was made, cannot serve it, or None.
+def cast_refusal(param: Any, moment_dtype: Any, *, state_dtype: Any, wants_master: bool, has_master: bool) -> str | None:
+    """Why the accumulators of ``param`` (moments of ``moment_dtype``), made before it was cast,
+    cannot serve it, or None.
 
     ``state_dtype`` is the dtype its moments must have now (float32 for a
     float16/bfloat16 parameter); ``wants_master``/``has_master``: whether it
     needs a float32 master weight now and whether one exists.
     """
-    moment_dtype = stale.moments[0].dtype
     if moment_dtype == state_dtype and not (has_master and not wants_master):
         return None
     held = f"{moment_dtype} moments" + (" and a float32 master weight" if has_master else "")
+    was = "float16 or bfloat16" if has_master else moment_dtype  # (what the state was made for)
     return (
-        f"AdamWDL: parameter {param.name!r} was cast from {stale.dtype} to {param.dtype} after the "
-        f"optimizer created its state ({held}), which cannot serve a {param.dtype} parameter; "
-        "cast the model before building the optimizer."
+        f"AdamWDL: parameter {param.name!r} was cast from {was} to {param.dtype} after the optimizer "
+        f"created its state ({held}), which cannot serve a {param.dtype} parameter; cast the model before "
+        "building the optimizer."
     )
 
 
-def refit_states(states: dict[str, ParamState], params: list[Any], *, is_half: Callable[[Any], bool],
-                 uses_master: Callable[[Any], bool], master_weights: Mapping[str, Any],
-                 create_master: Callable[[Any], Any], accumulators: dict[str, dict[str, Any]]) -> None:
-    """Drop from ``states`` (by parameter name) those of ``params`` cast to another dtype
-    since they were made, fitting the optimizer's state to the new dtype; refuse, naming
-    the parameter and before anything changes, a cast the state cannot serve
-    (``RuntimeError``, :func:`cast_refusal`).
+def refit_accumulators(params: list[Any], *, moments_of: Callable[[Any], Any], is_half: Callable[[Any], bool],
+                       uses_master: Callable[[Any], bool], master_weights: Mapping[str, Any],
+                       create_master: Callable[[Any], Any], accumulators: dict[str, dict[str, Any]]) -> None:
+    """Fit the accumulators of ``params`` that were cast since they were made (``multi_precision``).
 
-    A parameter cast to float16/bfloat16 (``is_half``) that ``uses_master`` gets its
-    float32 master weight (``create_master``, from its value now) and keeps its float32
-    moments, under the names an optimizer built for the cast model gives them
-    (:func:`rename_accumulators`), so that checkpoints load either way; a move keeps the
-    state as it is (as ``paddle.optimizer.AdamW`` does).
+    ``moments_of(param)`` is its first moment accumulator, or None before its first
+    update. A parameter cast to float16/bfloat16 that ``uses_master`` gets its float32
+    master weight (``create_master``, from its value now) and keeps its float32 moments,
+    under the names an optimizer built for the cast model gives them
+    (:func:`rename_accumulators`), so that checkpoints load either way. A cast the
+    accumulators cannot serve is refused (``RuntimeError``, :func:`cast_refusal`) before
+    anything changes; a move keeps the state as it is (as ``paddle.optimizer.AdamW`` does).
     """
-    stale = [(param, states[param.name]) for param in params
-             if param.name in states and not states[param.name].fits(param)]
-    for param, state in stale:
-        refusal = cast_refusal(param, state, state_dtype=paddle.float32 if is_half(param.dtype) else param.dtype,
-                               wants_master=uses_master(param), has_master=param.name in master_weights)
+    fitted = []
+    for param in params:
+        moment = moments_of(param)
+        if moment is None:
+            continue
+        wants, has = uses_master(param), param.name in master_weights
+        state_dtype = paddle.float32 if is_half(param.dtype) else param.dtype
+        if moment.dtype == state_dtype and wants == has:
+            continue
+        refusal = cast_refusal(param, moment.dtype, state_dtype=state_dtype, wants_master=wants, has_master=has)
         if refusal is not None:
             raise RuntimeError(refusal)
-    for param, _ in stale:
-        if uses_master(param) and param.name not in master_weights:
-            rename_accumulators(accumulators, param.name, create_master(param).name)
-        del states[param.name]
+        fitted.append(param)
+    for param in fitted:
+        rename_accumulators(accumulators, param.name, create_master(param).name)
 
 
 def rename_accumulators(accumulators: dict[str, dict[str, Any]], old: str, new: str) -> None:

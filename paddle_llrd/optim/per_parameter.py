@@ -9,7 +9,7 @@ The rule that decides between the decay fused into the ``adamw`` kernel and
 the separate decay op (:func:`decay_route`) is written here once, and so is
 that op (:func:`append_decoupled_weight_decay`, the optimizer's
 ``_append_decoupled_weight_decay``); the multi-tensor step
-(:mod:`~paddle_llrd.optim.multi_tensor`) applies the rule per kernel group.
+(:mod:`~paddle_llrd.optim.flat_update`) applies the rule per segment.
 The kernels are :mod:`~paddle_llrd.optim.kernels`.
 """
 from __future__ import annotations
@@ -128,9 +128,9 @@ class ParameterPass:
     ``ratios`` the optimizer's :class:`~paddle_llrd.optim.ratios.LayerRatios`,
     whose cache serves the ratios :math:`r_p` of a function pure in the name;
     ``decay_answers`` ``apply_decay_param_fun``'s answer by name; ``states``
-    the :class:`~paddle_llrd.optim.param_state.ParamState` by name. Where one
-    is missing (an update outside a pass), ``ratios`` (scale), ``ask_decays``
-    and ``state_of`` are asked; ``decay_op(block, (param, grad),
+    the :class:`~paddle_llrd.optim.param_state.ParamState` by name, read from the
+    accumulators when the pass opened. Where one is missing (an update outside a
+    pass), ``ratios`` (scale), ``ask_decays`` and ``state_of`` are asked; ``decay_op(block, (param, grad),
     lr_scale, decays=True)`` appends the separate decay op (the optimizer's
     ``_append_decoupled_weight_decay``, which subclasses may extend). ``settings``: the :class:`AdamSettings`
     of the group being updated (set as Paddle selects it; :meth:`next_group`).
@@ -255,7 +255,7 @@ def append_decoupled_weight_decay(
     :math:`s_p`. The factor is made once per lr tensor and pass (``_lr_to_coeff``).
     """
     param = _selected(optimizer, param_and_grad)[0]
-    if not (optimizer._decays_now(param) if decays is None else decays):
+    if not (optimizer._decays(param) if decays is None else decays):
         return None
     update = _current_pass(optimizer)
     if lr_scale is None:
