@@ -7,10 +7,11 @@ STAMP := $(VENV)/.installed
 
 .PHONY: install test test-oldest-paddle demo schedules bench docs docs-check chromium test-paddlenlp test-paddleformers train-env gpu-check clean
 
-$(STAMP): setup.py requirements-dev.txt
+$(STAMP): setup.py requirements-dev.txt paddle_llrd/optim/csrc/fused_adamw.cc
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements-dev.txt -e '.[cpu,test,demo,docs]'
+	$(PY) -m paddle_llrd build-operator
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -26,6 +27,7 @@ $(OLDEST_VENV)/.installed: setup.py requirements-paddle-oldest.txt
 	test -x $(OLDEST_PY) || $(PYTHON) -m venv $(OLDEST_VENV)
 	$(OLDEST_PY) -m pip install -q --upgrade pip
 	$(OLDEST_PY) -m pip install -q -r requirements-paddle-oldest.txt -e '.[test]'
+	$(OLDEST_PY) -m paddle_llrd build-operator
 	touch $@
 
 test-oldest-paddle: $(OLDEST_VENV)/.installed

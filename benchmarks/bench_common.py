@@ -34,7 +34,8 @@ SMALL_PARAMS_LAYERS = 12
 MAX_GRAD_NORM = 1.0
 CLIP_DESCRIPTION = f"ClipGradByGlobalNorm({MAX_GRAD_NORM})"
 # AdamWDL's update paths as its last_update_path names them, and as the docs do (docs/adamwdl.rst).
-PATH_NAMES = {"multi_tensor": "multi-tensor path", "per_parameter": "per-parameter path"}
+PATH_NAMES = {"fused": "fused operator", "multi_tensor": "multi-tensor path (Paddle's kernels)",
+              "per_parameter": "per-parameter path"}
 
 
 def add_bert_base_size(parser: argparse.ArgumentParser) -> None:

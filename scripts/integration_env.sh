@@ -36,5 +36,6 @@ if [ "$stale" = 1 ]; then
     test -x "$PY" || "$PYTHON" -m venv "$VENV"
     "$PY" -m pip install -q --upgrade pip
     "$PY" -m pip install -q -r "$REQUIREMENTS" -e .
+    "$PY" -m paddle_llrd build-operator
     touch "$STAMP"
 fi

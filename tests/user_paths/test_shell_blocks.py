@@ -34,7 +34,7 @@ SUBSTITUTIONS = {"mypkg.models:build": "user_model:BertNamedLinear",
                  str(harness.ROOT / "benchmarks" / "run_all.py"): str(_BENCH_COPY / "run_all.py")}
 MAKE_TARGETS = {"demo": "-m paddle_llrd demo", "test": "-m pytest -q", "bench": "benchmarks/run_all.py"}
 RUN_HERE = ["make-demo-test", "readme-lr-table", "quickstart-commands", "schedules-commands", "benchmarks-commands",
-            "readme-data-parallel", "data-parallel-commands"]
+            "readme-data-parallel", "data-parallel-commands", "fused-operator-commands"]
 
 
 def _scripts():
@@ -162,3 +162,12 @@ def test_data_parallel_commands_end_with_the_same_weights(user_path):
     assert len(single) == 1
     for name, values in checksums.items():
         assert values and all(abs(v - next(iter(single))) <= 1e-5 * abs(v) for v in values), (name, values)
+
+
+@pytest.mark.user_path("shell-fused-operator-commands-0")
+def test_the_operator_command_says_in_one_line_that_it_is_ready(user_path):
+    """``python -m paddle_llrd.optim.fused_operator`` builds the operator (or finds it built) and
+    loads it, its check against Paddle's kernels passed: one line."""
+    result = user_path("shell-fused-operator-commands-0").check()
+    lines = [line for line in result.stdout.splitlines() if line.startswith("paddle_llrd:")]
+    assert len(lines) == 1 and "fused AdamW operator ready" in lines[0], result.stdout
