@@ -1,0 +1,149 @@
+"""Whatever a user or a framework changes between steps, AdamWDL's default step gives the
+per-parameter path's bits and, without layer ratios, ``paddle.optimizer.AdamW``'s: weights,
+moments, beta powers and ``p.grad``, after every step.
+
+A stateful randomized test: hypothesis interleaves training steps (with gradient
+accumulation, two ``step()`` calls on one backward, gradients carried past a step or
+cleared in either way) with changes drawn from a menu: the optimizer's ``_grad_clip``
+assigned, cleared or swapped for another class (as fleet's wrappers assign it), a group's
+``grad_clip``, ``need_clip``, a ``regularizer``, ``apply_decay_param_fun`` given, replaced
+or taken away, ``set_value``, freezing and unfreezing, a branch used or not, ``set_lr``,
+``layerwise_decay`` and ``set_param_lr_fun`` assigned, a second optimizer over some of the
+parameters; on 1 and 2 threads, with and without parameter groups and layer ratios. It
+runs ``PADDLE_LLRD_STATEFUL_EXAMPLES`` examples (50 in ``make test``; set it higher for a
+soak), in this process (the fused operator where it is built) and, for a fifth of them, in
+a process with the operator off (Paddle's kernels on the same layout).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from changing_worlds import HEAD, KINDS_WITH_RATIOS, KINDS_WITHOUT_RATIOS, World, differences
+
+EXAMPLES = int(os.environ.get("PADDLE_LLRD_STATEFUL_EXAMPLES", "50"))
+PARAMETERS = ("embeddings.weight", "encoder.layers.0.linear.weight", "encoder.layers.0.linear.bias",
+              "encoder.layers.1.norm.weight", "encoder.layers.1.linear.weight", "branch.weight", "head.weight",
+              "head.bias", "scale")
+CLIPS = st.sampled_from([None, "global_norm", "norm", "value"])
+# How the step after a change trains: backwards before it (2: gradient accumulation), steps on
+# them (2: two step() calls on one backward), and how the gradients are cleared after.
+TRAINING = st.tuples(st.integers(1, 2), st.integers(1, 2), st.sampled_from(["zero", "release", "keep"]))
+
+
+class ChangesBetweenSteps(RuleBasedStateMachine):
+    """Every world takes the same changes and steps; after each step they are equal bit for bit."""
+
+    @initialize(ratios=st.booleans(), grouped=st.booleans(), threads=st.sampled_from([1, 2]), clip_kind=CLIPS)
+    def build(self, ratios: bool, grouped: bool, threads: int, clip_kind: str | None) -> None:
+        kinds = KINDS_WITH_RATIOS if ratios else KINDS_WITHOUT_RATIOS
+        self.worlds = [World(kind, ratios=ratios, grouped=grouped, threads=threads, clip_kind=clip_kind)
+                       for kind in kinds]
+        self.seed = 0
+        self.pending_backward = False
+        self.ratios = ratios
+
+    def _all(self, change: str, *args) -> None:
+        """``change`` in every world, then a training step (the last argument: :data:`TRAINING`)."""
+        for world in self.worlds:
+            world.apply(change, *args[:-1])
+        self.train(*args[-1])
+
+    # ----------------------------------------------------------- training
+    @rule(backwards=st.integers(1, 2), steps=st.integers(1, 2), clear=st.sampled_from(["zero", "release", "keep"]))
+    def train(self, backwards: int, steps: int, clear: str) -> None:
+        for _ in range(backwards):
+            self.seed += 1
+            for world in self.worlds:
+                world.backward(self.seed)
+        for _ in range(steps):
+            for world in self.worlds:
+                world.step()
+            found = differences(self.worlds)
+            assert not found, "\n".join(found[:20])
+        for world in self.worlds:
+            world.clear(clear)
+
+    # ------------------------------------------------------------ changes
+    @rule(kind=CLIPS, training=TRAINING)
+    def optimizer_clip(self, kind, training) -> None:
+        self._all("optimizer_clip", kind, training)
+
+    @rule(group=st.integers(0, 1), kind=CLIPS, training=TRAINING)
+    def group_clip(self, group, kind, training) -> None:
+        self._all("group_clip", group, kind, training)
+
+    @rule(name=st.sampled_from(PARAMETERS), value=st.booleans(), training=TRAINING)
+    def need_clip(self, name, value, training) -> None:
+        self._all("need_clip", name, value, training)
+
+    @rule(name=st.sampled_from(PARAMETERS), coeff=st.sampled_from([None, 0.5, 5.0]), training=TRAINING)
+    def regularizer(self, name, coeff, training) -> None:
+        self._all("regularizer", name, coeff, training)
+
+    @rule(decayed=st.none() | st.frozensets(st.sampled_from(PARAMETERS)), training=TRAINING)
+    def decay_rule(self, decayed, training) -> None:
+        self._all("decay_rule", decayed, training)
+
+    @rule(name=st.sampled_from(PARAMETERS), seed=st.integers(0, 1000), training=TRAINING)
+    def set_value(self, name, seed, training) -> None:
+        self._all("set_value", name, seed, training)
+
+    @rule(name=st.sampled_from(PARAMETERS), frozen=st.booleans(), training=TRAINING)
+    def freeze(self, name, frozen, training) -> None:
+        self._all("freeze", name, frozen, training)
+
+    @rule(used=st.booleans(), training=TRAINING)
+    def branch(self, used, training) -> None:
+        self._all("branch", used, training)
+
+    @rule(lr=st.sampled_from([0.0, 0.003, 0.01, 0.2]), training=TRAINING)
+    def set_lr(self, lr, training) -> None:
+        self._all("set_lr", lr, training)
+
+    @precondition(lambda self: self.ratios)
+    @rule(decay=st.sampled_from([0.5, 0.9, 1.0]), training=TRAINING)
+    def layerwise_decay(self, decay, training) -> None:
+        self._all("layerwise_decay", decay, training)
+
+    @precondition(lambda self: self.ratios)
+    @rule(ratios=st.none() | st.dictionaries(st.sampled_from(PARAMETERS), st.sampled_from([0.0, 0.25, 2.0])),
+          training=TRAINING)
+    def ratio_function(self, ratios, training) -> None:
+        self._all("ratio_function", ratios, training)
+
+    @precondition(lambda self: self.worlds[0].second is None)
+    @rule(training=TRAINING)
+    def second_optimizer(self, training) -> None:
+        self._all("second_optimizer", training)
+
+    @invariant()
+    def same_parameters_train(self) -> None:
+        trained = [{name for name, p in world.by_name.items() if not p.stop_gradient} for world in self.worlds]
+        assert all(names == trained[0] for names in trained)
+
+
+ChangesBetweenSteps.TestCase.settings = settings(
+    max_examples=EXAMPLES, stateful_step_count=14, deadline=None, database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+test_changes_between_steps_keep_the_default_step_bit_identical = ChangesBetweenSteps.TestCase
+
+
+def test_with_the_fused_operator_off_too(tmp_path: Path) -> None:
+    """The same test in a process where the fused operator is off: Paddle's kernels serve the layout."""
+    environment = dict(os.environ, PADDLE_LLRD_FUSED="0", PADDLE_LLRD_STATEFUL_EXAMPLES=str(max(1, EXAMPLES // 5)))
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "ignore::UserWarning",
+         f"{__file__}::test_changes_between_steps_keep_the_default_step_bit_identical"],
+        cwd=Path(__file__).resolve().parents[2], env=environment, capture_output=True, text=True, timeout=1800,
+    )
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert "1 passed" in done.stdout

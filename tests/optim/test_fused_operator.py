@@ -1,0 +1,353 @@
+"""The fused CPU operator: Paddle's numbers bit for bit, on every thread count, and Paddle's
+kernels with the same numbers wherever it cannot run.
+
+- The default step on the fused operator against ``paddle.optimizer.AdamW`` (no ratios),
+  with each clip class, over many steps with gradients of varied scale, on 1, 2 and 3
+  threads; float32 and float16/bfloat16 master weights against the per-parameter path; with
+  layer ratios against the per-parameter path.
+- Its two arithmetics: the one Paddle's CPU kernel uses on this machine is checked against
+  Paddle itself above; the other (phi's generated AVX-512 code where this CPU lacks it, the
+  reference loop where it has it) against the formulas written out here, exactly.
+- A process where no compiler can build it trains on Paddle's kernels with the same numbers
+  and says why once; a forked child, DataLoader workers, two optimizers stepped from two
+  Python threads and a checkpoint taken with one thread count and resumed with another keep
+  the numbers.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import paddle
+import pytest
+
+from paddle_llrd import AdamWDL
+from paddle_llrd.optim.fused_operator import fused_adamw
+
+CLIPS = {
+    "none": lambda: None,
+    "global_norm": lambda: paddle.nn.ClipGradByGlobalNorm(0.5),
+    "norm": lambda: paddle.nn.ClipGradByNorm(0.05),
+    "value": lambda: paddle.nn.ClipGradByValue(0.001),
+}
+
+
+class Wide(paddle.nn.Layer):
+    """Tensors large enough to be cut into pieces for several threads, small ones beside them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embeddings = paddle.nn.Embedding(700, 96)
+        self.encoder = paddle.nn.LayerList([paddle.nn.Linear(96, 384), paddle.nn.Linear(384, 96)])
+        self.head = paddle.nn.Linear(96, 5)
+
+    def forward(self, ids: paddle.Tensor) -> paddle.Tensor:
+        hidden = self.embeddings(ids)
+        return self.head(self.encoder[1](paddle.nn.functional.gelu(self.encoder[0](hidden))))
+
+
+def _structured(model: paddle.nn.Layer) -> dict[str, str]:
+    """``name_dict`` with BERT's block names (``encoder.layers.N``), as the default ratios read them."""
+    return {p.name: n.replace("encoder.", "encoder.layers.", 1) for n, p in model.named_parameters()}
+
+
+def _state(optimizer, model: paddle.nn.Layer) -> dict[str, np.ndarray]:
+    """The optimizer's tensors (moments, beta powers, master weights) by structured name."""
+    names = _structured(model)
+    found = {}
+    for key, value in optimizer.state_dict().items():
+        for param_name, structured in names.items():
+            if isinstance(value, paddle.Tensor) and key.startswith(param_name + "_"):
+                found[structured + key[len(param_name):].replace(param_name, "")] = value.astype("float32").numpy()
+    return found
+
+
+def _train(optimizer_of, *, steps: int = 8, dtype: str = "float32", seed: int = 3):
+    paddle.seed(seed)
+    model = Wide()
+    if dtype != "float32":
+        model.to(dtype=dtype)
+    optimizer = optimizer_of(model)
+    rng = np.random.default_rng(seed)
+    for step in range(steps):
+        # an elementwise loss (CPU has no half-precision matmul), gradients of varied size: some clipped
+        scale = float(10.0 ** rng.uniform(-2, 2))
+        loss = sum((p.astype("float32") * paddle.to_tensor(rng.standard_normal(p.shape).astype("float32"))).pow(2).mean()
+                   for p in model.parameters())
+        (loss * scale).backward()
+        optimizer.step()
+        if hasattr(optimizer, "last_update_path"):
+            assert optimizer.last_update_path.path in ("fused", "per_parameter"), optimizer.last_update_path
+        grads = {n: p.grad.astype("float32").numpy() for n, p in model.named_parameters()}
+        optimizer.clear_grad()
+    weights = {n: p.astype("float32").numpy() for n, p in model.named_parameters()}
+    return weights, grads, _state(optimizer, model), optimizer
+
+
+def _assert_bitwise(got: dict, expected: dict) -> None:
+    assert got.keys() == expected.keys()
+    for key in expected:
+        assert np.array_equal(got[key].view(np.int32), expected[key].view(np.int32)), key
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("clip", sorted(CLIPS))
+def test_on_the_fused_operator_it_is_paddle_adamw_bit_for_bit(clip, threads):
+    def adamw(model):
+        return paddle.optimizer.AdamW(0.002, parameters=model.parameters(), weight_decay=0.1, grad_clip=CLIPS[clip](),
+                                      apply_decay_param_fun=lambda name: name.endswith("w_0"))
+
+    def adamwdl(model):
+        return AdamWDL(0.002, parameters=model.parameters(), weight_decay=0.1, grad_clip=CLIPS[clip](),
+                       apply_decay_param_fun=lambda name: name.endswith("w_0"), set_param_lr_fun=None,
+                       num_threads=threads)
+
+    weights, grads, state, optimizer = _train(adamwdl)
+    assert optimizer.last_update_path == ("fused", None)
+    expected_weights, expected_grads, expected_state, _ = _train(adamw)
+    _assert_bitwise(weights, expected_weights)
+    _assert_bitwise(grads, expected_grads)  # p.grad as AdamW's clip leaves it
+    _assert_bitwise(state, expected_state)
+
+
+# (Paddle's CPU kernels cannot clip a float16/bfloat16 gradient: each clip class raises there
+# on every path, as paddle.optimizer.AdamW's does)
+@pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize("dtype, clip", [("float32", "global_norm"), ("float32", "norm"), ("float32", "value"),
+                                         ("bfloat16", "none"), ("float16", "none")])
+def test_with_layer_ratios_and_master_weights_it_is_the_per_parameter_path(clip, dtype, threads):
+    def adamwdl(use_multi_tensor):
+        def build(model):
+            return AdamWDL(0.002, parameters=model.parameters(), weight_decay=0.1, grad_clip=CLIPS[clip](),
+                           layerwise_decay=0.6, n_layers=2, multi_precision=dtype != "float32",
+                           name_dict=_structured(model), use_multi_tensor=use_multi_tensor, num_threads=threads)
+        return build
+
+    weights, grads, state, optimizer = _train(adamwdl(None), dtype=dtype, steps=5)
+    assert optimizer.last_update_path == ("fused", None)
+    expected = _train(adamwdl(False), dtype=dtype, steps=5)
+    _assert_bitwise(weights, expected[0])
+    _assert_bitwise(grads, expected[1])
+    _assert_bitwise(state, expected[2])
+
+
+# ------------------------------------------------ the arithmetic Paddle does not run here
+def _round32(value: Fraction) -> np.float32:
+    """``value`` rounded to the nearest float32 (ties to even), exactly."""
+    guess = np.float32(float(value))
+    candidates = [guess, np.nextafter(guess, np.float32(np.inf)), np.nextafter(guess, np.float32(-np.inf))]
+    return min(candidates, key=lambda c: (abs(Fraction(float(c)) - value), int(c.view(np.int32)) & 1))
+
+
+def _fma(a, b, c) -> np.float32:
+    return _round32(Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c)))
+
+
+def _generated_step(p, g, m1, m2, lr, beta1, beta2, eps, coeff, b1p, b2p):
+    """jit/gen/adamw.cc for one element: its vmulps, vfmadd and vfnmadd, each rounded once."""
+    f = np.float32
+    learning_rate = f(lr) * f(np.sqrt(f(1) - b2p) / (f(1) - b1p))
+    epsilon = f(eps) * f(np.sqrt(f(1) - b2p))
+    decay = f(f(lr) * f(1.0)) * f(coeff)
+    p = _fma(-decay, p, p)
+    m1 = _fma(f(beta1), m1, f(f(f(1) - f(beta1)) * g))
+    m2 = _fma(f(beta2), m2, f(f(f(1) - f(beta2)) * f(g * g)))
+    step = f(m1 / f(np.sqrt(m2) + epsilon))
+    return _fma(step, -learning_rate, p), m1, m2
+
+
+def _reference_step(p, g, m1, m2, lr, beta1, beta2, eps, coeff, b1p, b2p):
+    """jit/refer/refer.h for one element: moments in float32, the last line in double."""
+    f = np.float32
+    learning_rate = f(lr) * f(np.sqrt(f(1) - b2p) / (f(1) - b1p))
+    epsilon = f(eps) * f(np.sqrt(f(1) - b2p))
+    p = f(p - f(f(f(lr) * f(1.0)) * f(coeff)) * p)
+    m1 = f(f(f(beta1) * m1) + f(f(f(1) - f(beta1)) * g))
+    m2 = f(f(f(beta2) * m2) + f(f(f(f(1) - f(beta2)) * g) * g))
+    return f(float(p) + float(-learning_rate) * (float(m1) / (np.sqrt(float(m2)) + float(epsilon)))), m1, m2
+
+
+@pytest.mark.parametrize("arithmetic, step_of", [(1, _reference_step), (2, _generated_step)],
+                         ids=["reference-loop", "generated-avx512"])
+def test_each_arithmetic_is_its_kernels_formula_exactly(arithmetic, step_of):
+    rng = np.random.default_rng(11)
+    n, lr, beta1, beta2, eps, coeff = 700, 0.003, 0.9, 0.999, 1e-8, 0.2
+    p0 = rng.standard_normal(n).astype("float32")
+    param, moment1, moment2 = paddle.to_tensor(p0), paddle.zeros([n]), paddle.zeros([n])
+    pows = [paddle.full([1], 0.9), paddle.full([1], 0.999)]
+    expected = [(v, np.float32(0), np.float32(0)) for v in p0]
+    b1p, b2p = np.float32(0.9), np.float32(0.999)
+    for _ in range(3):
+        grad = (rng.standard_normal(n) * 10.0 ** rng.uniform(-3, 1)).astype("float32")
+        layout = [1, 1, 0, arithmetic, 2, 0, 0, 1, 0, 0, 0, n, 1]  # one bank, one parameter, one decayed segment
+        fused_adamw([param], [paddle.to_tensor(grad)], [moment1], [moment2], [moment2], [param], [pows[0]], [pows[1]],
+                    [param], [paddle.to_tensor([0, n], dtype="int64")], paddle.full([1], lr), layout,
+                    [beta1, beta2, eps, 0.0, 0.0, coeff, 1.0, coeff, 1.0])
+        expected = [step_of(p, g, m1, m2, lr, beta1, beta2, eps, coeff, b1p, b2p) for (p, m1, m2), g in zip(expected, grad)]
+        b1p, b2p = np.float32(np.float32(beta1) * b1p), np.float32(np.float32(beta2) * b2p)
+    assert np.array_equal(param.numpy().view(np.int32), np.array([e[0] for e in expected], dtype=np.float32).view(np.int32))
+    assert np.array_equal(moment2.numpy(), np.array([e[2] for e in expected], dtype=np.float32))
+    assert pows[0].numpy()[0] == b1p
+
+
+# ------------------------------------------------------------ other processes
+TRAIN = '''
+import json, sys, warnings
+import numpy as np
+import paddle
+from paddle_llrd import AdamWDL
+
+paddle.seed(0)
+model = paddle.nn.Sequential(paddle.nn.Linear(64, 512), paddle.nn.ReLU(), paddle.nn.Linear(512, 8))
+optimizer = AdamWDL(learning_rate=0.01, parameters=model.parameters(), weight_decay=0.05, set_param_lr_fun=None,
+                    grad_clip=paddle.nn.ClipGradByGlobalNorm(1.0))
+rng = np.random.default_rng(0)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    for step in range(4):
+        model(paddle.to_tensor(rng.standard_normal([16, 64]).astype("float32"))).pow(2).mean().backward()
+        optimizer.step()
+        optimizer.clear_grad()
+json.dump({"weights": [p.numpy().tolist() for p in model.parameters()], "path": list(optimizer.last_update_path),
+           "warnings": [f"{w.category.__name__}: {w.message}" for w in caught]}, open(sys.argv[1], "w"))
+'''
+
+
+def _run_training(tmp_path: Path, name: str, **environment: str) -> dict:
+    script, out = tmp_path / "train.py", tmp_path / f"{name}.json"
+    script.write_text(TRAIN)
+    done = subprocess.run([sys.executable, str(script), str(out)], capture_output=True, text=True, timeout=600,
+                          env=dict(os.environ, **environment))
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(out.read_text())
+
+
+def test_without_a_compiler_it_trains_on_paddles_kernels_with_the_same_numbers_and_says_so_once(tmp_path):
+    fused = _run_training(tmp_path, "fused")
+    hidden = _run_training(tmp_path, "hidden", CXX="/bin/false", PADDLE_LLRD_OPERATOR_DIR=str(tmp_path / "empty"))
+    assert fused["path"] == ["fused", None]
+    assert hidden["path"][0] == "multi_tensor" and "/bin/false" in hidden["path"][1]
+    assert fused["weights"] == hidden["weights"]
+    said = [w for w in hidden["warnings"] if w.startswith("FusedOperatorWarning")]
+    assert len(said) == 1 and "/bin/false" in said[0] and "same numbers" in said[0]
+
+
+def test_a_forked_child_and_dataloader_workers_train_beside_the_operator(tmp_path):
+    """A child forked after the operator ran its threads trains on one thread (an OpenMP team does not
+    survive a fork), and forked DataLoader workers feed a loop whose numbers are AdamW's."""
+    script = tmp_path / "fork.py"
+    script.write_text(textwrap.dedent('''
+        import multiprocessing, sys
+        import numpy as np
+        import paddle
+        from paddle_llrd import AdamWDL
+
+        class Data(paddle.io.Dataset):
+            def __len__(self):
+                return 32
+
+            def __getitem__(self, index):
+                return np.random.default_rng(index).standard_normal(64).astype("float32")
+
+        def train(kind):
+            paddle.seed(0)
+            model = paddle.nn.Sequential(paddle.nn.Linear(64, 512), paddle.nn.Linear(512, 4))
+            if kind == "adamw":
+                optimizer = paddle.optimizer.AdamW(0.01, parameters=model.parameters(), weight_decay=0.05)
+            else:
+                optimizer = AdamWDL(0.01, parameters=model.parameters(), weight_decay=0.05, set_param_lr_fun=None,
+                                    num_threads=2)
+            loader = paddle.io.DataLoader(Data(), batch_size=8, num_workers=2 if kind == "adamwdl" else 0)
+            for batch in loader:
+                model(batch).pow(2).mean().backward()
+                optimizer.step()
+                optimizer.clear_grad()
+            return [p.numpy() for p in model.parameters()], getattr(optimizer, "last_update_path", None)
+
+        def child(queue):
+            weights, path = train("adamwdl")
+            queue.put((path.path, sum(float(w.sum()) for w in weights)))
+
+        if __name__ == "__main__":
+            ours, path = train("adamwdl")
+            theirs, _ = train("adamw")
+            assert path.path == "fused", path
+            assert all(np.array_equal(a, b) for a, b in zip(ours, theirs))
+            context = multiprocessing.get_context("fork")
+            queue = context.Queue()
+            process = context.Process(target=child, args=(queue,))
+            process.start()
+            process.join(timeout=240)
+            assert process.exitcode == 0, process.exitcode
+            child_path, child_sum = queue.get(timeout=5)
+            assert child_path == "fused" and child_sum == sum(float(w.sum()) for w in ours)
+            print("ok")
+    '''))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]
+
+
+def test_two_optimizers_stepped_from_two_python_threads_give_their_sequential_numbers():
+    def run(concurrently: bool):
+        pairs = []
+        for seed in (1, 2):
+            paddle.seed(seed)
+            model = Wide()
+            pairs.append((model, AdamWDL(0.003, parameters=model.parameters(), set_param_lr_fun=None, num_threads=2,
+                                         grad_clip=paddle.nn.ClipGradByGlobalNorm(0.3))))
+        rng = np.random.default_rng(0)
+        for _ in range(4):
+            ids = paddle.to_tensor(rng.integers(0, 700, [4, 6]))
+            for model, _ in pairs:
+                model(ids).pow(2).mean().backward()
+            steps = [threading.Thread(target=opt.step) for _, opt in pairs]
+            if concurrently:
+                for thread in steps:
+                    thread.start()
+                for thread in steps:
+                    thread.join()
+            else:
+                for _, opt in pairs:
+                    opt.step()
+            for _, opt in pairs:
+                assert opt.last_update_path == ("fused", None)
+                opt.clear_grad()
+        return [p.numpy() for model, _ in pairs for p in model.parameters()]
+
+    for got, expected in zip(run(True), run(False)):
+        assert np.array_equal(got, expected)
+
+
+@pytest.mark.parametrize("before, after", [(1, 3), (3, 1), (2, 2)])
+def test_a_checkpoint_taken_on_some_threads_resumes_on_others_as_if_never_stopped(before, after, tmp_path):
+    def model_and_optimizer(threads):
+        paddle.seed(4)
+        model = Wide()
+        return model, AdamWDL(0.003, parameters=model.parameters(), weight_decay=0.05, layerwise_decay=0.7, n_layers=2,
+                              name_dict=_structured(model), num_threads=threads)
+
+    def train(model, optimizer, seeds):
+        for seed in seeds:
+            model(paddle.to_tensor(np.random.default_rng(seed).integers(0, 700, [4, 6]))).pow(2).mean().backward()
+            optimizer.step()
+            optimizer.clear_grad()
+
+    model, optimizer = model_and_optimizer(before)
+    train(model, optimizer, range(3))
+    paddle.save(model.state_dict(), str(tmp_path / "model.pdparams"))
+    paddle.save(optimizer.state_dict(), str(tmp_path / "opt.pdopt"))
+    train(model, optimizer, range(3, 6))
+    resumed, resumed_optimizer = model_and_optimizer(after)
+    resumed.set_state_dict(paddle.load(str(tmp_path / "model.pdparams")))
+    resumed_optimizer.set_state_dict(paddle.load(str(tmp_path / "opt.pdopt")))
+    train(resumed, resumed_optimizer, range(3, 6))
+    assert resumed_optimizer.last_update_path == ("fused", None)
+    for a, b in zip(model.parameters(), resumed.parameters()):
+        assert np.array_equal(a.numpy(), b.numpy())
