@@ -89,8 +89,18 @@ struct StepScalars {
 };
 
 // jit/refer/refer.h AdamW / Adam: moments in T, the parameter's last line in double.
+// (always inlined: a call per element would keep the loops from vectorising)
+#define PADDLE_LLRD_ELEMENT inline __attribute__((always_inline))
+
+// The reference loop's last line, param_tmp + lr * (m1 / (sqrt(m2) + eps)), in double.
+template <typename T>
+PADDLE_LLRD_ELEMENT T reference_last_line(T param_tmp, T mom1, T mom2_used, T lr, T eps) {
+  double step = static_cast<double>(mom1) / (std::sqrt(static_cast<double>(mom2_used)) + static_cast<double>(eps));
+  return static_cast<T>(static_cast<double>(param_tmp) + static_cast<double>(lr) * step);
+}
+
 template <typename T, bool kDecay, bool kAmsgrad>
-inline void reference_update(T g, T* p, T* m1, T* m2, T* m2max, const StepScalars<T>& s) {
+PADDLE_LLRD_ELEMENT void reference_update(T g, T* p, T* m1, T* m2, T* m2max, const StepScalars<T>& s) {
   T param = *p;
   T param_tmp = kDecay ? param - s.decay * param : param;
   T mom1 = s.beta1 * *m1 + (1 - s.beta1) * g;
@@ -102,13 +112,12 @@ inline void reference_update(T g, T* p, T* m1, T* m2, T* m2max, const StepScalar
     mom2_used = std::max(mom2, *m2max);
     *m2max = mom2_used;
   }
-  double step = static_cast<double>(mom1) / (std::sqrt(static_cast<double>(mom2_used)) + static_cast<double>(s.eps));
-  *p = static_cast<T>(static_cast<double>(param_tmp) + static_cast<double>(s.lr) * step);
+  *p = reference_last_line(param_tmp, mom1, mom2_used, s.lr, s.eps);
 }
 
 // jit/gen/adamw.cc, adam.cc (float32 on AVX-512F): each vfmadd/vfnmadd one std::fma.
 template <bool kDecay, bool kAmsgrad>
-inline void generated_update(float g, float* p, float* m1, float* m2, float* m2max, const StepScalars<float>& s) {
+PADDLE_LLRD_ELEMENT void generated_update(float g, float* p, float* m1, float* m2, float* m2max, const StepScalars<float>& s) {
   float param = *p;
   if (kDecay) param = std::fma(-s.decay, param, param);
   float mom1 = std::fma(s.beta1, *m1, (1.0f - s.beta1) * g);
