@@ -1,15 +1,13 @@
 """AdamW with layer-wise learning-rate decay (``AdamWDL``), exact on Paddle 3. See :doc:`/adamwdl`.
 
 The class owns the parameters, Paddle's optimizer state and the public API,
-and keeps nothing else between steps but the multi-tensor layout. A dygraph
-step, top to bottom (:doc:`/adamwdl`, "One step"): :meth:`AdamWDL.step`
-reads the groups afresh and collects an
-:class:`~paddle_llrd.optim.update_batch.UpdateBatch` per parameter group
+and keeps nothing else between steps but the flat layout. A dygraph step
+(:doc:`/adamwdl`, "One step"): :meth:`AdamWDL.step` reads the groups afresh
+into an :class:`~paddle_llrd.optim.update_batch.UpdateBatch` each
 (``_collect``, the only code that reads Paddle's optimizer internals for the
-update), :func:`~paddle_llrd.optim.update_path.choose_update_path` picks the
-implementation, and it runs: :func:`~paddle_llrd.optim.flat_update.flat_update`
-over the :class:`~paddle_llrd.optim.flat_layout.FlatLayout`, or Paddle's pass,
-whose :meth:`AdamWDL._append_optimize_op` hands each parameter to
+update); :func:`~paddle_llrd.optim.multi_tensor.multi_tensor_step` runs them
+over the :class:`~paddle_llrd.optim.multi_tensor.FlatLayout` where it serves,
+else Paddle's pass hands each parameter to
 :func:`~paddle_llrd.optim.per_parameter.update_parameter` (the path of static
 programs, ``to_static`` and fleet's wrappers too).
 """
@@ -33,15 +31,17 @@ from .checkpoint import (
     STRUCTURED_NAMES_KEY, WEIGHT_DECAY_SCHEDULE_KEY, has_saved_state, matched_state_dict, with_extra_entries,
 )
 from .eager import runs_eagerly_under_sot
-from .kernels import is_tensor
+from .kernels import check_learning_rate_dtype, is_tensor
 from .multi_tensor import PER_PARAMETER_ONLY, FlatLayout, foreign_gradients, multi_tensor_step
 from .optimizer_checks import (
     check_added_group, check_layerwise_arguments, checked_adamwdl_arguments, group_with_weight_decay,
     refuse_groups_in_program,
 )
 from .param_lr_rows import ParamLrRow, param_lr_rows
-from .param_state import ParamState, initial_beta_pow, refit_accumulators
-from .per_parameter import ParameterPass, append_decoupled_weight_decay, append_optimize_op
+from .param_state import ParamState, initial_beta_pow, on_cpu, refit_accumulators
+from .per_parameter import (
+    ParameterPass, append_decoupled_weight_decay, append_optimize_op, dygraph_gradient, updated_parameters,
+)
 from .ratios import LayerRatios, LrScale, is_pure_in_name, lr_attributes, resolve_update_scales
 from .scheduled_decay import ScheduledDecay
 from .update_batch import AdamSettings, UpdateBatch, UpdatePath
@@ -67,27 +67,15 @@ class AdamWDL(AdamW):
     # before the layer ratio; a subclass with Paddle's lr_ratio rule sets True.
     _decay_with_ratio: ClassVar[bool] = False
 
-    def __init__(
-        self,
-        learning_rate: float | LRScheduler = 0.001,
-        beta1: float | Tensor = 0.9,
-        beta2: float | Tensor = 0.999,
-        epsilon: float | Tensor = 1e-8,
-        parameters: Sequence[Tensor] | Sequence[dict[str, Any]] | None = None,
+    def __init__(  # (PaddleNLP's order of arguments, AdamW's first; docs: after the class)
+        self, learning_rate: float | LRScheduler = 0.001, beta1: float | Tensor = 0.9, beta2: float | Tensor = 0.999,
+        epsilon: float | Tensor = 1e-8, parameters: Sequence[Tensor] | Sequence[dict[str, Any]] | None = None,
         weight_decay: float | Tensor | WeightDecaySchedule = 0.01,
-        apply_decay_param_fun: Callable[[str], bool] | None = None,
-        grad_clip: GradientClipBase | None = None,
-        lazy_mode: bool = False,
-        multi_precision: bool = False,
-        layerwise_decay: float | Tensor = 1.0,
-        n_layers: int = 12,
-        set_param_lr_fun: Callable[..., Any] | None = layerwise_lr_decay,
-        name_dict: Mapping[str, str] | None = None,
-        name: str | None = None,
-        *,
-        amsgrad: bool = False,
-        use_multi_tensor: bool | None = None,
-        num_threads: int | None = None,
+        apply_decay_param_fun: Callable[[str], bool] | None = None, grad_clip: GradientClipBase | None = None,
+        lazy_mode: bool = False, multi_precision: bool = False, layerwise_decay: float | Tensor = 1.0,
+        n_layers: int = 12, set_param_lr_fun: Callable[..., Any] | None = layerwise_lr_decay,
+        name_dict: Mapping[str, str] | None = None, name: str | None = None, *,
+        amsgrad: bool = False, use_multi_tensor: bool | None = None, num_threads: int | None = None,
     ) -> None:
         parameters = checked_adamwdl_arguments(
             learning_rate=learning_rate, beta1=beta1, beta2=beta2, epsilon=epsilon, parameters=parameters,
@@ -100,21 +88,18 @@ class AdamWDL(AdamW):
         self._scheduled_decay = ScheduledDecay(schedule)
         super().__init__(
             learning_rate=learning_rate, beta1=beta1, beta2=beta2, epsilon=epsilon, parameters=parameters,
-            weight_decay=weight_decay if schedule is None else schedule(),
-            apply_decay_param_fun=apply_decay_param_fun, grad_clip=grad_clip,
-            lazy_mode=lazy_mode, multi_precision=multi_precision, amsgrad=amsgrad, name=name,
-        )
+            weight_decay=weight_decay if schedule is None else schedule(), apply_decay_param_fun=apply_decay_param_fun,
+            grad_clip=grad_clip, lazy_mode=lazy_mode, multi_precision=multi_precision, amsgrad=amsgrad, name=name)
         self._pass: ParameterPass | None = None  # the per-parameter pass under way
-        # The multi-tensor path's layout, the one state kept between steps besides Paddle's
-        # accumulators and the schedule's position; None: the per-parameter path only.
+        # The flat layout, the one state kept between steps besides Paddle's accumulators and the
+        # schedule's position; None: the per-parameter path only.
         self._flat = None if use_multi_tensor is False else layout
         self._num_threads = layout.threads.count
         self._last_update_path: UpdatePath | None = None
         # The decay rule last asked, and its answers by name where it is pure in the name.
         self._pure_decays: tuple[Any, dict[str, bool] | None] = (None, None)
         self._params_name: dict[str, None] = {}  # ordered set, for a stable str()
-        for param in self._listed_parameters():
-            self._decays(param)
+        self._decay_answers(list(map(_NAME, self._listed_parameters())))
         self._ratios = LayerRatios.bound(set_param_lr_fun, (layerwise_decay, name_dict, n_layers),
                                          self._listed_parameters())
         if schedule is not None:
@@ -163,24 +148,16 @@ class AdamWDL(AdamW):
             >>> import paddle
             >>> from paddle_llrd import AdamWDL
             >>> linear = paddle.nn.Linear(3, 2)
-            >>> opt = AdamWDL(parameters=linear.parameters(), set_param_lr_fun=None,
-            ...               grad_clip=paddle.nn.ClipGradByGlobalNorm(1.0))
-            >>> linear(paddle.ones([4, 3])).mean().backward()
-            >>> opt.step()
-            >>> opt.last_update_path.path in ("fused", "multi_tensor")  # "fused" where the operator is built
-            True
             >>> opt = AdamWDL(parameters=linear.parameters(), use_multi_tensor=False)
+            >>> linear(paddle.ones([4, 3])).mean().backward()
             >>> opt.step()
             >>> opt.last_update_path
             UpdatePath(path='per_parameter', reason='use_multi_tensor=False')
         """
         return self._last_update_path
 
-    @property
-    def num_threads(self) -> int:
-        """The threads a CPU step of the multi-tensor path uses (``num_threads=``, else
-        ``PADDLE_LLRD_NUM_THREADS``, else the usable cores divided among the local ranks)."""
-        return self._num_threads
+    num_threads = property(lambda self: self._num_threads, doc="The threads of a CPU step on the flat layout "
+                           "(``num_threads=``, else ``PADDLE_LLRD_NUM_THREADS``, else the usable cores per local rank).")
 
     def _set_coeff(self, value: float) -> None:
         self._weight_decay = self._default_dict["weight_decay"] = float(value)
@@ -210,9 +187,8 @@ class AdamWDL(AdamW):
         return self._decay_answers([param.name])[0]
 
     def _decay_answers(self, names: list[str]) -> list[bool]:
-        """``apply_decay_param_fun``'s answers for ``names`` at this update, as AdamW asks them:
-        the rule the optimizer holds now, asked about each name (a rule declaring
-        ``pure_in_name = True`` once per name while it is the one held)."""
+        """``apply_decay_param_fun``'s answers for ``names`` at this update, as AdamW asks them: the
+        rule held now, asked about each name (once per name if it declares ``pure_in_name = True``)."""
         rule = self._apply_decay_param_fun
         held, answers = self._pure_decays
         if held is not rule:  # (answers: None for a rule asked at every update)
@@ -241,17 +217,7 @@ class AdamWDL(AdamW):
     @imperative_base.no_grad()  # as paddle.optimizer.Optimizer.step, whose dygraph body this replaces
     def step(self) -> None:
         """Update the parameters once (eagerly under ``to_static``); with a weight-decay
-        schedule, advance it.
-
-        Examples:
-            >>> import paddle
-            >>> from paddle_llrd import AdamWDL
-            >>> linear = paddle.nn.Linear(3, 2)
-            >>> opt = AdamWDL(learning_rate=0.01, parameters=linear.parameters())
-            >>> linear(paddle.ones([4, 3])).mean().backward()
-            >>> opt.step()
-            >>> opt.clear_grad()
-        """
+        schedule, advance it. Example: the class's."""
         if not framework.in_dygraph_mode() or paddle.base.dygraph.base.in_to_static_mode():
             self._last_update_path = UpdatePath("per_parameter", "not a dygraph step")
             return super().step()
@@ -260,15 +226,14 @@ class AdamWDL(AdamW):
             paddle_pass = super().step
         else:  # Paddle's step without groups, past this class's _apply_optimize
             apply = super()._apply_optimize
-            paddle_pass = lambda: apply(None, None, [(p, _gradient(p)) for p in groups[0][1]])  # noqa: E731
+            paddle_pass = lambda: apply(None, None, [(p, dygraph_gradient(p)) for p in groups[0][1]])  # noqa: E731
         self._update(groups, paddle_pass)
         return None
 
     def _update(self, groups: list[tuple[dict[str, Any] | None, list[Any], list[Any]]],
                 paddle_pass: Callable[[], Any], given_gradients: str | None = None) -> Any:
-        """One dygraph update of ``groups`` (``(group, trained parameters, their gradients)``):
-        collect, choose, run; the weight-decay schedule
-        read before and advanced after (not on an AMP overflow step)."""
+        """One dygraph update of ``groups`` (``(group, trained parameters, their gradients)``): collect,
+        choose, run; the weight-decay schedule read before and advanced after (not on an overflow step)."""
         self._sync_weight_decay()
         batches = self._collect(groups)
         global_lr = self._global_lr_tensor()  # (set up first, as Paddle's pass does)
@@ -278,6 +243,7 @@ class AdamWDL(AdamW):
             with_ratio=self._decay_with_ratio)
         result = None
         if path.path == "per_parameter":
+            check_learning_rate_dtype((p for batch in batches for p in batch.params), global_lr.dtype)
             self._pass = self._new_pass(batches)
             try:
                 result = paddle_pass()
@@ -289,10 +255,8 @@ class AdamWDL(AdamW):
         return result
 
     def _collect(self, groups: list[tuple[dict[str, Any] | None, list[Any], list[Any]]]) -> list[UpdateBatch]:
-        """What this step's updates need, per parameter group (the trained parameters with a
-        gradient), read afresh: the ratios and decay answers asked first (a bad one changes
-        nothing), accumulators fitted to casts and made for new parameters, then one
-        :class:`UpdateBatch` each."""
+        """An :class:`UpdateBatch` per group (its trained parameters with a gradient), read afresh:
+        ratios and decay answers asked first (a bad one changes nothing), accumulators refit and made."""
         everything = [param for _, params, _ in groups for param in params]
         every_name = list(map(_NAME, everything))
         cache = self._ratios.cache
@@ -338,12 +302,15 @@ class AdamWDL(AdamW):
         """The :class:`AdamSettings` of ``group`` (None: the optimizer's current settings),
         read without selecting the group in the optimizer."""
         dygraph = framework.in_dygraph_mode()
-        get = (lambda key: getattr(self, "_" + key)) if group is None else (
-            lambda key: group.get(key, self._default_dict[key]))
-        beta1, beta2 = get("beta1"), get("beta2")
+        if group is None:
+            beta1, beta2, epsilon, lazy_mode, coeff = (
+                self._beta1, self._beta2, self._epsilon, self._lazy_mode, self._weight_decay)
+        else:
+            defaults = self._default_dict
+            beta1, beta2, epsilon, lazy_mode, coeff = (group.get(key, defaults[key]) for key in _GROUP_SETTINGS)
         return AdamSettings(
-            beta1, beta2, _beta_value(beta1, dygraph), _beta_value(beta2, dygraph), get("epsilon"), get("lazy_mode"),
-            self._amsgrad, None if dygraph else self._get_auxiliary_var("found_inf"), dygraph, get("weight_decay"),
+            beta1, beta2, _beta_value(beta1, dygraph), _beta_value(beta2, dygraph), epsilon, lazy_mode,
+            self._amsgrad, None if dygraph else self._get_auxiliary_var("found_inf"), dygraph, coeff,
         )
 
     def _global_lr_tensor(self) -> Any:
@@ -377,10 +344,9 @@ class AdamWDL(AdamW):
         if isinstance(params_grads, dict):  # one group of step()'s, which follows the schedule around them all
             return apply()
         if framework.in_dygraph_mode() and not paddle.base.dygraph.base.in_to_static_mode():
-            given_gradients = foreign_gradients(params_grads)
-            updated = _updated(params_grads)
+            updated = updated_parameters(params_grads)
             return self._update([(None, updated, list(map(_GRAD_OF, updated)))], apply,
-                                given_gradients=given_gradients)
+                                given_gradients=foreign_gradients(params_grads))
         self._last_update_path = UpdatePath("per_parameter", "not a dygraph step")
         self._scheduled_decay.refuse_outside_dygraph()
         return apply()
@@ -401,7 +367,7 @@ class AdamWDL(AdamW):
             return create_pass(parameters_and_grads, param_group_idx=param_group_idx)
         self._scheduled_decay.refuse_outside_dygraph()  # (apply_gradients and a to_static graph skip minimize())
         pairs = parameters_and_grads["params"] if isinstance(parameters_and_grads, dict) else parameters_and_grads
-        self._pass = self._new_pass(update_scales=self._asked_scales(_updated(pairs)))
+        self._pass = self._new_pass(update_scales=self._asked_scales(updated_parameters(pairs)))
         try:
             return create_pass(parameters_and_grads, param_group_idx=param_group_idx)
         finally:
@@ -435,10 +401,6 @@ class AdamWDL(AdamW):
         self._pass = self._new_pass()
         return self._pass
 
-    def _decay_target(self, param: Any) -> Any:
-        """What the separate decay op multiplies: the float32 master weight or the parameter."""
-        return self._master_weights[param.name] if self._uses_master(param) else param
-
     # ---------------------------------------------------------- layer ratios
     def _asked_scales(self, params: list[Any]) -> dict[str, LrScale]:
         """``set_param_lr_fun`` asked about every parameter before any update (nothing on a
@@ -455,27 +417,20 @@ class AdamWDL(AdamW):
     # ------------------------------------------------------ parameter states
     def _state(self, param: Any) -> ParamState:
         """``param``'s :class:`ParamState`, read from its accumulators (which exist)."""
-        get = self._get_accumulator_master
-        master = self._uses_master(param)
-        return ParamState(
-            moments=(get(self._moment1_acc_str, param), get(self._moment2_acc_str, param),
-                     get(self._moment2_acc_max_str, param) if self._amsgrad else None,
-                     get(self._beta1_pow_acc_str, param), get(self._beta2_pow_acc_str, param)),
-            master_weight=self._master_weights[param.name] if master else None,
-            fp32_fallback=master and _on_cpu(param),
-        )
+        return self._states([param])[param.name]
 
     def _states(self, params: list[Any]) -> dict[str, ParamState]:
-        """The :class:`ParamState` of each of ``params`` by name, read from the accumulators by
-        C-level passes (at every step of the per-parameter path)."""
-        if self._multi_precision or not params:
-            return {param.name: self._state(param) for param in params}
+        """The :class:`ParamState` of each of ``params`` by name, read from the accumulators
+        (keyed by the master weight's name where there is one) by C-level passes."""
         names = list(map(_NAME, params))
+        masters = [self._master_weights[n] if self._uses_master(p) else None for p, n in zip(params, names)] \
+            if self._multi_precision else [None] * len(params)
+        keys = [n if m is None else m.name for n, m in zip(names, masters)]
         kinds = [self._moment1_acc_str, self._moment2_acc_str, self._moment2_acc_max_str if self._amsgrad else None,
                  self._beta1_pow_acc_str, self._beta2_pow_acc_str]
-        columns = [repeat(None) if kind is None else map(self._accumulators[kind].__getitem__, names)
-                   for kind in kinds]
-        return dict(zip(names, map(ParamState, zip(*columns), repeat(None), repeat(False))))
+        columns = [repeat(None) if kind is None else map(self._accumulators[kind].__getitem__, keys) for kind in kinds]
+        fallbacks = [m is not None and on_cpu(p) for p, m in zip(params, masters)]
+        return dict(zip(names, map(ParamState, zip(*columns), masters, fallbacks)))
 
     def _uses_master(self, param: Any) -> bool:
         """Whether ``param`` is updated through a float32 master weight (``multi_precision``, float16/bfloat16)."""
@@ -532,11 +487,8 @@ class AdamWDL(AdamW):
 
     def set_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Load a state dict of ``AdamWDL`` or ``paddle.optimizer.AdamW``, matched to the
-        parameters by structured name where both sides know it, by Paddle's name otherwise
-        (:func:`~paddle_llrd.optim.checkpoint.matched_state_dict`, which says what it
-        refuses and warns about); restores a weight-decay schedule's position (a
-        checkpoint without one warns and leaves it). The multi-tensor layout is made
-        afresh at the next step. See :doc:`/adamwdl` (checkpoints)."""
+        parameters by structured name, else by Paddle's name (:func:`.checkpoint.matched_state_dict`),
+        with a weight-decay schedule's position. See :doc:`/adamwdl`."""
         state_dict = matched_state_dict(self, state_dict, self._listed_parameters(), name_dict=self.name_dict)
         if self._flat is not None:
             self._flat.drop()  # Paddle's loading replaces the accumulators' storage
@@ -545,7 +497,6 @@ class AdamWDL(AdamW):
         self._scheduled_decay.load(schedule_state, lambda: super(AdamWDL, self).set_state_dict(state_dict),
                                    WEIGHT_DECAY_SCHEDULE_KEY)
         self._sync_weight_decay()
-        return None
 
     @runs_eagerly_under_sot
     def clear_grad(self, set_to_zero: bool = True) -> None:
@@ -582,11 +533,9 @@ class AdamWDL(AdamW):
 # As torch/optim/adamw.py: the reference (formula, arguments, example) set apart from the code.
 AdamWDL.__doc__ = r"""AdamW with layer-wise learning-rate decay and exact decoupled weight decay.
 
-For a parameter :math:`p` with gradient :math:`g` at step :math:`t`, with
-:math:`\eta` the global learning rate, :math:`s_p` its lr factor
-``p.optimize_attr['learning_rate']``, :math:`r_p` the ratio
-``set_param_lr_fun(p)``, :math:`\lambda` the weight decay and
-:math:`\eta_p = \eta\, s_p`:
+For a parameter :math:`p` with gradient :math:`g` at step :math:`t`, with :math:`\eta` the
+global learning rate, :math:`s_p` its lr factor ``p.optimize_attr['learning_rate']``, :math:`r_p`
+the ratio ``set_param_lr_fun(p)``, :math:`\lambda` the weight decay and :math:`\eta_p = \eta\, s_p`:
 
 .. math::
 
@@ -598,79 +547,61 @@ For a parameter :math:`p` with gradient :math:`g` at step :math:`t`, with
         \frac{m}{\sqrt{v} + \epsilon\sqrt{1-\beta_2^t}}
 
 A parameter decays where ``apply_decay_param_fun(p.name)`` is true (all without one).
-With ``set_param_lr_fun=None`` the numbers are ``paddle.optimizer.AdamW``'s,
-bit for bit. How the ratios are asked and cached, the update paths, the
-multi-tensor step and the checks are described in :doc:`/adamwdl`.
+With ``set_param_lr_fun=None`` the numbers are ``paddle.optimizer.AdamW``'s, bit
+for bit. Ratios, update paths and checks: :doc:`/adamwdl`.
 
 Args:
     learning_rate (float|LRScheduler): :math:`\eta`. Default 0.001.
     beta1, beta2, epsilon (float|Tensor): as in Adam. Defaults 0.9, 0.999, 1e-8.
-    parameters (list|None): parameters, or parameter-group dicts (keys
-        ``params``, ``learning_rate`` (a factor of :math:`\eta`),
-        ``weight_decay``/``coeff``, ``beta1``, ``beta2``, ``epsilon``,
+    parameters (list|None): parameters, or parameter-group dicts (keys ``params``, ``learning_rate``
+        (a factor of :math:`\eta`), ``weight_decay``/``coeff``, ``beta1``, ``beta2``, ``epsilon``,
         ``lazy_mode``, ``grad_clip``). Required in dygraph mode.
-    weight_decay (float|Tensor|WeightDecaySchedule): :math:`\lambda`, or a
-        schedule of it (:doc:`/weight_decay`). Default 0.01.
-    apply_decay_param_fun (Callable[[str], bool]|None): decay only the
-        parameters whose name it accepts. Default None (all).
+    weight_decay (float|Tensor|WeightDecaySchedule): :math:`\lambda`, or a schedule of it
+        (:doc:`/weight_decay`). Default 0.01.
+    apply_decay_param_fun (Callable[[str], bool]|None): decay only the parameters whose name it
+        accepts. Default None (all).
     grad_clip (GradientClipBase|None): gradient clipping. Default None.
     lazy_mode (bool): sparse gradients update only their rows' moments. Default False.
     multi_precision (bool): float32 master weights for float16/bfloat16. Default False.
     layerwise_decay (float|Tensor): the ratio between adjacent layers. Default 1.0.
     n_layers (int): the number of encoder layers. Default 12.
-    set_param_lr_fun (Callable|None): ``fn(layerwise_decay, name_dict,
-        n_layers, param)`` giving :math:`r_p` (or None after editing
-        ``optimize_attr``). Default :func:`~paddle_llrd.layerwise_lr_decay`.
+    set_param_lr_fun (Callable|None): ``fn(layerwise_decay, name_dict, n_layers, param)`` giving
+        :math:`r_p` (or None after editing ``optimize_attr``). Default :func:`~paddle_llrd.layerwise_lr_decay`.
     name_dict (dict|None): ``{param.name: structured name}``.
     name (str|None): prefix of the accumulator names.
     amsgrad (bool): keyword only; AMSGrad. Default False.
-    use_multi_tensor (bool|None): keyword only; None/True: one kernel call
-        per group of like parameters where that applies
-        (:ref:`adamwdl-multi-tensor`); False: one call per parameter.
-    num_threads (int|None): keyword only; threads of the multi-tensor
-        step's CPU kernels. None: ``PADDLE_LLRD_NUM_THREADS``, else the
-        usable cores divided among the local ranks.
+    use_multi_tensor (bool|None): keyword only; None/True: the flat layout's step
+        where it applies (:ref:`adamwdl-multi-tensor`); False: one call per parameter.
+    num_threads (int|None): keyword only; threads of the flat step on CPU. None:
+        ``PADDLE_LLRD_NUM_THREADS``, else the usable cores divided among the local ranks.
 
 Raises:
-    TypeError, ValueError: an argument (or a group's) of the wrong type or out of
-        range, named; at a step, a ratio that is no finite number >= 0, before any
-        parameter changes (the cases: :doc:`/adamwdl`).
+    TypeError, ValueError: an argument (or a group's) of the wrong type or out of range,
+        named; at a step, before any change: a bad ratio, parameters of two dtypes.
     KeyError: a trainable parameter is missing from ``name_dict`` (default function).
 
 Examples:
     >>> import paddle
     >>> from paddle_llrd import AdamWDL
-    >>> from paddle_llrd.models.tiny_bert import (
-    ...     TinyBertConfig, TinyBertForSequenceClassification)
+    >>> from paddle_llrd.models.tiny_bert import TinyBertConfig, TinyBertForSequenceClassification
     >>> model = TinyBertForSequenceClassification(TinyBertConfig(num_hidden_layers=2))
-    >>> opt = AdamWDL(learning_rate=1e-3, parameters=model.parameters(),
-    ...               weight_decay=0.01, layerwise_decay=0.8, n_layers=2,
-    ...               name_dict={p.name: n for n, p in model.named_parameters()},
+    >>> opt = AdamWDL(learning_rate=1e-3, parameters=model.parameters(), weight_decay=0.01,
+    ...               layerwise_decay=0.8, n_layers=2, name_dict={p.name: n for n, p in model.named_parameters()},
     ...               apply_decay_param_fun=lambda n: not n.endswith(".b_0"))
-    >>> loss = paddle.nn.functional.cross_entropy(
-    ...     model(paddle.randint(0, 100, [8, 16])), paddle.randint(0, 2, [8]))
-    >>> loss.backward()
+    >>> logits = model(paddle.randint(0, 100, [8, 16]))
+    >>> paddle.nn.functional.cross_entropy(logits, paddle.randint(0, 2, [8])).backward()
     >>> opt.step()
     >>> opt.clear_grad()
 """
 
 
+# A parameter group's own settings, else the optimizer's (_default_dict), in AdamSettings' order.
+_GROUP_SETTINGS = ("beta1", "beta2", "epsilon", "lazy_mode", "weight_decay")
+
+
 def _beta_value(beta: Any, dygraph: bool) -> Any:
     """A dygraph Tensor beta's value; a PIR program passes the Value itself (a legacy op, see ``beta1``)."""
     return beta.item(0) if dygraph and type(beta) is not float and is_tensor(beta) else beta
-
-
-def _on_cpu(param: Any) -> bool:
-    """Where Paddle has no half-precision ``adamw`` kernel (CPU: float32/float64 only)."""
-    if framework.in_dygraph_mode():
-        return param.place.is_cpu_place()
-    return paddle.device.get_device() == "cpu"
-
-
-def _gradient(param: Any) -> Any:
-    """The gradient Paddle's dygraph step hands its pass: a ``main_grad`` where one is set."""
-    main_grad = getattr(param, "main_grad", None)
-    return param._grad_ivar() if main_grad is None else main_grad
 
 
 def _lr_factors(params: list[Any]) -> list[Any]:
@@ -679,11 +610,6 @@ def _lr_factors(params: list[Any]) -> list[Any]:
         return list(map(_LR_FACTOR, map(_OPTIMIZE_ATTR, params)))
     except (AttributeError, KeyError, TypeError):
         return [attributes["learning_rate"] if attributes else None for attributes in map(lr_attributes, params)]
-
-
-def _updated(params_grads: Sequence[tuple[Any, Any]]) -> list[Any]:
-    """The parameters of ``(parameter, gradient)`` pairs that a pass updates: trained, with a gradient."""
-    return [param for param, grad in params_grads if grad is not None and not param.stop_gradient]
 
 
 def _trained(params: list[Any]) -> tuple[list[Any], list[Any]]:

@@ -2,7 +2,7 @@
 
 The flat step applies ``paddle.nn.ClipGradByGlobalNorm``, ``ClipGradByNorm``
 and ``ClipGradByValue`` (Paddle 3.3.1, ``paddle/nn/clip.py``, ``_dygraph_clip``)
-itself, to the gradients as views of flat buffers. :func:`group_clip`
+itself, to Paddle's own gradient tensors. :func:`group_clip`
 computes what the clip computes before its elementwise op, with the ops
 Paddle calls, in its order and dtypes (each squared norm by Paddle's own
 ``_squared_l2_norm``, their sums by ``stack(...).sum()`` per dtype group, the
@@ -44,6 +44,17 @@ FLAT_CLIP_CLASSES = (paddle.nn.ClipGradByGlobalNorm, paddle.nn.ClipGradByNorm, p
 
 _APPLIED = "the flat step applies Paddle's ClipGradByGlobalNorm, ClipGradByNorm and ClipGradByValue"
 
+# The gradient dtypes each clip's kernels take, where they do not take every float dtype
+# (phi's registrations: CPU clip_by_norm float32 only, the CPU clip and squared_l2_norm
+# float32/float64; GPU clip_by_norm float32/float16/bfloat16). Paddle's clip of another
+# dtype raises before the step updates anything; the per-parameter path raises the same.
+_CLIP_KERNEL_DTYPES = {
+    (paddle.nn.ClipGradByNorm, True): {paddle.float32},
+    (paddle.nn.ClipGradByValue, True): _FULL_PRECISION,
+    (paddle.nn.ClipGradByGlobalNorm, True): _FULL_PRECISION,
+    (paddle.nn.ClipGradByNorm, False): {paddle.float32, paddle.float16, paddle.bfloat16},
+}
+
 # What a clip does to the gradients of its group at this step (the fused operator's clip modes).
 NO_CLIP, SCALE, VALUE, NORM = 0, 1, 2, 3
 
@@ -63,14 +74,17 @@ class GroupClip(NamedTuple):
 NONE = GroupClip(NO_CLIP)
 
 
-def flat_clip_refusal(grad_clip: Any) -> str | None:
-    """Why the flat step cannot apply ``grad_clip`` itself, or None where it can.
+def flat_clip_refusal(grad_clip: Any, grads: Sequence[paddle.Tensor] = ()) -> str | None:
+    """Why the flat step cannot apply ``grad_clip`` to ``grads`` itself, or None where it can.
 
     It can for None (no clipping) and for an instance whose type is exactly
     ``paddle.nn.ClipGradByGlobalNorm``, ``ClipGradByNorm`` or
     ``ClipGradByValue``, except a ``ClipGradByGlobalNorm`` that auto-parallel
     set to all-reduce its norm (``should_comm_on_shard_dim``): the flat step
-    sums this rank's norms only.
+    sums this rank's norms only; and except gradients of a dtype Paddle's
+    kernels of that clip lack (``ClipGradByNorm`` of float64 on CPU): Paddle's
+    step raises there before it updates anything, and so does the
+    per-parameter path.
 
     Examples:
         >>> import paddle
@@ -90,6 +104,14 @@ def flat_clip_refusal(grad_clip: Any) -> str | None:
     # squared global norm is all-reduced over sharding/mp/fsdp groups.
     if getattr(grad_clip, "should_comm_on_shard_dim", False):
         return f"gradient clipping by {name} with should_comm_on_shard_dim (its norm is all-reduced across ranks)"
+    if not grads:
+        return None
+    on_cpu = grads[0].place.is_cpu_place()
+    taken = _CLIP_KERNEL_DTYPES.get((type(grad_clip), on_cpu))
+    lacking = None if taken is None else set(map(_DTYPE, grads)) - taken
+    if lacking:
+        dtype = str(sorted(lacking, key=str)[0]).replace("paddle.", "")
+        return f"gradient clipping by {name} of {dtype} gradients (Paddle's {'CPU' if on_cpu else 'GPU'} kernel has none)"
     return None
 
 
@@ -101,7 +123,7 @@ def group_clip(grad_clip: Any, clipped_grads: Sequence[paddle.Tensor]) -> GroupC
     Examples:
         >>> import paddle
         >>> clip = group_clip(paddle.nn.ClipGradByGlobalNorm(1.0), [paddle.to_tensor([3.0, 4.0])])
-        >>> clip.mode == SCALE, round(float(clip.scale), 4)   # 1 / max(5, 1)
+        >>> clip.mode == SCALE, round(clip.scale.item(), 4)   # 1 / max(5, 1)
         (True, 0.2)
         >>> group_clip(paddle.nn.ClipGradByValue(0.5), []).mode == VALUE
         True

@@ -14,7 +14,8 @@ decay op is :func:`decoupled_decay` with the factor of :func:`decay_factor`.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+import operator
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import paddle
@@ -24,7 +25,7 @@ from paddle.base.framework import Variable, in_dynamic_or_pir_mode
 
 __all__ = [
     "MIN_ROW_SIZE_TO_USE_MULTITHREAD", "adamw_kernel", "adamw_update", "advance_beta_pows", "bound_adamw_kernel",
-    "decay_factor", "decoupled_decay", "is_tensor", "legacy_adamw_op", "start_beta_pows",
+    "check_learning_rate_dtype", "decay_factor", "decoupled_decay", "is_tensor", "legacy_adamw_op", "start_beta_pows",
 ]
 
 # Paddle's own AdamW passes the same value.
@@ -310,3 +311,42 @@ def start_beta_pows(beta1_pow: Any, beta2_pow: Any, settings: Any) -> None:
         if is_tensor(beta):
             beta = paddle.cast(paddle.reshape(beta, [1]), beta_pow.dtype)
             paddle.assign(paddle.where(beta_pow < 0, beta, beta_pow), output=beta_pow)
+
+
+def check_learning_rate_dtype(params: Iterable[Any], lr_dtype: Any) -> None:
+    """Refuse an update of ``params`` that compute in another dtype than the global learning
+    rate's, before anything changes.
+
+    Paddle's ``adamw`` kernels read the learning rate in the dtype they compute in (the
+    parameter's; float32 for float16/bfloat16 parameters) and raise otherwise; the learning
+    rate takes the first parameter's dtype, so ``paddle.optimizer.AdamW`` over float32 and
+    float64 parameters updates those before the first of the other dtype, then raises.
+
+    Examples:
+        >>> import paddle
+        >>> check_learning_rate_dtype([paddle.create_parameter([2], "float32", name="w")], paddle.float32)
+        >>> check_learning_rate_dtype([paddle.create_parameter([2], "float64", name="w64")], paddle.float32)
+        Traceback (most recent call last):
+        ...
+        ValueError: AdamWDL: parameter 'w64' is float64 but the learning rate is float32 (...
+    """
+    params = list(params)
+    expected = _computes_in(lr_dtype)
+    for dtype in set(map(_DTYPE, params)):
+        if _computes_in(dtype) != expected:
+            name = next(param.name for param in params if param.dtype == dtype)
+            raise ValueError(
+                f"AdamWDL: parameter {name!r} is {_computes_in(dtype)} but the learning rate is {expected} (the "
+                "dtype of the optimizer's first parameter); Paddle's adamw kernels take no other, and "
+                "paddle.optimizer.AdamW would raise after updating the parameters before it: give the "
+                "parameters of each dtype an optimizer of their own (nothing was updated)"
+            )
+
+
+_DTYPE = operator.attrgetter("dtype")
+
+
+def _computes_in(dtype: Any) -> str:
+    """The dtype an ``adamw`` kernel computes a parameter of ``dtype`` in (float32 for half precision)."""
+    name = str(dtype).replace("paddle.", "")
+    return "float32" if name in ("float16", "bfloat16") else name

@@ -41,7 +41,7 @@ from .buffers import numel, own_storage, share_flat
 from .clipping import NO_CLIP, NONE, NORM, SCALE, GroupClip, flat_clip_refusal, group_clip, squared_norms
 from .flat_kernels import paddle_kernels_update
 from .fused_operator import fused_adamw, unavailable_reason, warn_unavailable
-from .kernels import is_tensor
+from .kernels import check_learning_rate_dtype, is_tensor
 from .per_parameter import decay_route
 from .threads import FlatThreads
 from .update_batch import FUSED, MULTI_TENSOR, UpdateBatch, UpdatePath
@@ -313,7 +313,7 @@ def _refusal(batches: Sequence[UpdateBatch], layout: FlatLayout | None, *, overf
                 return f"parameter {with_main_grad[0].name!r} has a main_grad"
         if batch.ratios is None:
             return "set_param_lr_fun is not pure in the parameter name (its ratios are asked every step)"
-        clip_reason = None if batch.grad_clip is None else flat_clip_refusal(batch.grad_clip)
+        clip_reason = None if batch.grad_clip is None else flat_clip_refusal(batch.grad_clip, batch.grads)
         if clip_reason is not None:
             return clip_reason
         for field, name in _SETTINGS_FIELDS:
@@ -360,7 +360,8 @@ def multi_tensor_step(layout: FlatLayout | None, batches: Sequence[UpdateBatch],
     path = choose_update_path(batches, layout, overflow=overflow, state_of=state_of, given_gradients=given_gradients)
     if path.path == "per_parameter":
         return path
-    if layout.needs_layout:
+    if layout.needs_layout:  # (the layout's description holds the dtypes: checked once, where they change)
+        check_learning_rate_dtype((p for batch in batches for p in batch.params), global_lr.dtype)
         layout.lay_out(batches, state_of)
     else:
         layout.laid_out()
@@ -368,7 +369,7 @@ def multi_tensor_step(layout: FlatLayout | None, batches: Sequence[UpdateBatch],
         batch.grads, map(is_not, batch.need_clip, repeat(False))))) for batch in batches]
     fused, other, reason = [], [], None
     for bank in layout.banks:
-        why = layout.operator_reason or fused_refusal(bank, clips[bank.group])
+        why = layout.operator_reason or fused_refusal(bank)
         if why is None:
             fused.append(bank)
         else:
@@ -385,16 +386,14 @@ def multi_tensor_step(layout: FlatLayout | None, batches: Sequence[UpdateBatch],
     return FUSED if reason is None else UpdatePath(MULTI_TENSOR, reason)
 
 
-def fused_refusal(bank: Bank, clip: GroupClip) -> str | None:
-    """Why the fused operator cannot update ``bank`` under ``clip``, or None."""
+def fused_refusal(bank: Bank) -> str | None:
+    """Why the fused operator cannot update ``bank``, or None."""
     if not bank.param_flat.place.is_cpu_place():
         return "parameters on a GPU (Paddle's GPU kernels update them)"
     dtype = bank.param_flat.dtype
     if dtype in _HALF:
         if not bank.fp32_fallback:
             return f"{dtype} parameters without float32 master weights"
-        if clip.mode != NO_CLIP:  # (Paddle's CPU clip kernels have none for them: they raise, as AdamW's)
-            return f"gradient clipping of {dtype} gradients"
     elif dtype not in _FUSED_DTYPES:
         return f"{dtype} parameters"
     return None

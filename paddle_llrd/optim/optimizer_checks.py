@@ -549,3 +549,4 @@ def checked_adamwdl_arguments(
     warn_if_n_layers_exceeds_read_blocks(set_param_lr_fun, layerwise_decay, n_layers, name_dict, parameters)
     check_use_multi_tensor(use_multi_tensor, owner=owner)
     return parameters
+

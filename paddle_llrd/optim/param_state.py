@@ -16,7 +16,7 @@ from paddle.base import framework
 
 from .kernels import is_tensor
 
-__all__ = ["UNSET_BETA_POW", "ParamState", "cast_refusal", "initial_beta_pow", "refit_accumulators",
+__all__ = ["UNSET_BETA_POW", "ParamState", "cast_refusal", "initial_beta_pow", "on_cpu", "refit_accumulators",
            "rename_accumulators"]
 
 # The initial beta power of a program whose beta is a Tensor: its value is
@@ -120,3 +120,11 @@ def initial_beta_pow(beta: Any) -> Any:
     if not is_tensor(beta):
         return beta
     return float(beta.item()) if framework.in_dygraph_mode() else UNSET_BETA_POW
+
+
+def on_cpu(param: Any) -> bool:
+    """Whether ``param`` is updated on CPU, where Paddle has no half-precision ``adamw`` kernel
+    (its float32 master weight takes the step: :attr:`ParamState.fp32_fallback`)."""
+    if framework.in_dygraph_mode():
+        return param.place.is_cpu_place()
+    return paddle.device.get_device() == "cpu"

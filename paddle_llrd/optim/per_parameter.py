@@ -15,7 +15,7 @@ The kernels are :mod:`~paddle_llrd.optim.kernels`.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import paddle
@@ -30,7 +30,8 @@ from .update_batch import AdamSettings
 
 __all__ = [
     "FUSED_RATIO_RANGE", "ParameterPass", "Route", "decay_route", "decay_scale", "densify",
-    "append_decoupled_weight_decay", "append_optimize_op", "fused_decay_coeff", "is_static_sparse", "update_parameter",
+    "append_decoupled_weight_decay", "append_optimize_op", "dygraph_gradient", "fused_decay_coeff", "is_static_sparse",
+    "update_parameter", "updated_parameters",
 ]
 
 # A fused update folds the ratio into the kernel's decay coefficient
@@ -260,7 +261,8 @@ def append_decoupled_weight_decay(
     update = _current_pass(optimizer)
     if lr_scale is None:
         lr_scale = base_scale_of(lr_attributes(param))
-    return decoupled_decay(block, optimizer._decay_target(param), update.decay_factor(update.lr(lr_scale)))
+    state = update.states.get(param.name) or update.state_of(param)
+    return decoupled_decay(block, state.decay_target(param), update.decay_factor(update.lr(lr_scale)))
 
 
 def _selected(optimizer: Any, param_and_grad: Any) -> Any:
@@ -342,3 +344,14 @@ def is_static_sparse(grad: Any) -> bool:
     if isinstance(grad, pir.Value):
         return grad.is_selected_row_type()
     return grad.type == core.VarDesc.VarType.SELECTED_ROWS
+
+
+def dygraph_gradient(param: Any) -> Any:
+    """The gradient Paddle's dygraph step hands its pass: a ``main_grad`` where one is set."""
+    main_grad = getattr(param, "main_grad", None)
+    return param._grad_ivar() if main_grad is None else main_grad
+
+
+def updated_parameters(params_grads: Sequence[tuple[Any, Any]]) -> list[Any]:
+    """The parameters of ``(parameter, gradient)`` pairs that a pass updates: trained, with a gradient."""
+    return [param for param, grad in params_grads if grad is not None and not param.stop_gradient]

@@ -8,7 +8,7 @@ Glossary: the concepts on a dygraph step's path (:doc:`/adamwdl`, "One step").
 - :class:`AdamSettings`: one parameter group's scalars (betas, epsilon,
   weight decay, lazy mode, AMSGrad).
 - :class:`UpdateBatch`: one parameter group's update at this step: its
-  settings and clip, and per trained parameter its name, lr factor
+  settings and clip, and per trained parameter its gradient, name, lr factor
   :math:`s_p`, layer ratio :math:`r_p`, decay answer, ``need_clip`` and
   regularizer.
 - :class:`~paddle_llrd.optim.ratios.LayerRatios`: the ratio function the
@@ -16,9 +16,10 @@ Glossary: the concepts on a dygraph step's path (:doc:`/adamwdl`, "One step").
 - :class:`~paddle_llrd.optim.scheduled_decay.ScheduledDecay`: the
   weight-decay schedule, read before a step and advanced after it.
 - :class:`UpdatePath`: which implementation a step ran, and why not a faster one.
-- :class:`~paddle_llrd.optim.flat_layout.FlatLayout`: the parameters,
-  gradients and moments of the multi-tensor step as views of flat buffers
-  (banks of segments), with the description they were laid out from.
+- :class:`~paddle_llrd.optim.multi_tensor.FlatLayout`: the parameters and
+  their moments (and master weights) as views of flat buffers, banks of
+  segments, with the description they were laid out from; the gradients
+  stay Paddle's own tensors.
 - the fused operator (:mod:`~paddle_llrd.optim.fused_operator`): the
   compiled CPU update of a whole layout in one call.
 - :class:`~paddle_llrd.optim.per_parameter.ParameterPass`: what the
@@ -29,12 +30,12 @@ Glossary: the concepts on a dygraph step's path (:doc:`/adamwdl`, "One step").
 What a step keeps for the next one (nothing else; everything else is read
 afresh): Paddle's accumulators (moments, beta powers, master weights), the
 weight-decay schedule's position, and the flat layout, which serves a step
-only where :meth:`FlatLayout.serves <paddle_llrd.optim.flat_layout.FlatLayout.serves>`
-finds this step's description equal to its own and every parameter and
-gradient still its view.
+only where :meth:`FlatLayout.serves <paddle_llrd.optim.multi_tensor.FlatLayout.serves>`
+finds this step's description equal to its own, every parameter still its
+view and the beta powers one value.
 
 ``AdamWDL.step`` collects an :class:`UpdateBatch` per parameter group,
-:func:`~paddle_llrd.optim.adamwdl.choose_update_path` picks the
+:func:`~paddle_llrd.optim.multi_tensor.choose_update_path` picks the
 implementation, and it runs: the fused operator over the flat layout, or
 Paddle's kernels over it (:mod:`~paddle_llrd.optim.flat_kernels`), or
 Paddle's pass over :func:`~paddle_llrd.optim.per_parameter.update_parameter`
