@@ -29,6 +29,7 @@ import pytest
 
 import dist_worker
 from launching import REPO_ROOT, gloo_env, rank_logs, run_in_own_session
+from operator_off import FUSED, OPERATOR_OFF, PER_PARAMETER_ONLY, operator_is_off
 
 HERE = Path(__file__).resolve().parent
 WORKER = HERE / "helpers" / "dist_worker.py"
@@ -55,6 +56,12 @@ def load_ranks(out_dir: Path, world_size: int = 2) -> List[Dict[str, np.ndarray]
             pytest.fail(f"rank {rank} raised:\n{result['error']}")
         ranks.append(result)
     return ranks
+
+
+def update_paths(result: Dict[str, np.ndarray]) -> List[tuple]:
+    """A rank's ``last_update_path`` after each step, as ``(path, reason)``."""
+    return [(str(path), None if str(reason) == "None" else str(reason))
+            for path, reason in zip(result["update_paths"], result["update_path_reasons"])]
 
 
 def final_weights(result: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
@@ -194,29 +201,35 @@ def test_data_parallel_example_under_the_launcher(tmp_path):
     reason="paddle.distributed.launch gives each of the 2 ranks its own visible GPU and fails "
     "(IndexError in _build_pod_with_master) with only one; the CPU build and >=2 GPUs run this",
 )
-@pytest.mark.parametrize("wrapper, model_class, multi_tensor", [
-    ("fleet", "DataParallel", True),
+@pytest.mark.parametrize("wrapper, model_class, operator", [
+    ("fleet", "DataParallel", "fused"),
     # DygraphShardingOptimizer.step() hands the inner optimizer's _apply_optimize
-    # its shard: the multi-tensor step over this rank's parameters.
-    ("fleet_sharding", "ShardingParallel", True),
+    # its shard: the multi-tensor step over this rank's parameters (with the fused
+    # operator in the stage-1 test below; here by Paddle's kernels).
+    ("fleet_sharding", "ShardingParallel", "off"),
 ])
 def test_fleet_with_two_kernel_threads_per_rank_matches_one_process(
-    tmp_path, single_process, wrapper, model_class, multi_tensor
+    tmp_path, single_process, wrapper, model_class, operator
 ):
-    """Each rank splits its flat-buffer kernels over 2 threads (chunks from 64
-    elements, so this small model's banks are split): the ranks still end with
-    the weights of one process."""
+    """Each rank runs its multi-tensor step on 2 threads: the fused operator's, or with the
+    operator off (``PADDLE_LLRD_FUSED=0``) Paddle's kernels over chunks from 64 elements (so
+    that this small model's ranges are split): the ranks still end with the weights of one
+    process."""
     log_dir = tmp_path / "log"
     env = {**gloo_env(), "PADDLE_LLRD_NUM_THREADS": "2", "PADDLE_LLRD_MIN_CHUNK_NUMEL": "64"}
+    env.pop("PADDLE_LLRD_FUSED", None)
+    if operator == "off":
+        env["PADDLE_LLRD_FUSED"] = "0"
     proc = run_in_own_session(fleet_launch_command(wrapper, tmp_path), LAUNCH_TIMEOUT_S, log_dir, env)
     if proc.returncode != 0 and not (tmp_path / "rank0.npz").exists():
         pytest.fail(f"launch exited with {proc.returncode}:\n{proc.stdout[-2000:]}{rank_logs(log_dir)}")
     ranks = load_ranks(tmp_path)
     assert str(ranks[0]["model_class"]) == model_class
     steps = len(list(dist_worker.mode_runner.batches()))
+    expected = FUSED if operator == "fused" else OPERATOR_OFF
     for result in ranks:
         assert int(result["multi_tensor_threads"]) == 2
-        assert int(result["multi_tensor_steps"]) == (steps if multi_tensor else 0)
+        assert update_paths(result) == [expected] * steps
     assert_ranks_match_single_process(ranks, single_process)
     assert proc.returncode == 0, proc.stdout[-2000:] + rank_logs(log_dir)
 
@@ -241,8 +254,7 @@ def test_sharding_stage_1_ranks_take_the_multi_tensor_step_and_end_as_on_the_per
         runs[name] = load_ranks(out_dir)
     steps = len(list(dist_worker.mode_runner.batches()))
     for flat, per_parameter in zip(runs["multi_tensor"], runs["per_parameter"]):
-        assert str(flat["update_path"]) == "multi_tensor", str(flat["update_path_reason"])
-        assert int(flat["multi_tensor_steps"]) == steps
-        assert str(per_parameter["update_path"]) == "per_parameter"
+        assert update_paths(flat) == [OPERATOR_OFF if operator_is_off() else FUSED] * steps  # (CPU ranks)
+        assert update_paths(per_parameter) == [PER_PARAMETER_ONLY] * steps
         for name, expected in final_weights(per_parameter).items():
             np.testing.assert_array_equal(final_weights(flat)[name], expected, err_msg=name)

@@ -1,5 +1,5 @@
 """What only a GPU can check: the fused ``adamw`` kernel's float16/bfloat16
-master-weight path (also with Tensor betas and update plans kept across a
+master-weight path (also with Tensor betas, and on the multi-tensor path across a
 weight-decay schedule), ``paddle.amp.auto_cast`` O1/O2 with ``GradScaler``
 (including an overflow step, which must leave the EMA and the weight-decay
 schedule alone), ``layer_decay_param_groups`` with ``paddle.optimizer.AdamW``
@@ -36,6 +36,7 @@ from gpu_scenarios import (
     reference_step,
     start_model,
 )
+from operator_off import ON_A_GPU
 
 HERE = Path(__file__).resolve().parent
 REPO_ROOT = HERE.parent
@@ -72,17 +73,18 @@ def test_master_weight_path_matches_float64_reference(dtype, decay_path):
     opt = runner.make_optimizer("adamwdl", model, scheduler, decay_path=decay_path, multi_precision=True)
     reference = reference_for(model)  # the master weights start as the low-precision values
     rng = np.random.RandomState(0)
+    paths = []
     for _ in range(NUM_STEPS):
         grads = exact_gradients(model, rng)
         lr = opt.get_lr()
         opt.step()
+        paths.append(tuple(opt.last_update_path))
         opt.clear_grad()
         scheduler.step()
         reference_step(reference, grads, lr)
+    # Paddle's multi_precision GPU kernel over the flat layout (not the fused CPU operator)
+    assert paths == [ON_A_GPU] * NUM_STEPS
     for name, param in model.named_parameters():
-        plan = opt._param_states[param.name]
-        # Paddle's fused multi_precision kernel, not the CPU float32 fallback.
-        assert plan.fp32_fallback is False and plan.master_weight is opt._master_weights[param.name]
         master = opt._master_weights[param.name]
         assert master.dtype == paddle.float32 and param.dtype == getattr(paddle, dtype)
         # The parameter is the rounded master weight.
@@ -153,12 +155,11 @@ def test_layer_decay_param_groups_with_paddle_adamw_in_float16_o2():
 
 @pytest.mark.parametrize("amsgrad", [False, True], ids=["adamw", "amsgrad"])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-def test_plans_kept_across_a_weight_decay_schedule_on_the_fused_path(dtype, amsgrad):
-    """On a GPU the plans of float16/bfloat16 parameters use Paddle's
-    multi_precision kernel (``fp32_fallback`` False) and outlive the schedule's
-    changes of the coefficient."""
+def test_a_weight_decay_schedule_on_the_multi_tensor_path_with_master_weights(dtype, amsgrad):
+    """On a GPU Paddle's multi_precision kernel updates float16/bfloat16 parameters over the flat
+    layout, every step, while the schedule changes the coefficient."""
     _skip_without_bfloat16(dtype)
-    scenarios.check_plans_kept_across_a_weight_decay_schedule(dtype, expect_fp32_fallback=False, amsgrad=amsgrad)
+    scenarios.check_weight_decay_schedule_on_the_multi_tensor_path(dtype, amsgrad=amsgrad)
 
 
 @pytest.mark.parametrize("grouped", [False, True], ids=["one group", "two groups"])
@@ -225,16 +226,13 @@ def test_two_gpus_match_one_gpu(tmp_path, wrapper):
 # ------------------------------------------------------ multi-tensor step
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
 def test_multi_tensor_step_matches_the_per_parameter_path_on_gpu(dtype):
-    """One ``adamw`` call per group of GPU tensors (the kernel's own master-weight
-    input for float16/bfloat16, beta powers on the CPU as Paddle keeps them) gives
-    the per-parameter path's bits (``tests/optim/test_multi_tensor.py`` runs whole on a GPU too)."""
+    """Paddle's ``adamw`` kernel over the flat layout of GPU tensors (the kernel's own
+    master-weight input for float16/bfloat16) at every step, with the per-parameter path's
+    bits (``tests/optim/test_multi_tensor.py`` runs whole on a GPU too)."""
     import multi_tensor_runs as multi_tensor
 
     multi = multi_tensor.both_paths(
         multi_tensor.elementwise_step, steps=6, model_dtype=dtype, multi_precision=dtype != "float32"
     )
-    state = multi[3]._flat
-    assert state.fused_steps == 6 and state.kernel_groups < len(list(multi[2].parameters()))
-    for bank in state.banks:
-        assert "gpu" in bank.key.place.lower() and not bank.key.fp32_fallback
-        assert bank.beta1_pows.place.is_cpu_place()
+    assert multi.paths == [ON_A_GPU] * 6
+    assert all("gpu" in str(p.place).lower() for p in multi.model.parameters())

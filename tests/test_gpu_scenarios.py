@@ -27,13 +27,13 @@ def test_layer_decay_groups_with_paddle_adamw_in_float32():
 
 
 @pytest.mark.parametrize("amsgrad", [False, True], ids=["adamw", "amsgrad"])
-def test_plans_kept_across_a_weight_decay_schedule_in_float32(amsgrad):
-    scenarios.check_plans_kept_across_a_weight_decay_schedule("float32", expect_fp32_fallback=False, amsgrad=amsgrad)
+def test_a_weight_decay_schedule_on_the_multi_tensor_path_in_float32(amsgrad):
+    scenarios.check_weight_decay_schedule_on_the_multi_tensor_path("float32", amsgrad=amsgrad)
 
 
-def test_plans_of_the_cpu_float16_fallback_kept_across_a_weight_decay_schedule():
-    """CPU has no half-precision adamw kernel: the plans say so (fp32_fallback)."""
-    scenarios.check_plans_kept_across_a_weight_decay_schedule("float16", expect_fp32_fallback=True)
+def test_a_weight_decay_schedule_on_the_multi_tensor_path_with_float16_master_weights_on_cpu():
+    """CPU has no half-precision adamw kernel: the fused operator updates the float32 master weights."""
+    scenarios.check_weight_decay_schedule_on_the_multi_tensor_path("float16")
 
 
 @pytest.mark.parametrize("grouped", [False, True], ids=["one group", "two groups"])

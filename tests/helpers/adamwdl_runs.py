@@ -176,14 +176,18 @@ def train_and_compare(
     scheduler: paddle.optimizer.lr.LRScheduler | None = None,
     clip_norm: float | None = None,
     data: list | None = None,
+    paths: list | None = None,
 ) -> list[dict[str, np.ndarray]]:
-    """Cross-entropy steps; after each, every weight must match the reference."""
+    """Cross-entropy steps; after each, every weight must match the reference. ``paths``, if
+    given, gets the optimizer's ``last_update_path`` after each step."""
     history = []
     for step, (ids, labels) in enumerate(data or batches(steps)):
         loss = nn.functional.cross_entropy(model(ids), labels)
         loss.backward()
         grads, rows = gradients_of(model)
         optimizer.step()
+        if paths is not None:
+            paths.append(tuple(optimizer.last_update_path))
         optimizer.clear_grad()
         if scheduler is not None:
             scheduler.step()

@@ -109,6 +109,10 @@ def train(wrapper: str, optimizer_kind: str, out_dir: str, device: Optional[str]
         result["optimizer_class"] = np.asarray(type(opt).__name__)
         result["model_class"] = np.asarray(type(trained).__name__)
 
+        inner = opt
+        while not hasattr(inner, "last_update_path") and hasattr(inner, "_inner_opt"):
+            inner = inner._inner_opt  # fleet's wrappers hold the AdamWDL the user built
+        paths = []
         for batch in mode_runner.batches():
             half = len(batch["labels"]) // world_size
             shard = {key: paddle.to_tensor(value[rank * half:(rank + 1) * half]) for key, value in batch.items()}
@@ -117,17 +121,14 @@ def train(wrapper: str, optimizer_kind: str, out_dir: str, device: Optional[str]
             opt.step()
             opt.clear_grad()
             scheduler.step()
-        inner = opt
-        while not hasattr(inner, "_flat") and hasattr(inner, "_inner_opt"):
-            inner = inner._inner_opt  # fleet's wrappers hold the AdamWDL the user built
-        step = getattr(inner, "_flat", None)
-        if step is not None:  # the multi-tensor path's counters
-            result["multi_tensor_steps"] = np.asarray(step.fused_steps)
-            result["multi_tensor_threads"] = np.asarray(step.threads.count)
-        last_path = getattr(inner, "last_update_path", None)
-        if last_path is not None:
-            result["update_path"] = np.asarray(last_path.path)
-            result["update_path_reason"] = np.asarray(str(last_path.reason))
+            last_path = getattr(inner, "last_update_path", None)
+            if last_path is not None:
+                paths.append(last_path)
+        if paths:  # (AdamWDL's) which path each step took, and the threads of its multi-tensor step
+            result["update_paths"] = np.asarray([path.path for path in paths])
+            result["update_path_reasons"] = np.asarray([str(path.reason) for path in paths])
+            result["update_path"], result["update_path_reason"] = result["update_paths"][-1], result["update_path_reasons"][-1]
+            result["multi_tensor_threads"] = np.asarray(inner.num_threads)
         if hasattr(trained, "get_all_parameters"):  # stage 3 keeps only this rank's slice of each parameter
             trained.get_all_parameters()
         for name, param in model.named_parameters():

@@ -15,6 +15,7 @@ import numpy as np
 import paddle
 
 import mode_runner as runner
+from operator_off import flat_path
 from paddle_llrd import AdamWDL, ExponentialMovingAverage, WeightDecaySchedule, layer_decay_param_groups
 from paddle_llrd.integrations.averaging import step_changed_weights
 from reference_adamw import ReferenceAdamW, layer_ratio
@@ -212,10 +213,12 @@ def check_layer_decay_groups_with_paddle_adamw(amp_level: Optional[str]) -> None
     assert_close_to_reference(model, opt, reference)
 
 
-def check_plans_kept_across_a_weight_decay_schedule(dtype: str, expect_fp32_fallback: bool, amsgrad: bool = False) -> None:
-    """The update plans made at the first step serve every later one while a
-    schedule changes the coefficient (and with it the fused-decay decision);
-    ``amsgrad`` adds the kernel's ``moment2_max``."""
+def check_weight_decay_schedule_on_the_multi_tensor_path(dtype: str, amsgrad: bool = False) -> None:
+    """Every step on the multi-tensor path (:func:`operator_off.flat_path`: the fused operator on
+    CPU, Paddle's kernels on a GPU) while a schedule changes the coefficient (and with it the
+    fused-decay decision), with master weights for float16/bfloat16 parameters (on CPU, which
+    has no half-precision kernel, the update in float32 cast back), and the float64
+    reference's numbers; ``amsgrad`` adds the kernel's ``moment2_max``."""
     model = start_model(dtype)
     schedule = WeightDecaySchedule(WD_START, WD_END, total_steps=WD_STEPS, style="linear")
     # beta2 = 0.9: the second moment forgets fast enough to fall between
@@ -223,21 +226,19 @@ def check_plans_kept_across_a_weight_decay_schedule(dtype: str, expect_fp32_fall
     opt = make_adamwdl(model, runner.BASE_LR, weight_decay=schedule, multi_precision=True, amsgrad=amsgrad, beta2=0.9)
     reference = reference_for(model, amsgrad=amsgrad, beta2=0.9)
     rng = np.random.RandomState(5)
-    first_plans = None
+    paths = []
     for step in range(NUM_STEPS):
         grads = exact_gradients(model, rng)
         opt.step()
+        paths.append(tuple(opt.last_update_path))
         opt.clear_grad()
         reference_step(reference, grads, runner.BASE_LR, weight_decay=scheduled_weight_decay(step))
-        if first_plans is None:
-            first_plans = dict(opt._param_states)
-    assert set(first_plans) == {param.name for param in model.parameters()}
-    for param in model.parameters():
-        plan = opt._param_states[param.name]
-        assert plan is first_plans[param.name], param.name
-        assert plan.fp32_fallback is expect_fp32_fallback, param.name
-        assert plan.master_weight is opt._master_weights.get(param.name), param.name
-        assert (plan.moments[2] is not None) is amsgrad, param.name
+    assert paths == [flat_path()] * NUM_STEPS
+    params = list(model.parameters())
+    half = dtype in ("float16", "bfloat16")
+    assert set(opt._master_weights) == ({param.name for param in params} if half else set())
+    maxima = [key for key in opt.state_dict() if "moment2_max" in key]
+    assert len(maxima) == (len(params) if amsgrad else 0)
     assert schedule.current_step == NUM_STEPS
     assert_close_to_reference(model, opt, reference)
 

@@ -1,18 +1,19 @@
 """Multi-tensor test helpers: a small model of several layer ratios, AdamWDL
-built for it, a run of steps recorded after each, and the same run on the
-multi-tensor and the per-parameter path compared bit for bit
-(test_multi_tensor.py; test_gpu.py on a GPU).
+built for it, a run of steps recorded after each (weights, and the path each
+step took), and the same run on the multi-tensor and the per-parameter path
+compared bit for bit (test_multi_tensor.py; test_gpu.py on a GPU).
 """
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import paddle
 from paddle import nn
 from paddle.utils import unique_name
 
+from operator_off import PER_PARAMETER_ONLY
 from paddle_llrd import AdamWDL
 
 N_LAYERS = 3
@@ -69,23 +70,37 @@ def default_step(model: nn.Layer, optimizer: AdamWDL, step: int) -> None:
     optimizer.clear_grad()
 
 
+class Run(NamedTuple):
+    """One run of a scenario."""
+
+    history: list[dict[str, np.ndarray]]
+    """The weights after each step, by structured name."""
+    state: dict[str, np.ndarray]
+    """The optimizer's state dict at the end, flattened (:func:`flat_state`)."""
+    model: nn.Layer
+    optimizer: AdamWDL
+    paths: list[tuple[str, str | None]]
+    """``optimizer.last_update_path`` after each step."""
+
+
 def run(
     use_multi_tensor: bool | None,
     scenario: Callable[[nn.Layer, AdamWDL, int], None] = default_step,
     steps: int = 5,
     fresh: Callable[[], dict[str, Any]] = dict,
     **options: Any,
-) -> tuple[list[dict[str, np.ndarray]], dict[str, np.ndarray], nn.Layer, AdamWDL]:
-    """``steps`` of ``scenario``; ``fresh()`` gives the options with state of their own
-    (schedules), made anew for each run."""
+) -> Run:
+    """``steps`` of ``scenario`` (one optimizer step each); ``fresh()`` gives the options with
+    state of their own (schedules), made anew for each run."""
     with unique_name.guard():
         model, optimizer = build(use_multi_tensor, **options, **fresh())
-        history = []
+        history, paths = [], []
         for step in range(steps):
             scenario(model, optimizer, step)
             history.append({n: p.numpy().copy() for n, p in model.named_parameters()})
+            paths.append(tuple(optimizer.last_update_path))
         state = {k: v.numpy().copy() for k, v in flat_state(optimizer.state_dict()).items()}
-    return history, state, model, optimizer
+    return Run(history, state, model, optimizer, paths)
 
 
 def flat_state(state: dict[str, Any]) -> dict[str, Any]:
@@ -98,20 +113,24 @@ def flat_state(state: dict[str, Any]) -> dict[str, Any]:
     return flat
 
 
-def assert_same_runs(multi: tuple, single: tuple) -> None:
-    for step, (got, expected) in enumerate(zip(multi[0], single[0])):
+def assert_same_runs(multi: Run, single: Run) -> None:
+    """The same weights after every step and the same optimizer state at the end, bit for bit."""
+    assert len(multi.history) == len(single.history)
+    for step, (got, expected) in enumerate(zip(multi.history, single.history)):
         assert got.keys() == expected.keys()
         for name in got:
             np.testing.assert_array_equal(got[name], expected[name], err_msg=f"{name} after step {step}")
-    assert multi[1].keys() == single[1].keys()
-    for key in multi[1]:
-        np.testing.assert_array_equal(multi[1][key], single[1][key], err_msg=f"state {key}")
+    assert multi.state.keys() == single.state.keys()
+    for key in multi.state:
+        np.testing.assert_array_equal(multi.state[key], single.state[key], err_msg=f"state {key}")
 
 
-def both_paths(scenario: Callable = default_step, steps: int = 5, fresh: Callable = dict, **options: Any) -> tuple:
+def both_paths(scenario: Callable = default_step, steps: int = 5, fresh: Callable = dict, **options: Any) -> Run:
+    """``scenario`` with ``use_multi_tensor`` at its default and with ``False``: the same bits
+    (:func:`assert_same_runs`); returns the first run, whose ``paths`` say which path it took."""
     multi = run(None, scenario, steps, fresh, **options)
     single = run(False, scenario, steps, fresh, **options)
-    assert single[3]._flat is None
+    assert single.paths == [PER_PARAMETER_ONLY] * steps
     assert_same_runs(multi, single)
     return multi
 

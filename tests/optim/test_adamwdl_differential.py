@@ -268,8 +268,6 @@ def multi_tensor_applies(case: Case) -> bool:
     """Whether AdamWDL's multi-tensor step serves ``case`` (written out from the rules in its docs)."""
     return (
         not any(spec.sparse for spec in case.params)
-        # (it clips by the optimizer's ClipGradByGlobalNorm itself; a group's own clip is Paddle's to apply)
-        and not any(group.clip_norm is not None for group in case.groups or ())
         and case.ratios in ("layerwise", "layer_map", "none")
         # (a Tensor weight_decay is read as a float by Paddle's AdamW; a group's float betas replace Tensor ones)
         and not (
@@ -303,7 +301,6 @@ def run_case(case: Case, use_multi_tensor: bool | None = None) -> tuple[list[dic
                 checkpoint = _saved_and_loaded(run.optimizer.state_dict())
                 names.close()
                 names.enter_context(unique_name.guard())
-                multi_tensor_steps += _multi_tensor_steps(run.optimizer)
                 run.resume(checkpoint)
             overflow = step == case.overflow_at
             if overflow:
@@ -312,6 +309,7 @@ def run_case(case: Case, use_multi_tensor: bool | None = None) -> tuple[list[dic
             grads, rows = run.gradients()
             before = {name: p.astype("float32").numpy() for name, p in run.by_name.items()}
             run.optimizer.step()
+            multi_tensor_steps += run.optimizer.last_update_path.path != "per_parameter"
             run.optimizer.clear_grad()
             if overflow:
                 run.optimizer._set_auxiliary_var("found_inf", paddle.to_tensor(False))
@@ -326,12 +324,7 @@ def run_case(case: Case, use_multi_tensor: bool | None = None) -> tuple[list[dic
             snapshot = {name: p.numpy().copy() for name, p in run.by_name.items()}
             snapshot.update({f"master {n}": m for n, m in run.master_weights().items()})
             trajectory.append(snapshot)
-        multi_tensor_steps += _multi_tensor_steps(run.optimizer)
     return trajectory, multi_tensor_steps
-
-
-def _multi_tensor_steps(optimizer: AdamWDL) -> int:
-    return 0 if optimizer._flat is None else optimizer._flat.fused_steps
 
 
 def run_both_paths(case: Case) -> None:

@@ -1,17 +1,23 @@
-"""ExponentialMovingAverage.update() on flat segments of shadows against the
-per-tensor update it replaces: the same bits as three in-place ops per
-tensor, written out here, and a float64 NumPy average, after every update,
-on both ways of reading the parameters -- in place where they tile one
-buffer (after ``AdamWDL``'s multi-tensor step) and gathered where each has a
-buffer of its own (``paddle.optimizer.AdamW``) -- and across the relayouts
-between them."""
+"""ExponentialMovingAverage.update() against the per-tensor update it replaces:
+the same bits as three in-place ops per tensor, written out here, and a
+float64 NumPy average, after every update, whatever holds the parameters --
+buffers of their own (``paddle.optimizer.AdamW``), the flat buffers of
+``AdamWDL``'s multi-tensor step -- and across the steps that move them (a
+parameter frozen or unfrozen, the optimizer's state loaded). The shadows stay
+the same tensors, in the same storage while the parameters' storage stays.
+The EMA's update runs the fused operator; some tests run again with it
+turned off, where Paddle's ops update the shadows (on threads for large
+ranges), with the same bits."""
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 import paddle
 import pytest
 from paddle import nn
 
+from operator_off import flat_path, rerun_with_the_operator_off
 from paddle_llrd import AdamWDL, ExponentialMovingAverage
 
 LOW_PRECISION = (paddle.float16, paddle.bfloat16)
@@ -20,13 +26,9 @@ THREADS = [1, 2, 3]
 
 @pytest.fixture
 def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Segments of these small models split into chunks of 16 elements and up (the crossover is 2^17)."""
+    """With the operator off, Paddle's ops update these small models' shadows in chunks of 16
+    elements and up on the threads (the crossover is 2^17)."""
     monkeypatch.setenv("PADDLE_LLRD_MIN_CHUNK_NUMEL", "16")
-
-
-def assert_split_into(ema: ExponentialMovingAverage, num_threads: int) -> None:
-    expected = num_threads if paddle.get_device() == "cpu" else 1  # (a GPU's ops are parallel already)
-    assert max(len(segment.bounds) for segment in ema._flat_segments()) == expected
 
 
 # ---------------------------------------------------------------- the models
@@ -142,77 +144,44 @@ def decay_of(ema: ExponentialMovingAverage, n: int) -> float:
     return min(ema.decay, (1.0 + n) / (10.0 + n)) if ema.warmup else ema.decay
 
 
-def segments(ema: ExponentialMovingAverage) -> list:
-    return ema._flat_segments()
+def shadow_pointers(ema: ExponentialMovingAverage) -> dict[str, int]:
+    return {name: shadow.data_ptr() for name, shadow in ema.shadow.items()}
 
 
-def in_place_params(ema: ExponentialMovingAverage) -> list[list[str]]:
-    """The names of each segment read in place (an alias of its parameters' buffer)."""
-    names = {id(p): n for n, p in ema._params.items()}
-    return [[names[id(p)] for p in s.params] for s in segments(ema) if s.params_alias is not None]
+def parameter_pointers(model: nn.Layer) -> dict[str, int]:
+    return {name: p.data_ptr() for name, p in trainable(model).items()}
 
 
-def gathered_params(ema: ExponentialMovingAverage) -> list[str]:
-    names = {id(p): n for n, p in ema._params.items()}
-    return sorted(names[id(p)] for s in segments(ema) if s.params_alias is None for p in s.params)
-
-
-def assert_layout_is_sound(ema: ExponentialMovingAverage) -> None:
-    """Each shadow is a view of its segment's flat buffer in the segment's order, and an
-    in-place segment's alias shares its parameters' buffer where they lie."""
-    shadow_of = {id(ema._params[n]): t for n, t in ema.shadow.items()}
-    covered = 0
-    for segment in segments(ema):
-        offset = 0
-        for param in segment.params:
-            shadow = shadow_of[id(param)]
-            assert shadow._is_shared_buffer_with(segment.shadow_flat)
-            assert shadow._offset() - segment.shadow_flat._offset() == offset * shadow.element_size()
-            offset += int(np.prod(param.shape))
-        assert offset == segment.shadow_flat.shape[0]
-        covered += len(segment.params)
-        alias = segment.params_alias
-        if alias is not None:
-            start = segment.params[0]._offset()
-            for param in segment.params:
-                assert param._is_shared_buffer_with(alias)
-            assert alias._offset() == start and alias.shape[0] == offset and alias.dtype == segment.params[0].dtype
-    assert covered == len(ema.shadow)
-
-
-# ---------------------------------------------------------------- the gather path
+# ---------------------------------------------------------------- parameters of their own
 @pytest.mark.parametrize("num_threads", THREADS)
 @pytest.mark.parametrize(
     "decay, warmup", [(0.9, False), (0.999, False), (0.999, True), (0.5, True), (0.0, False)]
 )
-def test_gathered_parameters_of_mixed_dtypes_match_the_per_tensor_bits(small_chunks, decay, warmup, num_threads):
+def test_parameters_of_mixed_dtypes_match_the_per_tensor_bits(small_chunks, decay, warmup, num_threads):
     paddle.seed(1)
     model = Mixed()
     rng = np.random.default_rng(2)
     randomize(model, rng)
     ema = ExponentialMovingAverage(model, decay, warmup=warmup, num_threads=num_threads)
     ema.register()
-    assert_split_into(ema, num_threads)
+    assert ema.num_threads == num_threads
     references = References(model)
     assert "frozen" not in ema.shadow
     assert [ema.shadow[n].dtype for n in ("first.weight", "wide.weight", "fp16.weight", "bf16.weight")] == [
         paddle.float32, paddle.float64, paddle.float32, paddle.float32
     ]
-    # One gathered segment per dtype; the table alone (read in place).
-    assert in_place_params(ema) == [["table.weight"]]
-    assert len(segments(ema)) == 5
-    assert_layout_is_sound(ema)
     for n in range(5):
         randomize(model, rng)
         ema.update()
         references.update(decay_of(ema, n))
         references.check(ema, f"after update {n + 1}")
     assert ema.num_updates == 5
-    moved = [n for n, t in ema.shadow.items() if not np.array_equal(t.numpy(), as_f64(ema._params[n]))]
+    params = trainable(model)
+    moved = [n for n, t in ema.shadow.items() if not np.array_equal(t.numpy(), as_f64(params[n]))]
     assert (moved == []) == (decay == 0.0)  # (the average is not a copy of the parameters, but for decay 0)
 
 
-def test_plain_adamw_training_keeps_the_gathered_layout_and_the_storage():
+def test_plain_adamw_training_keeps_the_shadows_and_their_storage():
     paddle.seed(3)
     model = Mixed(large_table=False)
     for layer in (model.wide, model.fp16, model.bf16):
@@ -221,19 +190,17 @@ def test_plain_adamw_training_keeps_the_gathered_layout_and_the_storage():
     ema = ExponentialMovingAverage(model, 0.8, warmup=True)
     ema.register()
     references = References(model)
-    laid_out = segments(ema)
-    pointers = {n: t.data_ptr() for n, t in ema.shadow.items()}
-    assert len(laid_out) == 1 and laid_out[0].params_alias is None
+    shadows, pointers = dict(ema.shadow), shadow_pointers(ema)
     for n in range(4):
         elementwise_step(model, optimizer, n)
         ema.update()
         references.update(decay_of(ema, n))
         references.check(ema, f"after AdamW step {n + 1}")
-        assert segments(ema) is laid_out  # nothing moved: no relayout
-        assert {name: t.data_ptr() for name, t in ema.shadow.items()} == pointers
+        assert all(ema.shadow[name] is shadow for name, shadow in shadows.items())
+        assert shadow_pointers(ema) == pointers
 
 
-# ---------------------------------------------------------------- the in-place path
+# ---------------------------------------------------------------- AdamWDL's flat buffers
 def adamwdl(model: nn.Layer, **options) -> AdamWDL:
     params = list(trainable(model).values())
     groups = [{"params": params[:3]}, {"params": params[3:], "learning_rate": 0.5}]
@@ -242,38 +209,33 @@ def adamwdl(model: nn.Layer, **options) -> AdamWDL:
 
 @pytest.mark.parametrize("num_threads", THREADS)
 @pytest.mark.parametrize("decay, warmup", [(0.9, False), (0.99, True), (0.0, False)])
-def test_parameters_laid_out_by_adamwdl_are_read_in_place_with_the_per_tensor_bits(small_chunks, decay, warmup, num_threads):
+def test_parameters_in_adamwdls_flat_buffers_match_the_per_tensor_bits(small_chunks, decay, warmup, num_threads):
+    """Registered before the first step (the parameters in buffers of their own yet), then
+    updated after each multi-tensor step, which holds them in its flat buffers."""
     paddle.seed(4)
     model = Blocks()
     optimizer = adamwdl(model, num_threads=num_threads)
     ema = ExponentialMovingAverage(model, decay, warmup=warmup, num_threads=num_threads)
-    ema.register()  # before the first step: the parameters have buffers of their own yet
+    ema.register()
     references = References(model)
-    assert in_place_params(ema) == []
     for n in range(5):
         elementwise_step(model, optimizer, n)
+        assert optimizer.last_update_path == flat_path()
         ema.update()
         references.update(decay_of(ema, n))
         references.check(ema, f"after AdamWDL step {n + 1}")
-        assert gathered_params(ema) == []
-        assert_layout_is_sound(ema)
-        assert_split_into(ema, num_threads)
-    assert optimizer._flat.fused_steps == 5 and optimizer._flat.rebuilds == 1
-    # One in-place segment per bank (parameter group x dtype), in the banks' storage order.
-    banks = [[p.name for p in bank.params] for bank in optimizer._flat.banks]
-    names = {n: p.name for n, p in trainable(model).items()}
-    assert sorted([names[n] for n in run] for run in in_place_params(ema)) == sorted(banks)
-    assert len(banks) == 3
 
 
-def test_relayouts_when_parameters_are_frozen_unfrozen_and_banks_rebuilt():
+def test_steps_that_move_the_parameters_are_followed():
+    """Each of these makes AdamWDL lay its parameters out anew (new storage) at the next step:
+    a parameter frozen, then unfrozen, then the optimizer's state loaded; the EMA, registered
+    on the laid-out parameters, follows each move with the per-tensor bits."""
     paddle.seed(5)
     model = Blocks()
     optimizer = adamwdl(model)
     elementwise_step(model, optimizer, 0)
     ema = ExponentialMovingAverage(model, 0.7)
-    ema.register()  # laid out in place from the start: a missed relayout would read stale buffers
-    assert gathered_params(ema) == []
+    ema.register()  # on the flat buffers from the start: a move it missed would read stale storage
     references = References(model)
     step = 1
 
@@ -281,40 +243,27 @@ def test_relayouts_when_parameters_are_frozen_unfrozen_and_banks_rebuilt():
         nonlocal step
         for _ in range(steps):
             elementwise_step(model, optimizer, step)
+            assert optimizer.last_update_path == flat_path()
             ema.update()
             references.update(0.7)
             references.check(ema, f"{when}, step {step}")
-            assert_layout_is_sound(ema)
             step += 1
 
+    def moves(change: Callable[[], None], when: str) -> None:
+        before = parameter_pointers(model)
+        change()
+        train(2, when)
+        assert parameter_pointers(model) != before  # (the scenario does move them)
+
     train(2, "laid out")
-    before = segments(ema)
-    aliases = [s.params_alias for s in before if s.params_alias is not None]
     frozen = model.blocks[0][1].weight
-    frozen.stop_gradient = True  # the next AdamWDL step lays its banks out anew, without it
-    train(2, "one frozen")
-    assert optimizer._flat.rebuilds == 2
-    after = segments(ema)
-    assert after is not before
-    # A relayout makes new buffers: no parameter shares one with the old aliases.
-    for alias in aliases:
-        assert not any(p._is_shared_buffer_with(alias) for p in ema._params.values())
-    assert gathered_params(ema) == ["blocks.0.1.weight"]  # still averaged, in a buffer of its own now
-    frozen.stop_gradient = False
-    train(2, "unfrozen")
-    assert optimizer._flat.rebuilds == 3
-    # Its beta powers lag the others': a bank of its own, too small to be read in place alone.
-    alone = [bank for bank in optimizer._flat.banks if bank.params == [frozen]]
-    assert len(alone) == 1 and len(optimizer._flat.banks) == 4
-    assert gathered_params(ema) == ["blocks.0.1.weight"] and len(in_place_params(ema)) == 3
-
-    # The banks dropped (as the optimizer does when its parameters change): laid out anew, in new buffers.
-    optimizer._flat.invalidate()
-    train(1, "banks dropped")
-    assert optimizer._flat.rebuilds == 4
+    moves(lambda: setattr(frozen, "stop_gradient", True), "one frozen")  # (still averaged: registered)
+    moves(lambda: setattr(frozen, "stop_gradient", False), "unfrozen")
+    state = {k: paddle.to_tensor(v.numpy()) if hasattr(v, "numpy") else v for k, v in optimizer.state_dict().items()}
+    moves(lambda: optimizer.set_state_dict(state), "state loaded")
 
 
-def test_a_per_parameter_optimizer_on_laid_out_parameters_keeps_the_layout():
+def test_a_per_parameter_optimizer_on_laid_out_parameters():
     paddle.seed(6)
     model = Blocks()
     model.head.to(dtype="float32")
@@ -324,14 +273,13 @@ def test_a_per_parameter_optimizer_on_laid_out_parameters_keeps_the_layout():
     ema = ExponentialMovingAverage(model, 0.95)
     ema.register()
     references = References(model)
-    laid_out = segments(ema)
-    assert gathered_params(ema) == [] and len(laid_out) == 2
+    pointers = shadow_pointers(ema)
     for n in range(3):
         elementwise_step(model, optimizer, n + 1)
         ema.update()
         references.update(0.95)
         references.check(ema, f"after AdamW step {n + 1}")
-        assert segments(ema) is laid_out
+        assert shadow_pointers(ema) == pointers
 
 
 # ---------------------------------------------------------------- checkpoints and swaps
@@ -344,11 +292,10 @@ def test_state_dict_round_trip_through_paddle_save_and_load(tmp_path):
     for n in range(3):
         elementwise_step(model, optimizer, n)
         ema.update()
-    assert gathered_params(ema) == []
     saved = {n: t.numpy().copy() for n, t in ema.shadow.items()}
     paddle.save(ema.state_dict(), str(tmp_path / "ema.pdparams"))
     loaded = paddle.load(str(tmp_path / "ema.pdparams"))
-    for name, value in loaded["shadow"].items():  # each view saved as itself, not its whole buffer
+    for name, value in loaded["shadow"].items():  # each shadow saved as itself, not a buffer it shares
         assert list(value.shape) == list(ema.shadow[name].shape)
         np.testing.assert_array_equal(value.numpy(), saved[name])
 
@@ -366,7 +313,7 @@ def test_state_dict_round_trip_through_paddle_save_and_load(tmp_path):
         references.check(ema, f"never stopped, update {n + 1}")
 
 
-def test_set_state_dict_writes_into_the_flat_shadows_then_updates():
+def test_set_state_dict_writes_into_the_shadows_then_updates():
     paddle.seed(8)
     model = Blocks()
     optimizer = adamwdl(model)
@@ -374,16 +321,14 @@ def test_set_state_dict_writes_into_the_flat_shadows_then_updates():
     ema.register()
     elementwise_step(model, optimizer, 0)
     ema.update()
-    laid_out = segments(ema)
-    objects = {n: t for n, t in ema.shadow.items()}
+    objects, pointers = dict(ema.shadow), shadow_pointers(ema)
     rng = np.random.default_rng(9)
     values = {n: rng.standard_normal(t.shape).astype(np.float32) for n, t in ema.shadow.items()}
     ema.set_state_dict({"decay": 0.6, "warmup": False, "num_updates": 10, "shadow": values})
     for name, shadow in ema.shadow.items():
         assert shadow is objects[name]
         np.testing.assert_array_equal(shadow.numpy(), values[name])
-    assert segments(ema) is laid_out  # written into the views: the flat buffers hold the new values
-    assert_layout_is_sound(ema)
+    assert shadow_pointers(ema) == pointers  # written into the shadows' storage
     references = References(model)
     references.restart_from(values)
     for n in range(1, 4):
@@ -393,18 +338,20 @@ def test_set_state_dict_writes_into_the_flat_shadows_then_updates():
         references.check(ema, f"update {n} after set_state_dict")
 
 
-def test_swaps_keep_the_optimizers_and_the_emas_layouts():
+def test_swaps_keep_the_shadows_and_the_optimizers_path():
     paddle.seed(10)
     model = Blocks()
     optimizer = adamwdl(model)
     ema = ExponentialMovingAverage(model, 0.5)
     ema.register()
     references = References(model)
+    pointers = None
     for n in range(4):
         elementwise_step(model, optimizer, n)
+        assert optimizer.last_update_path == flat_path()
         ema.update()
         references.update(0.5)
-        laid_out = segments(ema)
+        pointers = pointers or shadow_pointers(ema)
         live = {name: p.numpy().copy() for name, p in trainable(model).items()}
         with ema.average_parameters():
             for name, p in trainable(model).items():
@@ -412,12 +359,11 @@ def test_swaps_keep_the_optimizers_and_the_emas_layouts():
                 np.testing.assert_array_equal(as_f64(p), as_f64(paddle.cast(expected, p.dtype)), err_msg=name)
         for name, p in trainable(model).items():
             np.testing.assert_array_equal(p.numpy(), live[name], err_msg=name)
-        assert segments(ema) is laid_out
+        assert shadow_pointers(ema) == pointers
     references.check(ema, "after the swaps")
-    assert optimizer._flat.fused_steps == 4 and optimizer._flat.rebuilds == 1
 
 
-def test_a_replaced_shadow_tensor_is_laid_out_and_updated():
+def test_a_replaced_shadow_tensor_is_updated():
     paddle.seed(11)
     model = Blocks()
     optimizer = adamwdl(model)
@@ -437,4 +383,19 @@ def test_a_replaced_shadow_tensor_is_laid_out_and_updated():
     references.update(0.5)
     references.check(ema, "after the replacement")
     assert ema.shadow["head.bias"] is replacement
-    assert_layout_is_sound(ema)
+
+
+# ---------------------------------------------------------------- Paddle's ops
+def test_with_the_operator_off_paddles_ops_give_the_same_bits():
+    """Tests of this file in a process with ``PADDLE_LLRD_FUSED=0``: the EMA's update by Paddle's
+    ops (on 3 threads, the ranges split into chunks) gives the per-tensor bits, and AdamWDL's
+    steps report ``("multi_tensor", "PADDLE_LLRD_FUSED=0")``."""
+    tests = [
+        "test_parameters_of_mixed_dtypes_match_the_per_tensor_bits[0.999-True-3]",
+        "test_parameters_of_mixed_dtypes_match_the_per_tensor_bits[0.0-False-3]",
+        "test_plain_adamw_training_keeps_the_shadows_and_their_storage",
+        "test_parameters_in_adamwdls_flat_buffers_match_the_per_tensor_bits[0.9-False-3]",
+        "test_steps_that_move_the_parameters_are_followed",
+        "test_set_state_dict_writes_into_the_shadows_then_updates",
+    ]
+    rerun_with_the_operator_off(*(f"{__file__}::{test}" for test in tests))

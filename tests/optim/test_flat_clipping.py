@@ -6,8 +6,12 @@ the global norm and then takes AdamWDL's update.
 
 Each run trains one model for several steps with gradients that differ at
 every step (a new batch and target per step), compares every weight after
-every step, and checks through ``last_update_path`` that the multi-tensor
-step ran, so that no comparison passes because both took Paddle's path.
+every step, and what ``p.grad`` holds after each ``step()`` (the clipped
+gradient after ``ClipGradByGlobalNorm``, the backward's after the other two),
+and checks through ``last_update_path`` that the multi-tensor step ran, so
+that no comparison passes because both took Paddle's path. The tests against
+AdamW run again with the fused operator off, where Paddle's kernels update the
+same flat layout.
 """
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ import pytest
 from paddle import nn
 from paddle.utils import unique_name
 
+from operator_off import flat_path, rerun_with_the_operator_off
 from paddle_llrd import AdamWDL
 from reference_adamw import ReferenceAdamW, clip_by_global_norm, layer_ratio
 
@@ -60,24 +65,30 @@ def backward(model: nn.Layer, step: int) -> None:
     ((model(ids) - target) ** 2).mean().backward()
 
 
-def train(make_optimizer: Any, steps: int = STEPS, *, no_clip: str | None = None) -> tuple[list[dict], Any]:
-    """Weights after every step; ``no_clip``: the structured name of a parameter with ``need_clip=False``."""
+def train(make_optimizer: Any, steps: int = STEPS, *, no_clip: str | None = None) -> tuple[list[dict], list]:
+    """Per step, the weights and (as ``"<name>.grad"``) what ``p.grad`` held after ``step()``;
+    and the path each step took. ``no_clip``: the structured name of a parameter with
+    ``need_clip=False``."""
     with unique_name.guard():
         model, names = model_and_names()
         if no_clip is not None:
             dict(model.named_parameters())[no_clip].need_clip = False
         optimizer = make_optimizer(model, names)
-        history = []
+        history, paths = [], []
         for step in range(steps):
             backward(model, step)
             optimizer.step()
+            record = {f"{n}.grad": p.grad.numpy().copy() for n, p in model.named_parameters()}
             optimizer.clear_grad()
-            history.append({n: p.numpy().copy() for n, p in model.named_parameters()})
-    return history, optimizer
+            record.update({n: p.numpy().copy() for n, p in model.named_parameters()})
+            history.append(record)
+            paths.append(tuple(getattr(optimizer, "last_update_path", None) or ()))
+    return history, paths
 
 
 def assert_bitwise(got: list[dict], expected: list[dict]) -> None:
     for step, (a, b) in enumerate(zip(got, expected)):
+        assert a.keys() == b.keys()
         for name in b:
             np.testing.assert_array_equal(a[name], b[name], err_msg=f"{name} after step {step}")
 
@@ -91,10 +102,10 @@ def test_without_ratios_it_is_paddle_adamw_with_the_same_clip_bit_for_bit(
     no_decay = lambda name: not name.endswith(".b_0")  # noqa: E731
     expected, _ = train(lambda model, names: paddle.optimizer.AdamW(
         0.01, parameters=model.parameters(), weight_decay=0.1, apply_decay_param_fun=no_decay, grad_clip=CLIPS[clip]()))
-    got, optimizer = train(lambda model, names: AdamWDL(
+    got, paths = train(lambda model, names: AdamWDL(
         0.01, parameters=model.parameters(), weight_decay=0.1, apply_decay_param_fun=no_decay,
         grad_clip=CLIPS[clip](), set_param_lr_fun=None, num_threads=num_threads))
-    assert optimizer.last_update_path == ("multi_tensor", None)
+    assert paths == [flat_path()] * STEPS
     assert_bitwise(got, expected)
 
 
@@ -103,9 +114,9 @@ def test_a_parameter_with_need_clip_false_is_left_out_as_paddle_leaves_it(clip: 
     frozen_clip = "encoder.layers.1.weight"
     expected, _ = train(lambda model, names: paddle.optimizer.AdamW(
         0.01, parameters=model.parameters(), grad_clip=CLIPS[clip]()), no_clip=frozen_clip)
-    got, optimizer = train(lambda model, names: AdamWDL(
+    got, paths = train(lambda model, names: AdamWDL(
         0.01, parameters=model.parameters(), grad_clip=CLIPS[clip](), set_param_lr_fun=None), no_clip=frozen_clip)
-    assert optimizer.last_update_path == ("multi_tensor", None)
+    assert paths == [flat_path()] * STEPS
     assert_bitwise(got, expected)
 
 
@@ -117,9 +128,25 @@ def test_parameter_groups_clip_each_group_by_its_own_norm_as_paddle_does() -> No
 
     clip = nn.ClipGradByGlobalNorm(0.05)
     expected, _ = train(lambda model, names: paddle.optimizer.AdamW(0.01, parameters=groups(model), grad_clip=clip))
-    got, optimizer = train(lambda model, names: AdamWDL(
+    got, paths = train(lambda model, names: AdamWDL(
         0.01, parameters=groups(model), grad_clip=clip, set_param_lr_fun=None))
-    assert optimizer.last_update_path == ("multi_tensor", None)
+    assert paths == [flat_path()] * STEPS
+    assert_bitwise(got, expected)
+
+
+@pytest.mark.parametrize("clip", sorted(CLIPS))
+def test_a_group_with_its_own_clip_is_clipped_as_paddle_clips_it(clip: str) -> None:
+    """A group's own ``grad_clip`` replaces the optimizer's for that group, as in Paddle."""
+    def groups(model):
+        encoder = [p for n, p in model.named_parameters() if n.startswith("encoder")]
+        rest = [p for n, p in model.named_parameters() if not n.startswith("encoder")]
+        return [{"params": encoder, "grad_clip": CLIPS[clip]()}, {"params": rest}]
+
+    expected, _ = train(lambda model, names: paddle.optimizer.AdamW(
+        0.01, parameters=groups(model), grad_clip=nn.ClipGradByGlobalNorm(0.05)))
+    got, paths = train(lambda model, names: AdamWDL(
+        0.01, parameters=groups(model), grad_clip=nn.ClipGradByGlobalNorm(0.05), set_param_lr_fun=None))
+    assert paths == [flat_path()] * STEPS
     assert_bitwise(got, expected)
 
 
@@ -134,10 +161,25 @@ def test_with_layer_ratios_it_is_the_float64_reference_of_clip_then_adamwdl() ->
             backward(model, step)
             grads = {n: p.grad.numpy().astype(np.float64) for n, p in model.named_parameters()}
             optimizer.step()
+            clipped = clip_by_global_norm(grads, clip_norm)
+            for name, param in model.named_parameters():  # (clipped in place, as Paddle's clip does)
+                np.testing.assert_allclose(param.grad.numpy(), clipped[name], rtol=2e-6, atol=1e-9, err_msg=name)
             optimizer.clear_grad()
-            reference.step(clip_by_global_norm(grads, clip_norm), lr,
-                           ratio=lambda name: layer_ratio(name, decay, N_LAYERS))
-            assert optimizer.last_update_path == ("multi_tensor", None)
+            reference.step(clipped, lr, ratio=lambda name: layer_ratio(name, decay, N_LAYERS))
+            assert optimizer.last_update_path == flat_path()
             for name, param in model.named_parameters():
                 np.testing.assert_allclose(param.numpy(), reference.params[name], rtol=2e-6, atol=2e-7,
                                            err_msg=f"{name} after step {step}")
+
+
+def test_with_the_operator_off_paddles_kernels_clip_with_the_same_bits() -> None:
+    """The tests against AdamW in a process with ``PADDLE_LLRD_FUSED=0``: each step reports
+    ``("multi_tensor", "PADDLE_LLRD_FUSED=0")`` and gives AdamW's bits (on 3 threads, the
+    layout's ranges split into chunks)."""
+    tests = [f"test_without_ratios_it_is_paddle_adamw_with_the_same_clip_bit_for_bit[{clip}-3]" for clip in sorted(CLIPS)]
+    tests += [
+        "test_a_parameter_with_need_clip_false_is_left_out_as_paddle_leaves_it[global_norm]",
+        "test_parameter_groups_clip_each_group_by_its_own_norm_as_paddle_does",
+        "test_a_group_with_its_own_clip_is_clipped_as_paddle_clips_it[norm]",
+    ]
+    rerun_with_the_operator_off(*(f"{__file__}::{test}" for test in tests))

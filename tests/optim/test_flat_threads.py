@@ -1,8 +1,9 @@
-"""The thread pool of the flat-buffer kernels (``paddle_llrd/optim/threads.py``):
-how many threads, refusal of bad settings by name, the split of a range, a
-task's error reaching the caller, and a process that exits with no thread left.
-The bits of threaded steps and EMA updates are checked in
-``test_multi_tensor.py`` and ``test_ema_flat_update.py``."""
+"""The threads of the multi-tensor step and the EMA (``paddle_llrd/optim/threads.py``):
+how many, refusal of bad settings by name, the split of a range and the pool
+of Paddle's kernels (where the fused operator is off), a task's error reaching
+the caller, and a training process that exits promptly with no thread left,
+the operator's or the pool's. The bits of threaded steps and EMA updates are
+checked in ``test_multi_tensor.py`` and ``test_ema_flat_update.py``."""
 from __future__ import annotations
 
 import os
@@ -10,6 +11,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import time
 
 import paddle
 import pytest
@@ -31,7 +33,7 @@ def eight_cores(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_the_cores_this_process_may_use(eight_cores: None) -> None:
     assert resolve_num_threads() == 8
-    assert AdamWDL(parameters=paddle.nn.Linear(2, 2).parameters())._flat.threads.count == 8
+    assert AdamWDL(parameters=paddle.nn.Linear(2, 2).parameters()).num_threads == 8
 
 
 @pytest.mark.parametrize(
@@ -48,15 +50,15 @@ def test_cores_divided_among_the_local_ranks_of_a_launch(eight_cores, monkeypatc
         monkeypatch.setenv(name, value)
     assert resolve_num_threads() == expected
     model = paddle.nn.Linear(2, 2)
-    assert AdamWDL(parameters=model.parameters())._flat.threads.count == expected
-    assert ExponentialMovingAverage(model)._threads.count == expected
+    assert AdamWDL(parameters=model.parameters()).num_threads == expected
+    assert ExponentialMovingAverage(model).num_threads == expected
 
 
 def test_the_argument_wins_over_the_environment(eight_cores, monkeypatch) -> None:
     monkeypatch.setenv("PADDLE_LLRD_NUM_THREADS", "5")
     model = paddle.nn.Linear(2, 2)
-    assert AdamWDL(parameters=model.parameters(), num_threads=1)._flat.threads.count == 1
-    assert ExponentialMovingAverage(model, num_threads=3)._threads.count == 3
+    assert AdamWDL(parameters=model.parameters(), num_threads=1).num_threads == 1
+    assert ExponentialMovingAverage(model, num_threads=3).num_threads == 3
 
 
 @pytest.mark.parametrize("value, error", [(0, ValueError), (-2, ValueError), (True, TypeError), (2.0, TypeError), ("2", TypeError)])
@@ -114,47 +116,71 @@ def test_an_error_in_one_task_reaches_the_caller_after_every_task_ran() -> None:
 EXIT_SCRIPT = textwrap.dedent(
     """
     import atexit
+    import os
     import threading
     import time
 
     def left_running():  # registered first, so it runs after paddle_llrd's shutdown
         names = [t.name for t in threading.enumerate() if t is not threading.main_thread()]
-        print("threads left at exit:", names, flush=True)
-        print(f"shutdown took {time.monotonic() - finished:.3f} s", flush=True)
+        print("python threads left at exit:", names, flush=True)
 
     atexit.register(left_running)
 
     import paddle
     from paddle_llrd import AdamWDL, ExponentialMovingAverage
 
-    model = paddle.nn.Sequential(paddle.nn.Linear(64, 64), paddle.nn.Linear(64, 64))
-    optimizer = AdamWDL(learning_rate=0.01, parameters=model.parameters(), num_threads=3)
+    def os_threads():
+        return len(os.listdir("/proc/self/task"))
+
+    paddle.set_device("cpu")  # (the threads serve CPU parameters; a GPU build too)
+    model = paddle.nn.Sequential(paddle.nn.Linear(256, 256), paddle.nn.Linear(256, 256))
+    optimizer = AdamWDL(learning_rate=0.01, parameters=model.parameters(), set_param_lr_fun=None, num_threads=3)
     ema = ExponentialMovingAverage(model, decay=0.9, num_threads=3)
     ema.register()
+    model(paddle.ones([2, 256])).sum().backward()
+    before = (os_threads(), threading.active_count())
     for step in range(3):
-        model(paddle.ones([2, 64])).sum().backward()
+        if step:
+            model(paddle.ones([2, 256])).sum().backward()
         optimizer.step()
         optimizer.clear_grad()
         ema.update()
-    split = max(len(g.chunks) for bank in optimizer._flat.banks for g in bank.groups)
-    workers = [t.name for t in threading.enumerate() if t.name.startswith("paddle_llrd-flat")]
-    print("chunks", split, "workers", len(workers), flush=True)
-    finished = time.monotonic()
+    print("path", tuple(optimizer.last_update_path), flush=True)
+    print("os threads", before[0], os_threads(), "python threads", before[1], threading.active_count(), flush=True)
+    print(f"finished at {time.time():.6f}", flush=True)
     """
 )
 
 
-def test_the_process_exits_promptly_with_no_thread_left(tmp_path) -> None:
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts the process's threads in /proc")
+@pytest.mark.parametrize("operator", ["fused", "off"])
+def test_the_process_exits_promptly_with_no_thread_left(tmp_path, operator: str) -> None:
+    """A training process on 3 threads exits within seconds of its last line, with no Python
+    thread left: the fused operator's native threads (two beside the calling one), or with the
+    operator off the pool's Python threads that run Paddle's kernels (two, joined at exit)."""
     script = tmp_path / "train.py"
     script.write_text(EXIT_SCRIPT)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")]))
-    env["PADDLE_LLRD_MIN_CHUNK_NUMEL"] = "512"
+    env["PADDLE_LLRD_MIN_CHUNK_NUMEL"] = "512"  # (the pool splits these layers' ranges)
+    env.pop("PADDLE_LLRD_FUSED", None)
+    if operator == "off":
+        env["PADDLE_LLRD_FUSED"] = "0"
     result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
+    exited = time.time()
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "chunks 3 workers 2" in result.stdout  # the pool did run: two workers beside the calling thread
-    assert "threads left at exit: []" in result.stdout
-    # The shutdown joins each worker with a 10 s timeout: a worker that missed
-    # its stop signal would hold the exit for 10 s or more, and still be listed.
-    shutdown = re.search(r"shutdown took ([0-9.]+) s", result.stdout)
-    assert shutdown is not None, result.stdout
-    assert float(shutdown.group(1)) < 5.0, result.stdout
+    threads = re.search(r"os threads (\d+) (\d+) python threads (\d+) (\d+)", result.stdout)
+    assert threads is not None, result.stdout
+    os_before, os_after, python_before, python_after = map(int, threads.groups())
+    if operator == "fused":
+        assert "path ('fused', None)" in result.stdout
+        # the operator did run threads: native ones, beside any Python thread
+        assert os_after - python_after >= os_before - python_before + 2, result.stdout
+    else:
+        assert "path ('multi_tensor', 'PADDLE_LLRD_FUSED=0')" in result.stdout
+        assert python_after == python_before + 2, result.stdout  # the pool did run Paddle's kernels
+    assert "python threads left at exit: []" in result.stdout
+    # The shutdown joins each worker with a 10 s timeout: a thread that missed
+    # its stop signal would hold the exit for 10 s or more.
+    finished = re.search(r"finished at ([0-9.]+)", result.stdout)
+    assert finished is not None, result.stdout
+    assert exited - float(finished.group(1)) < 5.0, result.stdout

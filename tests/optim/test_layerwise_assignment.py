@@ -57,7 +57,7 @@ def test_assigned_ratios_are_followed_from_the_next_update(use_multi_tensor, ass
     assert rows == pytest.approx({name: ratio_fn(0.5)(name) for name in rows}, rel=1e-12)
     train_and_compare(model, optimizer, reference, lr_at=lambda s: LR, data=data[3:],
                       reference_options={**options, "ratio": ratio_fn(0.5)})
-    assert optimizer.last_update_path.path == ("multi_tensor" if use_multi_tensor is None else "per_parameter")
+    assert optimizer.last_update_path.path == ("fused" if use_multi_tensor is None else "per_parameter")
 
 
 def test_an_assigned_n_layers_is_followed_from_the_next_update():

@@ -23,13 +23,13 @@ def figures() -> dict:
 
 def test_the_multi_tensor_step_enters_four_files_and_switches_eight_times_at_most(figures):
     step = figures["multi_tensor"]
-    assert step["path"] == "multi_tensor"
+    assert step["path"] == "fused"
     assert len(step["files"]) <= 4 and step["switches"] <= 8, step
 
 
 def test_the_clipped_step_stays_on_the_multi_tensor_path_within_five_files_and_ten_switches(figures):
     step = figures["clipped"]
-    assert step["path"] == "multi_tensor"
+    assert step["path"] == "fused"
     assert "optim/clipping.py" in step["files"]
     assert len(step["files"]) <= 5 and step["switches"] <= 10, step
 

@@ -15,6 +15,7 @@ import pytest
 from paddle import nn
 
 from paddle_llrd import AdamWDL, CheckpointMatchWarning, WeightDecaySchedule
+from operator_off import PER_PARAMETER_ONLY, flat_path
 from reference_adamw import ReferenceAdamW
 from adamwdl_runs import (
     batches,
@@ -154,14 +155,7 @@ def test_adamwdl_follows_schedule_against_float64_reference(style, general, use_
         apply_decay_param_fun=no_bias_or_norm(names),
         use_multi_tensor=use_multi_tensor,
     )
-    kernel_decays = []
-    original = optimizer._append_decoupled_weight_decay
-
-    def counting(*args, **kwargs):
-        kernel_decays.append(1)
-        return original(*args, **kwargs)
-
-    optimizer._append_decoupled_weight_decay = counting
+    paths = []
     reference = ReferenceAdamW(weights_of(model))
     train_and_compare(
         model,
@@ -175,14 +169,12 @@ def test_adamwdl_follows_schedule_against_float64_reference(style, general, use_
             "decay": decays_structured,
             "weight_decay": megatron_wd(step, START, END, TOTAL, style),
         },
+        paths=paths,
     )
     assert optimizer.weight_decay_schedule.current_step == steps
     assert optimizer._coeff == END
-    if use_multi_tensor is None:
-        assert optimizer._flat.fused_steps == steps and not kernel_decays  # (its decay ops are per group)
-    else:
-        # the fused path keeps the decay inside the kernel; the general one uses the separate op
-        assert bool(kernel_decays) == general
+    # every step on the path asked for, the schedule's changes of the coefficient included
+    assert paths == [flat_path() if use_multi_tensor is None else PER_PARAMETER_ONLY] * steps
 
 
 def test_schedule_changes_the_weights():
