@@ -15,7 +15,6 @@ tests/user_paths/test_shell_blocks.py fails for a marker no test runs.
 """
 from __future__ import annotations
 
-import hashlib
 import importlib.metadata
 import json
 import os
@@ -29,6 +28,7 @@ import numpy as np
 import pytest
 import yaml
 from test_cli import DECAY, LEARNING_RATE, N_LAYERS, check_first_step_ratios, weights
+from trainer_checks import file_hashes
 
 from paddle_llrd.cli.train_console import LAUNCH_LOG_NAME, LOG_NAME
 from paddle_llrd.cli.train_env import TRAIN_ENV_PYTHON
@@ -111,11 +111,6 @@ def succeeded(result: subprocess.CompletedProcess) -> str:
 
 def trained_steps(output_dir: Path) -> int:
     return json.loads((output_dir / "trainer_state.json").read_text())["global_step"]
-
-
-def file_hashes(directory: Path) -> Dict[str, str]:
-    return {str(path.relative_to(directory)): hashlib.sha256(path.read_bytes()).hexdigest()
-            for path in sorted(directory.rglob("*")) if path.is_file()}
 
 
 def in_a_user_folder(work_dir: Path, commands: List[List[str]]) -> List[List[str]]:
