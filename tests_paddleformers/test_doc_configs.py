@@ -173,6 +173,10 @@ def test_the_try_it_commands_train_the_minimal_config_as_written_with_a_short_co
     make_model, train = harness.doc_block("cli-try", SHELL).commands()
     assert train[-1] == "minimal.yaml"
     succeeded(run_command(make_model, tmp_path, {}))
+    # the model, its tokenizer and the data: no file of PaddleFormers' own saving machinery (saved_signal_0)
+    assert sorted(path.name for path in (tmp_path / "tiny-llama").iterdir()) == [
+        "config.json", "dev.jsonl", "dpo.jsonl", "model-00001-of-00001.safetensors", "model.safetensors.index.json",
+        "tokenizer.json", "tokenizer_config.json", "train.jsonl"]
     done = run_command(train, tmp_path, {"minimal.yaml": config})
     console = succeeded(done)
     lines = done.stdout.splitlines()
@@ -282,6 +286,7 @@ def test_interrupted_run_resumes_to_the_uninterrupted_weights(tmp_path):
     output = succeeded(run_command(command, cut, {"minimal.yaml": config}))
     assert "nothing to do" not in output
     assert "resumed at step 1" in output, output[-3000:]
+    assert "trained 3 steps (resumed at step 1)" in output, output[-3000:]  # the steps this run trained
     assert "Continuing training from global step 1" in (cut / "out" / LOG_NAME).read_text()
     got, expected = weights(cut / "out"), weights(whole / "out")
     for name, value in expected.items():
@@ -375,3 +380,34 @@ def test_the_trainer_page_script_runs_as_written_on_its_config(tmp_path):
     evaluation = next(line for line in reversed(output.splitlines()) if line.startswith("{'eval_loss'"))
     metrics = {key: float(value) for key, value in re.findall(r"'(eval_\w+)': ([0-9.e+-]+)", evaluation)}
     assert np.isfinite(metrics["eval_loss"]) and np.isfinite(metrics["eval_ema_loss"]), evaluation
+
+
+def test_the_cli_page_and_the_trainer_page_run_in_one_folder_without_touching_each_others_outputs(tmp_path):
+    """docs/paddleformers_cli.rst "Try it" and then docs/paddleformers.rst's script on its config, in one
+    folder as a reader runs them: each writes its own output folder, the CLI's is left as it was. Pointed
+    at the CLI's folder (another run's checkpoints), the script stops before it trains, in one line naming
+    each setting that differs and the ways on (exit status 1, no traceback), and changes nothing there."""
+    minimal = harness.doc_block("cli-minimal", CONFIGS).config()
+    make_model, train = harness.doc_block("cli-try", SHELL).commands()
+    succeeded(run_command(make_model, tmp_path, {}))
+    succeeded(run_command(train, tmp_path, {"minimal.yaml": minimal}))
+    cli_output = tmp_path / minimal["output_dir"]
+    before = file_hashes(cli_output)
+
+    (tmp_path / "train.py").write_text("\n\n".join(block.code for block in harness.doc_chain("paddleformers-trainer")))
+    config = as_run_here(harness.doc_block("paddleformers-example-config", CONFIGS).config(), tmp_path)
+    assert (tmp_path / config["output_dir"]).resolve() != cli_output.resolve()
+    output = succeeded(run_command(["python", "train.py", "config.json"], tmp_path, {"config.json": config}))
+    assert "{'eval_loss'" in output and (tmp_path / config["output_dir"]).is_dir()
+    assert file_hashes(cli_output) == before
+
+    refused = run_command(["python", "train.py", "config.json", "--output_dir", minimal["output_dir"]], tmp_path, {})
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr, refused.stderr[-3000:]
+    line = refused.stderr.splitlines()[-1]
+    assert line.startswith(f"cannot resume {os.path.join(minimal['output_dir'], 'checkpoint-4')}: its run had other "
+                           "paddle_llrd settings: "), line
+    for difference in ("layerwise_decay 0.5 there, 0.85 here", 'layer_map "auto" there, "llama" here',
+                       "ema_decay 0.0 there, 0.999 here", "weight_decay_end unset there, 0.1 here"):
+        assert difference in line, (difference, line)
+    assert "fresh output_dir" in line and "resume_with_new_settings=true" in line
+    assert file_hashes(cli_output) == before
