@@ -58,6 +58,22 @@ def test_a_resumed_run_ends_as_the_uninterrupted_run(kit, tmp_path, whole):
     assert_same_snapshots(snapshot(latest), uninterrupted)
 
 
+def test_an_ema_state_of_another_step_is_loaded_with_a_warning_naming_both_counts(kit, tmp_path, whole):
+    """checkpoint-6's weights beside checkpoint-3's EMA state (the same size: the manifest cannot tell), as
+    a hand-made copy leaves them: the resumed run says by class that the average followed 3 optimizer steps
+    and the weights 6."""
+    folder, _ = whole
+    mixed = tmp_path / "mixed" / "checkpoint-6"
+    shutil.copytree(folder / "checkpoint-6", mixed)
+    shutil.copyfile(folder / "checkpoint-3" / STATE_FILE, mixed / STATE_FILE)
+    with pytest.warns(CheckpointMatchWarning, match="the EMA state followed 3 optimizer steps, the weights it is "
+                                                    "loaded beside 6"):
+        with paddle.utils.unique_name.guard():
+            trainer = kit.trainer(kit.args(tmp_path / "longer", max_steps=8, **RESUMED_RUN), model=kit.make_model(seed=99))
+            trainer.train(resume_from_checkpoint=str(mixed))
+    assert trainer.state.global_step == 8
+
+
 def framework_checkpoint(source: Path, destination: Path) -> Path:
     """``source`` as the framework's own Trainer would have saved it: no paddle_llrd files."""
     shutil.copytree(source, destination)
