@@ -43,6 +43,15 @@ def whole(kit, tmp_path):
     return tmp_path / "whole", snapshot(trainer)
 
 
+def refused_resume(kit, output_dir: Path, checkpoint: Path, model=None, **fields) -> str:
+    """The one line a run of ``fields`` into ``output_dir`` stops with when it resumes ``checkpoint``."""
+    with paddle.utils.unique_name.guard():
+        trainer = kit.trainer(kit.args(output_dir, **fields), model=model if model is not None else kit.make_model(seed=99))
+        with pytest.raises(CheckpointResumeError) as refused:
+            trainer.train(resume_from_checkpoint=str(checkpoint))
+    return str(refused.value)
+
+
 def test_a_resumed_run_ends_as_the_uninterrupted_run(kit, tmp_path, whole):
     """Weights, optimizer state, lr schedule, weight-decay schedule and EMA,
     from a checkpoint path and from ``resume_from_checkpoint=True``."""
@@ -133,12 +142,8 @@ def test_a_checkpoint_of_other_settings_stops_before_training_naming_each_differ
     output_dir = tmp_path / "other"
     model = kit.make_model(seed=99)
     before = parameters_numpy(model)
-    with paddle.utils.unique_name.guard():
-        trainer = kit.trainer(kit.args(output_dir, max_steps=6, save_strategy="steps", save_steps=3,
-                                       **{**RESUMED_RUN, **fields}), model=model)
-        with pytest.raises(CheckpointResumeError) as refused:
-            trainer.train(resume_from_checkpoint=str(folder / "checkpoint-3"))
-    line = str(refused.value)
+    line = refused_resume(kit, output_dir, folder / "checkpoint-3", model=model, max_steps=6, save_strategy="steps",
+                          save_steps=3, **{**RESUMED_RUN, **fields})
     assert "\n" not in line and line.startswith(f"cannot resume {folder / 'checkpoint-3'}: its run had other "
                                                 "paddle_llrd settings: "), line
     assert line.count(" there, ") == len(differences), line
@@ -180,11 +185,7 @@ def test_a_finished_run_resumed_trains_nothing_and_changes_nothing(kit, tmp_path
 
 def test_a_checkpoint_past_max_steps_stops_in_one_line(kit, tmp_path, whole):
     folder, _ = whole
-    with paddle.utils.unique_name.guard():
-        trainer = kit.trainer(kit.args(tmp_path / "shorter", max_steps=4, **RESUMED_RUN), model=kit.make_model(seed=99))
-        with pytest.raises(CheckpointResumeError) as refused:
-            trainer.train(resume_from_checkpoint=str(folder / "checkpoint-6"))
-    assert str(refused.value) == (
+    assert refused_resume(kit, tmp_path / "shorter", folder / "checkpoint-6", max_steps=4, **RESUMED_RUN) == (
         f"cannot resume {folder / 'checkpoint-6'}: it is at step 6, past this run's max_steps 4; set max_steps to "
         "6 or more, resume from a checkpoint at step 4 or before, or write to a fresh output_dir")
 
@@ -214,11 +215,7 @@ def test_an_unfinished_save_and_a_truncated_checkpoint_are_skipped_saying_which_
                f"skipped {damaged / 'checkpoint-6'}: incomplete, {name} has {size // 2} bytes where the save "
                f"wrote {size}"]
 
-    with paddle.utils.unique_name.guard():
-        trainer = kit.trainer(kit.args(tmp_path / "explicit", max_steps=6, **RESUMED_RUN), model=kit.make_model(seed=99))
-        with pytest.raises(CheckpointResumeError) as refused:
-            trainer.train(resume_from_checkpoint=str(damaged / "checkpoint-6"))
-    assert str(refused.value) == (
+    assert refused_resume(kit, tmp_path / "explicit", damaged / "checkpoint-6", max_steps=6, **RESUMED_RUN) == (
         f"cannot resume {damaged / 'checkpoint-6'}: its save is incomplete ({name} has {size // 2} bytes where the "
         f"save wrote {size}); resume from {damaged / 'checkpoint-3'} (the newest complete one), or move it out "
         "of the way and run again")
