@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 from typing import Any, Callable, Dict, Iterator
 
 import paddle
@@ -81,12 +82,10 @@ def _record_the_real_arguments(args: Any, staged: str) -> None:
 
 def save_checkpoint_staged(trainer: Any, save: Callable[[], Any], record: Dict[str, Any]) -> Any:
     """``save()`` (the framework's ``_save_checkpoint`` and paddle_llrd's files) writing into
-    ``tmp-checkpoint-N/checkpoint-N``; then the manifest with ``record``, the folder renamed to
-    ``checkpoint-N`` and the framework's rotation (``save_total_limit``). ``save()``'s result."""
+    ``tmp-checkpoint-N/checkpoint-N``; then :func:`_publish_checkpoint`. ``save()``'s result."""
     args = trainer.args
     target = checkpoint_directory(args.output_dir, trainer.state.global_step)
     root = staging_directory(target)
-    staged = os.path.join(root, os.path.basename(target))
     if args.should_save:
         empty_staging_directory(root)
     _barrier()
@@ -94,16 +93,27 @@ def save_checkpoint_staged(trainer: Any, save: Callable[[], Any], record: Dict[s
         result = save()
     _barrier()
     if args.should_save:
-        _point_best_checkpoint_at(trainer.state, staged, target)
-        _record_the_real_arguments(args, staged)
-        write_manifest(staged, record)
-        replaced = publish(staged, target)
-        os.rmdir(root)
-        if replaced is not None:
-            trainer.logger.warning(f"{target} held a checkpoint of an earlier run, kept as {replaced}")
-        trainer._rotate_checkpoints(use_mtime=True, output_dir=args.output_dir)
+        _publish_checkpoint(trainer, root, target, record)
     _barrier()
     return result
+
+
+def _publish_checkpoint(trainer: Any, root: str, target: str, record: Dict[str, Any]) -> None:
+    """The checkpoint staged under ``root`` finished: its records pointed at ``target``, the manifest with
+    ``record`` written, the folder renamed to ``target`` (one it replaces kept aside, said in one line) and
+    the framework's rotation (``save_total_limit``) run."""
+    staged = os.path.join(root, os.path.basename(target))
+    if not (os.path.isdir(staged) and os.listdir(staged)):  # the framework saved nothing (zero-cost checkpoints)
+        shutil.rmtree(root)
+        return
+    _point_best_checkpoint_at(trainer.state, staged, target)
+    _record_the_real_arguments(trainer.args, staged)
+    write_manifest(staged, record)
+    replaced = publish(staged, target)
+    os.rmdir(root)
+    if replaced is not None:
+        trainer.logger.warning(f"{target} held a checkpoint of an earlier run, kept as {replaced}")
+    trainer._rotate_checkpoints(use_mtime=True, output_dir=trainer.args.output_dir)
 
 
 def _move_into(staged: str, target: str) -> None:
