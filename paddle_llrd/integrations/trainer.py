@@ -160,6 +160,8 @@ class LLRDTrainerMixin:
         self.set_param_lr_fun = settings.set_param_lr_fun
         self.ema: Optional[ExponentialMovingAverage] = trainer_ema(self.args, self.model)
         self._num_training_steps: Optional[int] = None
+        self._saving_checkpoint = False  # while the framework writes a checkpoint (save_model then stages nothing)
+        self._train_started = time.monotonic()
         # In this order when training begins: the EMA registers, then the run state restores it.
         if self.ema is not None:
             self.add_callback(self._framework_callback(EMACallback, self.ema))
@@ -339,7 +341,7 @@ class LLRDTrainerMixin:
         first, then moved into ``output_dir`` with the manifest last, so that
         a complete final save is one whose manifest is there and matches
         (:func:`~paddle_llrd.integrations.checkpoints.incompleteness`)."""
-        if getattr(self, "_saving_checkpoint", False):  # a checkpoint's model, in its staging folder
+        if self._saving_checkpoint:  # a checkpoint's model, in its staging folder
             return super().save_model(output_dir, *args, **kwargs)
         target = output_dir if output_dir is not None else self.args.output_dir
 
