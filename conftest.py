@@ -9,7 +9,7 @@ for trainer_package in ("paddlenlp", "paddleformers"):
     if importlib.util.find_spec(trainer_package) is None:
         collect_ignore.append(f"paddle_llrd/integrations/{trainer_package}.py")
 if importlib.util.find_spec("paddleformers") is None:
-    collect_ignore.append("paddle_llrd/cli/train.py")
+    collect_ignore.append("paddle_llrd/cli/train_config.py")  # the train command's config and arguments
     collect_ignore.append("paddle_llrd/cli/train_checks.py")  # the train command's config checks
     collect_ignore.append("paddle_llrd/cli/train_workflows.py")  # its PaddleFormers workflows
     collect_ignore.append("paddle_llrd/cli/tiny_llama.py")  # the model to try it with

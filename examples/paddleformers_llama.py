@@ -206,9 +206,8 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
     options, training_args = parse(sys.argv[1:] if argv is None else argv)
 
     import paddle
-    from paddleformers.trainer.trainer_utils import get_last_checkpoint
 
-    from paddle_llrd.integrations.paddleformers import LLRDTrainer
+    from paddle_llrd.integrations.paddleformers import LLRDTrainer, get_last_checkpoint
 
     paddle.seed(training_args.seed)
     model = build_model(options)
@@ -222,6 +221,7 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
         callbacks=[recorder],
     )
     # PaddleFormers' Trainer.train() ignores args.resume_from_checkpoint: pass it, or the last checkpoint
+    # (the newest complete one: paddle_llrd's get_last_checkpoint skips a save that did not finish)
     last_checkpoint = None
     if os.path.isdir(training_args.output_dir) and not training_args.overwrite_output_dir:
         last_checkpoint = get_last_checkpoint(training_args.output_dir)

@@ -101,11 +101,10 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, object]:
     # Imported here so that --help works without PaddleNLP installed.
     import paddle
     from paddlenlp.trainer import TrainerCallback
-    from paddlenlp.trainer.trainer_utils import get_last_checkpoint
     from paddlenlp.transformers import BertConfig, BertForSequenceClassification
 
     from paddle_llrd import layerwise_lr_decay
-    from paddle_llrd.integrations.paddlenlp import LLRDTrainer, LLRDTrainingArguments
+    from paddle_llrd.integrations.paddlenlp import LLRDTrainer, LLRDTrainingArguments, get_last_checkpoint
 
     paddle.seed(options.seed)
     vocab_size, seq_len = 64, 16
@@ -158,6 +157,7 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, object]:
         callbacks=[starting_step],
     )
     # PaddleNLP's Trainer.train() does not read args.resume_from_checkpoint: pass it, or the last checkpoint
+    # (the newest complete one: paddle_llrd's get_last_checkpoint skips a save that did not finish)
     last_checkpoint = get_last_checkpoint(output_dir) if os.path.isdir(output_dir) else None
     train_output = trainer.train(resume_from_checkpoint=options.resume_from_checkpoint or last_checkpoint)
     eval_metrics = trainer.evaluate()

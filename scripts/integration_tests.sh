@@ -16,7 +16,7 @@ PY="${INTEGRATION_VENV:-.venv-$NAME}/bin/python"
 # skips a module whose Trainer package is missing (conftest.py).
 DOCTESTS=(paddle_llrd/integrations)
 if [ "$NAME" = paddleformers ]; then
-    DOCTESTS+=(paddle_llrd/cli/train.py paddle_llrd/cli/train_checks.py paddle_llrd/cli/train_workflows.py
+    DOCTESTS+=(paddle_llrd/cli/train_config.py paddle_llrd/cli/train_checks.py paddle_llrd/cli/train_workflows.py
                paddle_llrd/cli/tiny_llama.py)
 fi
 exec "$PY" -m pytest -q "tests_$NAME" "${DOCTESTS[@]}" "$@"

@@ -12,7 +12,7 @@ from paddleformers.transformers import LlamaForCausalLM
 from support import N_LAYERS, TokenDataset, make_llama
 from trainer_checks import Kit, layer_ratio
 
-from paddle_llrd.integrations.paddleformers import LLRDTrainer, LLRDTrainingArguments
+from paddle_llrd.integrations.paddleformers import LLRDTrainer, LLRDTrainingArguments, get_last_checkpoint
 
 
 #: Embeddings ``d**(L+1)``, block ``i`` ``d**(L-i)``, final norm and head ``1``: ``(structured name, d, L) -> ratio``.
@@ -40,5 +40,6 @@ KIT = Kit(
     expected_ratio=llama_ratio,
     n_layers=N_LAYERS,
     loss=language_model_loss,
+    last_checkpoint=get_last_checkpoint,
     load_model=LlamaForCausalLM.from_pretrained,
 )

@@ -25,7 +25,8 @@ import pytest
 import yaml
 from cli_workspace import build_workspace
 from safetensors.numpy import load_file
-from trainer_suite import group_ratios, visualdl_scalars  # tests_shared/, on sys.path by conftest.py
+from trainer_checks import file_hashes  # tests_shared/, on sys.path by conftest.py
+from trainer_suite import group_ratios, visualdl_scalars
 
 from paddle_llrd.cli.train_console import LOG_NAME
 
@@ -248,3 +249,43 @@ def test_a_resumed_run_continues_the_ema_warm_up_where_it_stopped(workspace):
     expected = weights(workspace / "warm" / "ema")
     for name, value in weights(resumed / "ema").items():
         np.testing.assert_array_equal(value, expected[name], err_msg=f"ema {name}")
+
+
+def refused(config: Path, *overrides: str) -> str:
+    """``python -m paddle_llrd train`` that must stop: its one line (exit status 2, no traceback)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
+    result = subprocess.run([sys.executable, "-m", "paddle_llrd", "train", str(config), *overrides],
+                            cwd=config.parent, env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, (result.stdout + result.stderr)[-3000:]
+    (line,) = [line for line in result.stderr.splitlines() if line.startswith("python -m paddle_llrd train: error: ")]
+    return line[len("python -m paddle_llrd train: error: "):]
+
+
+def test_a_resume_the_command_cannot_serve_stops_in_one_line_and_changes_nothing(workspace):
+    """A run of 4 steps (checkpoints 2 and 4) then: a longer run with another layerwise_decay (it would
+    resume checkpoint-4 with other settings), resume_from_checkpoint naming a truncated checkpoint, and an
+    output_dir whose checkpoints are all truncated (which PaddleFormers would resume): each stops in one
+    line naming the checkpoint, what is wrong and what to do, and no file changes."""
+    config = write_config(workspace, "refusals", max_steps=4, save_steps=2, ema_decay=0.5)
+    train(config)
+    out = workspace / "refusals"
+    before = file_hashes(out)
+    line = refused(config, "max_steps=6", "layerwise_decay=0.9")
+    assert line.startswith(f"cannot resume {out / 'checkpoint-4'}: its run had other paddle_llrd settings: "), line
+    assert "layerwise_decay 0.5 there, 0.9 here" in line and "resume_with_new_settings=true" in line, line
+    assert file_hashes(out, leave_out=("runs", "train.log")) == {
+        name: digest for name, digest in before.items() if not name.startswith(("runs", "train.log"))}
+
+    for checkpoint in ("checkpoint-2", "checkpoint-4"):
+        (out / checkpoint / "scheduler.pdparams").write_bytes(b"")
+    before = file_hashes(out)  # a longer run (max_steps=6) is not finished: it looks for a checkpoint
+    line = refused(config, "max_steps=6", f"resume_from_checkpoint={out / 'checkpoint-4'}")
+    assert line == (f"resume_from_checkpoint '{out / 'checkpoint-4'}' cannot be resumed: scheduler.pdparams has 0 "
+                    "bytes where the save wrote 50; name a complete checkpoint-N folder, or leave "
+                    "resume_from_checkpoint out to resume the newest one"), line
+    assert file_hashes(out) == before
+    line = refused(config, "max_steps=6")
+    assert line.startswith(f"output_dir '{out}' holds no complete checkpoint to resume from ({out / 'checkpoint-4'}: "
+                           "incomplete, scheduler.pdparams has 0 bytes where the save wrote 50; "), line
+    assert "PaddleFormers would resume the incomplete one" in line and "overwrite_output_dir=true" in line
+    assert file_hashes(out) == before

@@ -3,7 +3,6 @@ its ``key=value`` overrides, refused stages and keys, and the arguments class
 against PaddleFormers' own ``FinetuningArguments`` defaults."""
 from __future__ import annotations
 
-import json
 import re
 import sys
 
@@ -14,13 +13,15 @@ from paddleformers.cli.train.sft import workflow as sft_workflow
 from paddleformers.cli.train.sft.sft_trainer import SFTTrainer
 
 from paddle_llrd.cli import train as cli
-from paddle_llrd.cli import train_workflows
+from paddle_llrd.cli import train_config, train_workflows
+from paddle_llrd.cli.train_checks import check_config
+from paddle_llrd.cli.train_launch import launch_command
 
 
 def test_overrides_merge_into_the_file(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text("learning_rate: 1.0e-3\nlr_scheduler_kwargs: {decay_style: cosine}\nstage: SFT\n")
-    config = cli.read_config(str(path), ["learning_rate=0.01", "lr_scheduler_kwargs.decay_style=linear", "ema_decay=0.9"])
+    config = train_config.read_config(str(path), ["learning_rate=0.01", "lr_scheduler_kwargs.decay_style=linear", "ema_decay=0.9"])
     assert config == {"learning_rate": 0.01, "lr_scheduler_kwargs": {"decay_style": "linear"}, "stage": "SFT",
                       "ema_decay": 0.9}
 
@@ -35,12 +36,12 @@ def test_bad_config_files_are_refused(tmp_path, name, text, overrides, error, me
     path = tmp_path / name
     path.write_text(text)
     with pytest.raises(error, match=message):
-        cli.read_config(str(path), overrides)
+        train_config.read_config(str(path), overrides)
 
 
 def test_a_missing_config_file_is_named(tmp_path):
     with pytest.raises(FileNotFoundError, match="does not exist"):
-        cli.read_config(str(tmp_path / "nope.yaml"), [])
+        train_config.read_config(str(tmp_path / "nope.yaml"), [])
 
 
 def test_a_stage_with_its_own_trainer_is_refused():
@@ -62,33 +63,33 @@ def test_bad_keys_fail_when_the_arguments_are_built_and_the_cli_classes_come_bac
 
 @pytest.mark.parametrize("compute_type", ["bf16", "fp16"])
 def test_amp_defaults_are_paddleformers_own(tmp_path, compute_type):
-    ours = cli.LLRDFinetuningArguments(output_dir=str(tmp_path), compute_type=compute_type, report_to="none")
+    ours = train_config.LLRDFinetuningArguments(output_dir=str(tmp_path), compute_type=compute_type, report_to="none")
     theirs = FinetuningArguments(output_dir=str(tmp_path), compute_type=compute_type, report_to="none")
     assert (ours.bf16, ours.fp16, ours.amp_master_grad, ours.sharding) == (
         theirs.bf16, theirs.fp16, theirs.amp_master_grad, theirs.sharding) and ours.amp_master_grad is True
-    assert set(cli.changed_defaults({"compute_type": compute_type})) == {"save_checkpoint_format",
+    assert set(train_config.changed_defaults({"compute_type": compute_type})) == {"save_checkpoint_format",
                                                                            "load_checkpoint_format"}
 
 
 def test_float32_turns_amp_master_grad_off_where_paddleformers_refuses_its_default(tmp_path):
     with pytest.raises(ValueError, match=r"\[ConfigConflict\] `amp_master_grad` was set to True"):
         FinetuningArguments(output_dir=str(tmp_path), compute_type="float32", report_to="none")
-    ours = cli.LLRDFinetuningArguments(output_dir=str(tmp_path), compute_type="float32", report_to="none")
+    ours = train_config.LLRDFinetuningArguments(output_dir=str(tmp_path), compute_type="float32", report_to="none")
     assert (ours.bf16, ours.fp16, ours.amp_master_grad) == (False, False, False)
-    assert cli.changed_defaults({"compute_type": "float32"}) == {
+    assert train_config.changed_defaults({"compute_type": "float32"}) == {
         "save_checkpoint_format": ("flex_checkpoint", "unified_checkpoint"),
         "load_checkpoint_format": ("flex_checkpoint", "unified_checkpoint"),
         "amp_master_grad": (True, False),
         "sharding": ("stage1", ""),
     }
     # a value the config sets is its own, never announced
-    assert "amp_master_grad" not in cli.changed_defaults({"compute_type": "float32", "amp_master_grad": False})
+    assert "amp_master_grad" not in train_config.changed_defaults({"compute_type": "float32", "amp_master_grad": False})
 
 
 def test_several_cpu_ranks_are_launched_over_gloo(monkeypatch):
     monkeypatch.delenv("MASTER_ADDR", raising=False)
     monkeypatch.delenv("MASTER_PORT", raising=False)
-    command, env = cli._launch_command(2, "cpu", ["c.yaml", "max_steps=3"])
+    command, env = launch_command(2, "cpu", ["c.yaml", "max_steps=3"])
     assert command[:3] == [sys.executable, "-m", "paddle.distributed.launch"]
     assert command[command.index("--nproc_per_node") + 1] == "2" and env["PADDLE_DISTRI_BACKEND"] == "gloo"
     assert command[-6:] == [sys.executable, "-m", "paddle_llrd", "train", "c.yaml", "max_steps=3"]
@@ -132,7 +133,7 @@ def test_the_documented_configs_are_accepted(tmp_path, path):
             config.update(device="cpu", compute_type="float32", report_to="none")
             *parsed, unknown = parser.parse_dict(config, return_unknown_ars=True)
             assert not unknown, f"{path}: {unknown}"
-            assert isinstance(parsed[-1], cli.LLRDFinetuningArguments)
+            assert isinstance(parsed[-1], train_config.LLRDFinetuningArguments)
 
 
 # Checks of a config before anything loads (docs/paddleformers_cli.rst "Mistakes"): the exception types
@@ -147,7 +148,7 @@ def _valid_config(tmp_path, **entries):
 
 
 def _check(config):
-    return cli.check_config(config, cli.train_arguments_classes())
+    return check_config(config, train_config.train_arguments_classes())
 
 
 @pytest.mark.parametrize("written, stage", [("sft", "SFT"), ("Pt", "PT"), ("vl-sft", "VL-SFT"), ("dpo", "DPO"),
@@ -247,27 +248,15 @@ def test_a_config_that_does_not_parse_says_where(tmp_path, name, text, message):
     path = tmp_path / name
     path.write_text(text)
     with pytest.raises(ValueError, match=message):
-        cli.read_config(str(path), [])
+        train_config.read_config(str(path), [])
 
 
 def test_a_folder_is_no_config_and_an_override_that_does_not_merge_is_named(tmp_path):
     (tmp_path / "c.yaml").mkdir()
     with pytest.raises(FileNotFoundError, match=r"CONFIG '.*c\.yaml' is a folder"):
-        cli.read_config(str(tmp_path / "c.yaml"), [])
+        train_config.read_config(str(tmp_path / "c.yaml"), [])
     path = tmp_path / "d.yaml"
     path.write_text("lr_scheduler_kwargs: {decay_style: cosine}\n")
     with pytest.raises(ValueError, match=r"^overrides \['max_steps=\[1'\] do not parse or merge into CONFIG '.*d\.yaml': "
                                          r"did not find expected ',' or '\]'$"):
-        cli.read_config(str(path), ["max_steps=[1"])
-
-
-def test_the_command_checks_its_config_once(tmp_path, monkeypatch):
-    """The config is checked once per run: check_config used to run in main and again in run_workflow."""
-    checks = []
-    check_config = cli.check_config
-    monkeypatch.setattr(cli, "check_config", lambda config, classes: checks.append(config) or check_config(config, classes))
-    trained = []
-    monkeypatch.setattr(train_workflows.cli_tuner, "run_tuner", trained.append)
-    (tmp_path / "config.json").write_text(json.dumps(_valid_config(tmp_path, device="cpu", compute_type="float32")))
-    assert cli.main([str(tmp_path / "config.json")]) == 0
-    assert len(checks) == 1 and len(trained) == 1 and trained[0]["stage"] == "SFT"
+        train_config.read_config(str(path), ["max_steps=[1"])

@@ -79,8 +79,8 @@ def normalised(line: str) -> str:
 
 @pytest.fixture(scope="module")
 def import_noise(workspace):
-    """What importing the command's module prints in this environment (ccache, PyTorch notices)."""
-    done = run(workspace, code="import paddle_llrd.cli.train")
+    """What importing the command's modules prints in this environment (ccache, PyTorch notices)."""
+    done = run(workspace, code="import paddle_llrd.cli.train, paddle_llrd.cli.train_config")
     assert done.returncode == 0, done.stderr
     return {normalised(line) for line in done.stderr.splitlines()}
 

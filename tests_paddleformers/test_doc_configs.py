@@ -15,7 +15,6 @@ tests/user_paths/test_shell_blocks.py fails for a marker no test runs.
 """
 from __future__ import annotations
 
-import hashlib
 import importlib.metadata
 import json
 import os
@@ -29,6 +28,7 @@ import numpy as np
 import pytest
 import yaml
 from test_cli import DECAY, LEARNING_RATE, N_LAYERS, check_first_step_ratios, weights
+from trainer_checks import file_hashes
 
 from paddle_llrd.cli.train_console import LAUNCH_LOG_NAME, LOG_NAME
 from paddle_llrd.cli.train_env import TRAIN_ENV_PYTHON
@@ -113,11 +113,6 @@ def trained_steps(output_dir: Path) -> int:
     return json.loads((output_dir / "trainer_state.json").read_text())["global_step"]
 
 
-def file_hashes(directory: Path) -> Dict[str, str]:
-    return {str(path.relative_to(directory)): hashlib.sha256(path.read_bytes()).hexdigest()
-            for path in sorted(directory.rglob("*")) if path.is_file()}
-
-
 def in_a_user_folder(work_dir: Path, commands: List[List[str]]) -> List[List[str]]:
     """``work_dir`` as the reader's folder after the page's tiny-llama command (the block's own, when it has
     one, else the "Try it" one); the block's other commands, to run there."""
@@ -178,6 +173,10 @@ def test_the_try_it_commands_train_the_minimal_config_as_written_with_a_short_co
     make_model, train = harness.doc_block("cli-try", SHELL).commands()
     assert train[-1] == "minimal.yaml"
     succeeded(run_command(make_model, tmp_path, {}))
+    # the model, its tokenizer and the data: no file of PaddleFormers' own saving machinery (saved_signal_0)
+    assert sorted(path.name for path in (tmp_path / "tiny-llama").iterdir()) == [
+        "config.json", "dev.jsonl", "dpo.jsonl", "model-00001-of-00001.safetensors", "model.safetensors.index.json",
+        "tokenizer.json", "tokenizer_config.json", "train.jsonl"]
     done = run_command(train, tmp_path, {"minimal.yaml": config})
     console = succeeded(done)
     lines = done.stdout.splitlines()
@@ -249,14 +248,16 @@ def test_cli_page_lora_keys_on_its_config(workspace, tmp_path):
 
 def test_minimal_cpu_run_trains_at_layer_ratios_and_a_rerun_changes_no_file(tmp_path):
     """The page's minimal CPU config (max_steps 4, a checkpoint each step) with the "Try it" command: run
-    again, it says the run is done and changes no file, also when cut after its final checkpoint."""
+    again, it says the run is done and changes no file, also without the trainer_state.json the workflow
+    writes after the final model."""
     config = harness.doc_block("cli-minimal", CONFIGS).config()
     (command,) = in_a_user_folder(tmp_path, harness.doc_block("cli-try", SHELL).commands())
     succeeded(run_command(command, tmp_path, {"minimal.yaml": config}))
     output_dir = tmp_path / config["output_dir"]
     assert f"checkpoint-{config['max_steps']}/trainer_state.bin" in file_hashes(output_dir)  # the final checkpoint
     check_rerun_changes_no_file(command, tmp_path, output_dir, config["max_steps"])
-    # cut after the final checkpoint, before the final model was saved: still nothing to do
+    # the workflow's trainer_state.json, written after the final model, lost: the final model and its
+    # manifest are complete, so the run is finished all the same (a run cut before them: test_kill_and_resume.py)
     (output_dir / "trainer_state.json").unlink()
     check_rerun_changes_no_file(command, tmp_path, output_dir, config["max_steps"])
 
@@ -285,6 +286,7 @@ def test_interrupted_run_resumes_to_the_uninterrupted_weights(tmp_path):
     output = succeeded(run_command(command, cut, {"minimal.yaml": config}))
     assert "nothing to do" not in output
     assert "resumed at step 1" in output, output[-3000:]
+    assert "trained 3 steps (resumed at step 1)" in output, output[-3000:]  # the steps this run trained
     assert "Continuing training from global step 1" in (cut / "out" / LOG_NAME).read_text()
     got, expected = weights(cut / "out"), weights(whole / "out")
     for name, value in expected.items():
@@ -329,7 +331,8 @@ def test_trainer_config_runs_with_the_readme_example_command(tmp_path, config_ma
     # the example's summary: the config's schedule and decay were the run's
     assert f"schedule {config['lr_scheduler_type']}," in output, output[-3000:]
     assert f"layerwise_decay={config.get('layerwise_decay', 0.8):g}," in output
-    assert "saved to out" in output and (tmp_path / "out" / "model.safetensors.index.json").is_file()
+    assert f"saved to {config['output_dir']}" in output
+    assert (tmp_path / config["output_dir"] / "model.safetensors.index.json").is_file()
 
 
 def test_example_commands_of_the_trainer_page_run_and_the_resume_ends_with_the_uninterrupted_weights(tmp_path):
@@ -339,8 +342,9 @@ def test_example_commands_of_the_trainer_page_run_and_the_resume_ends_with_the_u
     quick, from_file, saving, resuming = harness.doc_block("paddleformers-example-commands", SHELL).commands()
     config = as_run_here(harness.doc_block("paddleformers-example-config", CONFIGS).config(), tmp_path)
     assert "--short" in quick
+    out = quick[quick.index("--output_dir") + 1]  # the page's output folder
     succeeded(run_command(quick, tmp_path / "quick", {}))
-    assert (tmp_path / "quick" / "out" / "model.safetensors.index.json").is_file()
+    assert (tmp_path / "quick" / out / "model.safetensors.index.json").is_file()
     output = succeeded(run_command(from_file, tmp_path / "from_file", {"config.json": config}))
     assert "layerwise_decay=0.7," in output, output[-3000:]
 
@@ -348,13 +352,13 @@ def test_example_commands_of_the_trainer_page_run_and_the_resume_ends_with_the_u
         words = ["2" if word == "50" else word.replace("checkpoint-50", "checkpoint-2") for word in command]
         return words + ["--max_steps", "4"]
 
-    assert "50" in saving and "out/checkpoint-50" in resuming
+    assert "50" in saving and f"{out}/checkpoint-50" in resuming
     work_dir = tmp_path / "saving"
     succeeded(run_command(shortened(saving), work_dir, {}))
-    uninterrupted = weights(work_dir / "out")
+    uninterrupted = weights(work_dir / out)
     output = succeeded(run_command(shortened(resuming), work_dir, {}))
     assert "Continuing training from global step 2" in output, output[-3000:]
-    resumed = weights(work_dir / "out")
+    resumed = weights(work_dir / out)
     assert sorted(resumed) == sorted(uninterrupted)
     for name, value in uninterrupted.items():
         np.testing.assert_array_equal(resumed[name], value, err_msg=name)
@@ -376,3 +380,34 @@ def test_the_trainer_page_script_runs_as_written_on_its_config(tmp_path):
     evaluation = next(line for line in reversed(output.splitlines()) if line.startswith("{'eval_loss'"))
     metrics = {key: float(value) for key, value in re.findall(r"'(eval_\w+)': ([0-9.e+-]+)", evaluation)}
     assert np.isfinite(metrics["eval_loss"]) and np.isfinite(metrics["eval_ema_loss"]), evaluation
+
+
+def test_the_cli_page_and_the_trainer_page_run_in_one_folder_without_touching_each_others_outputs(tmp_path):
+    """docs/paddleformers_cli.rst "Try it" and then docs/paddleformers.rst's script on its config, in one
+    folder as a reader runs them: each writes its own output folder, the CLI's is left as it was. Pointed
+    at the CLI's folder (another run's checkpoints), the script stops before it trains, in one line naming
+    each setting that differs and the ways on (exit status 1, no traceback), and changes nothing there."""
+    minimal = harness.doc_block("cli-minimal", CONFIGS).config()
+    make_model, train = harness.doc_block("cli-try", SHELL).commands()
+    succeeded(run_command(make_model, tmp_path, {}))
+    succeeded(run_command(train, tmp_path, {"minimal.yaml": minimal}))
+    cli_output = tmp_path / minimal["output_dir"]
+    before = file_hashes(cli_output)
+
+    (tmp_path / "train.py").write_text("\n\n".join(block.code for block in harness.doc_chain("paddleformers-trainer")))
+    config = as_run_here(harness.doc_block("paddleformers-example-config", CONFIGS).config(), tmp_path)
+    assert (tmp_path / config["output_dir"]).resolve() != cli_output.resolve()
+    output = succeeded(run_command(["python", "train.py", "config.json"], tmp_path, {"config.json": config}))
+    assert "{'eval_loss'" in output and (tmp_path / config["output_dir"]).is_dir()
+    assert file_hashes(cli_output) == before
+
+    refused = run_command(["python", "train.py", "config.json", "--output_dir", minimal["output_dir"]], tmp_path, {})
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr, refused.stderr[-3000:]
+    line = refused.stderr.splitlines()[-1]
+    assert line.startswith(f"cannot resume {os.path.join(minimal['output_dir'], 'checkpoint-4')}: its run had other "
+                           "paddle_llrd settings: "), line
+    for difference in ("layerwise_decay 0.5 there, 0.85 here", 'layer_map "auto" there, "llama" here',
+                       "ema_decay 0.0 there, 0.999 here", "weight_decay_end unset there, 0.1 here"):
+        assert difference in line, (difference, line)
+    assert "fresh output_dir" in line and "resume_with_new_settings=true" in line
+    assert file_hashes(cli_output) == before

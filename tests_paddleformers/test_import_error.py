@@ -52,25 +52,39 @@ class Blocker:
 
 sys.meta_path.insert(0, Blocker())
 from paddle_llrd.cli import main
-raise SystemExit(main([COMMAND, "--help"]))
+raise SystemExit(main(ARGUMENTS))
 """
 
 
-@pytest.mark.parametrize("command, blocked", [
-    ("train", "paddleformers"),  # not installed
-    ("train", "pyarrow"),  # installed, but a dependency of its Trainer is missing or of the wrong version
-    ("tiny-llama", "paddleformers"),  # (it needs no pyarrow)
-])
-def test_a_command_without_paddleformers_names_the_set_up_command_and_the_interpreter(command, blocked):
-    """docs/paddleformers_cli.rst "Set-up": one line (exit status 2) naming ``make train-env`` and the
-    interpreter to run the command with, not pins to install into this environment."""
+def run_without(blocked: str, arguments: list, cwd):
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-c", f"BLOCKED = {blocked!r}\nCOMMAND = {command!r}\n" + COMMAND_WITHOUT],
-                          capture_output=True, text=True, timeout=300)
+    code = f"BLOCKED = {blocked!r}\nARGUMENTS = {arguments!r}\n" + COMMAND_WITHOUT
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=cwd)
+
+
+@pytest.mark.parametrize("command, arguments, blocked", [
+    ("train", ["config.yaml"], "paddleformers"),  # not installed
+    ("train", ["config.yaml"], "pyarrow"),  # installed, but a dependency of its Trainer is missing or of the wrong version
+    ("tiny-llama", ["tiny-llama"], "paddleformers"),  # (it needs no pyarrow)
+])
+def test_a_command_without_paddleformers_names_the_set_up_command_and_the_interpreter(command, arguments, blocked,
+                                                                                      tmp_path):
+    """docs/paddleformers_cli.rst "Set-up": one line (exit status 2) naming ``make train-env`` and the
+    interpreter to run the command with, not pins to install into this environment; nothing written."""
+    done = run_without(blocked, [command, *arguments], tmp_path)
     assert done.returncode == 2 and done.stdout == "", done.stdout + done.stderr
     (line,) = done.stderr.splitlines()
     assert line.startswith(f"python -m paddle_llrd {command}: error: this command needs PaddleFormers 1.2.0"), line
     assert "`make train-env`" in line and f"`.venv-paddleformers/bin/python -m paddle_llrd {command} ...`" in line
     assert blocked in line and "pip install paddleformers" not in line
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("command", ["train", "tiny-llama"])
+def test_help_needs_no_paddleformers(command, tmp_path):
+    """``--help`` shows the command's flags (exit status 0) where PaddleFormers does not import."""
+    done = run_without("paddleformers", [command, "--help"], tmp_path)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert done.stdout.startswith(f"usage: python -m paddle_llrd {command}"), done.stdout

@@ -16,6 +16,7 @@ from paddleformers.trainer import PdArgumentParser
 from paddleformers.trainer import TrainingArguments as PaddleFormersArguments
 from support import N_LAYERS, make_llama
 from trainer_checks import (
+    LogLines,
     assert_every_field_reaches_the_trainer,
     check_first_step_moves_each_parameter_by_lr_times_its_ratio,
     check_step_learning_rates,
@@ -23,7 +24,7 @@ from trainer_checks import (
     parameters_numpy,
     schedule_factor,
 )
-from trainer_suite import LogLines, visualdl_scalars
+from trainer_suite import visualdl_scalars
 
 from paddle_llrd.integrations.paddleformers import LLRDTrainer, LLRDTrainingArguments
 
@@ -52,10 +53,11 @@ def test_a_tied_heads_logs_and_summary_say_it_trains_at_the_embeddings_rate(tmp_
     with LogLines(TIED) as lines:
         TIED.trainer(args).train()
     L = N_LAYERS
+    assert L == 2  # every group is listed
     assert [line for line in lines if line.startswith("paddle_llrd:")] == [
-        f"paddle_llrd: layerwise_decay=0.5 over L={L} blocks (lr ratios: embeddings_tied_head {decay ** (L + 1):.4g}, "
-        f"layer_0 {decay ** L:.4g}, final_norm 1; lm_head.weight is tied to model.embed_tokens.weight "
-        "(embeddings_tied_head)); lr_scheduler_type=linear"
+        f"paddle_llrd: layerwise_decay=0.5 over L=2 blocks (lr ratios: embeddings_tied_head {decay ** 3:.4g}, "
+        f"layer_0 {decay ** 2:.4g}, layer_1 {decay:.4g}, final_norm 1; lm_head.weight is tied to "
+        "model.embed_tokens.weight (embeddings_tied_head)); lr_scheduler_type=linear"
     ]
     scalars = visualdl_scalars(args.logging_dir)
     ratios = {"embeddings_tied_head": decay ** (L + 1), **{f"layer_{i}": decay ** (L - i) for i in range(L)},

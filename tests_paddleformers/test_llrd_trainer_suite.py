@@ -1,10 +1,11 @@
-"""The Trainer-level tests both integrations share (tests_shared/trainer_suite.py),
+"""The Trainer-level tests both integrations share (tests_shared/trainer_suite.py, resume_suite.py),
 on PaddleFormers 1.2.0's Trainer with a tiny LLaMA."""
 from __future__ import annotations
 
 import pytest
 from llrd_kit import KIT
 from trainer_suite import *  # noqa: F401,F403  (the shared tests, collected here)
+from resume_suite import *  # noqa: F401,F403  (what a resume takes and refuses)
 from schedule_toolkit_suite import *  # noqa: F401,F403  (lr_warmup_init and "sequential" in a Trainer)
 
 

@@ -14,7 +14,7 @@ from paddlenlp.trainer import PdArgumentParser, TrainerCallback, TrainingArgumen
 from paddlenlp.transformers import BertConfig, BertForSequenceClassification
 from trainer_checks import Kit, layer_ratio, quiet_run_settings
 
-from paddle_llrd.integrations.paddlenlp import LLRDTrainer, LLRDTrainingArguments
+from paddle_llrd.integrations.paddlenlp import LLRDTrainer, LLRDTrainingArguments, get_last_checkpoint
 
 VOCAB_SIZE = 100
 SEQ_LEN = 8
@@ -82,6 +82,7 @@ KIT = Kit(
     expected_ratio=expected_ratio,
     n_layers=N_LAYERS,
     loss=classification_loss,
+    last_checkpoint=get_last_checkpoint,
     load_model=BertForSequenceClassification.from_pretrained,
     zero_gradient_suffixes=("k_proj.bias",),
 )

@@ -22,7 +22,13 @@ from support import KIT, N_LAYERS, make_args, make_bert, make_dataset
 from trainer_checks import check_first_step_moves_each_parameter_by_lr_times_its_ratio, make_recorder, parameters_numpy
 
 import paddle_llrd
-from paddle_llrd.integrations.paddlenlp import LLRDTrainer, LLRDTrainingArguments, no_decay_parameter_names
+from paddle_llrd import CheckpointMatchWarning
+from paddle_llrd.integrations.paddlenlp import (
+    CheckpointResumeError,
+    LLRDTrainer,
+    LLRDTrainingArguments,
+    no_decay_parameter_names,
+)
 
 
 def logged_learning_rates(trainer):
@@ -208,10 +214,20 @@ def test_resuming_from_a_checkpoint_gives_the_uninterrupted_run(tmp_path):
 @pytest.mark.parametrize("first, second", [(Trainer, LLRDTrainer), (LLRDTrainer, Trainer)])
 def test_checkpoints_move_between_paddlenlp_trainer_and_llrd_trainer(tmp_path, first, second):
     """Without layer decay AdamWDL is AdamW: a run resumed across the two
-    trainers ends where PaddleNLP's own uninterrupted run ends."""
+    trainers ends where PaddleNLP's own uninterrupted run ends. A checkpoint of
+    PaddleNLP's Trainer records no paddle_llrd settings: LLRDTrainer resumes it
+    when told to (resume_with_new_settings), and says so by class."""
     reference = checkpointed_run(Trainer, tmp_path / "reference")
     checkpointed_run(first, tmp_path / "first")
-    resumed = checkpointed_run(second, tmp_path / "second", resume=str(tmp_path / "first" / "checkpoint-3"))
+    checkpoint = str(tmp_path / "first" / "checkpoint-3")
+    if second is LLRDTrainer:
+        with pytest.raises(CheckpointResumeError, match=f"cannot resume {checkpoint}: it has no paddle_llrd_manifest"):
+            checkpointed_run(second, tmp_path / "refused", resume=checkpoint)
+        with pytest.warns(CheckpointMatchWarning, match="with this run's settings although it has no"):
+            resumed = checkpointed_run(second, tmp_path / "second", resume=checkpoint,
+                                       args_class=LLRDTrainingArguments, resume_with_new_settings=True)
+    else:
+        resumed = checkpointed_run(second, tmp_path / "second", resume=checkpoint)
     for name, value in reference.items():
         np.testing.assert_allclose(resumed[name], value, rtol=1e-5, atol=1e-6, err_msg=name)
 

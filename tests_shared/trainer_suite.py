@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import glob
 import json
-import logging
 import math
 import re
 import shutil
@@ -28,6 +27,7 @@ from trainer_checks import (
     check_save_model_writes_the_average,
     check_step_learning_rates,
     check_whole_run_against_float64_reference,
+    LogLines,
     checkpointed_run,
     command_line,
     every_field,
@@ -294,25 +294,6 @@ def group_ratios(decay: float, n_layers: int) -> dict:
             "head": 1.0}
 
 
-class LogLines(logging.Handler):
-    """The messages of the framework's logger (its own ``logging.Logger``, which does not propagate)."""
-
-    def __init__(self, kit):
-        super().__init__()
-        self.lines = []
-        self.target = kit.trainer_class.logger.logger
-
-    def emit(self, record):
-        self.lines.append(record.getMessage())
-
-    def __enter__(self):
-        self.target.addHandler(self)
-        return self.lines
-
-    def __exit__(self, *exc):
-        self.target.removeHandler(self)
-
-
 def test_the_default_report_to_logs_each_groups_lr_the_weight_decay_and_grad_norms_to_visualdl(kit, tmp_path):
     """With the framework's default report_to (VisualDL): every logging step
     writes the framework's learning_rate and learning_rate/<group> for the
@@ -363,9 +344,10 @@ def test_the_default_report_to_logs_each_groups_lr_the_weight_decay_and_grad_nor
     assert [step for step, _ in scalars["eval/loss"]] == [step for step, _ in scalars["eval/ema_loss"]] == [3, 6]
     assert all(abs(a - b) > 1e-6 for (_, a), (_, b) in zip(scalars["eval/loss"], scalars["eval/ema_loss"]))
     L = kit.n_layers
-    summary = (f"paddle_llrd: layerwise_decay=0.7 over L={L} blocks (lr ratios: embeddings {decay ** (L + 1):.4g}, "
-               f"layer_0 {decay ** L:.4g}, head 1); lr_scheduler_type=linear; weight_decay 0.1 -> 0.4 (linear); "
-               "ema_decay=0.5")
+    assert L == 2  # every group is listed: the embeddings, both blocks and the head
+    summary = (f"paddle_llrd: layerwise_decay=0.7 over L=2 blocks (lr ratios: embeddings {decay ** 3:.4g}, "
+               f"layer_0 {decay ** 2:.4g}, layer_1 {decay:.4g}, head 1); lr_scheduler_type=linear; "
+               "weight_decay 0.1 -> 0.4 (linear); ema_decay=0.5")
     assert [line for line in lines if line.startswith("paddle_llrd:")] == [summary]
     # the log lines carry the same numbers as VisualDL
     head_lrs = [float(found) for line in lines for found in re.findall(r"learning_rate/head: ([0-9.e+-]+)", line)]
@@ -399,39 +381,6 @@ def test_without_ema_decay_there_is_no_average_and_no_state_file(kit, tmp_path):
     assert (tmp_path / "checkpoint-3").is_dir() and not (tmp_path / "checkpoint-3" / STATE_FILE).exists()
     trainer.save_model(str(tmp_path / "final"))
     assert not (tmp_path / "final" / "ema").exists()
-
-
-# --- resuming ------------------------------------------------------------------------------------------
-RESUMED_RUN = dict(learning_rate=4e-3, warmup_steps=2, lr_scheduler_type="warmup_stable_decay",
-                   lr_scheduler_kwargs={"num_decay_steps": 2}, weight_decay=0.1, weight_decay_end=0.6,
-                   weight_decay_incr_style="linear", layerwise_decay=0.6, ema_decay=0.8)
-
-
-def test_a_resumed_run_ends_as_the_uninterrupted_run(kit, tmp_path):
-    """Weights, optimizer state, lr schedule, weight-decay schedule and EMA,
-    from a checkpoint path and from ``resume_from_checkpoint=True``."""
-    whole = snapshot(checkpointed_run(kit, tmp_path / "whole", **RESUMED_RUN))
-    checkpoint = tmp_path / "whole" / "checkpoint-3"
-    assert (checkpoint / STATE_FILE).is_file()
-    resumed = checkpointed_run(kit, tmp_path / "resumed", resume=str(checkpoint), seed=99, **RESUMED_RUN)
-    assert_same_snapshots(snapshot(resumed), whole)
-    assert whole["weight_decay_step"] == whole["ema_updates"] == 6
-
-    shutil.copytree(checkpoint, tmp_path / "latest" / "checkpoint-3")
-    latest = checkpointed_run(kit, tmp_path / "latest", resume=True, seed=99, **RESUMED_RUN)
-    assert_same_snapshots(snapshot(latest), whole)
-
-    # The EMA really comes from the state file: without it the average restarts
-    # at step 3, and the weight-decay schedule resumes at the global step.
-    shutil.copytree(checkpoint, tmp_path / "stateless" / "checkpoint-3")
-    (tmp_path / "stateless" / "checkpoint-3" / STATE_FILE).unlink()
-    with pytest.warns(UserWarning) as warned:
-        stateless = snapshot(checkpointed_run(kit, tmp_path / "stateless", resume=True, seed=99, **RESUMED_RUN))
-    messages = " ".join(str(warning.message) for warning in warned)
-    assert "has no EMA" in messages and "resumes at the trainer's global step 3" in messages
-    assert stateless["ema_updates"] == 3 and stateless["weight_decay_step"] == 6
-    name = next(iter(whole["ema"]))
-    assert not np.allclose(stateless["ema"][name], whole["ema"][name], rtol=0, atol=1e-7)
 
 
 # --- config files and command lines --------------------------------------------------------------------

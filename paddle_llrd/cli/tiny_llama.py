@@ -24,14 +24,6 @@ from paddle_llrd.cli.argparse_types import integer_at_least
 from paddle_llrd.cli.train_console import captured_output
 from paddle_llrd.cli.train_env import train_environment_error
 
-with captured_output():  # PaddleFormers' import notices ("PyTorch was not found", ...)
-    try:
-        import paddle
-        from paddleformers.transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
-        from tokenizers import Tokenizer, models, pre_tokenizers
-    except ImportError as exc:
-        raise train_environment_error("tiny-llama", exc) from exc
-
 __all__ = ["DATA_FILES", "WORDS", "main", "write_tiny_llama"]
 
 PROG = "python -m paddle_llrd tiny-llama"
@@ -64,6 +56,9 @@ def _write_data(folder: Path, seed: int) -> None:
 def write_tiny_llama(folder: Path, n_layers: int = 3, seed: int = 0) -> Path:
     """The model, its tokenizer and the data files of :data:`DATA_FILES` in ``folder`` (created).
 
+    Raises:
+        ImportError: PaddleFormers does not import here (the message says how to set it up).
+
     Examples:
         >>> import json, tempfile
         >>> folder = write_tiny_llama(Path(tempfile.mkdtemp()) / "tiny-llama", n_layers=2)
@@ -72,6 +67,13 @@ def write_tiny_llama(folder: Path, n_layers: int = 3, seed: int = 0) -> Path:
         >>> json.loads((folder / "train.jsonl").read_text().splitlines()[0]).keys()
         dict_keys(['src', 'tgt'])
     """
+    with captured_output():  # PaddleFormers' import notices ("PyTorch was not found", ...)
+        try:
+            import paddle
+            from paddleformers.transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+            from tokenizers import Tokenizer, models, pre_tokenizers
+        except ImportError as exc:
+            raise train_environment_error("tiny-llama", exc) from exc
     folder.mkdir(parents=True, exist_ok=True)
     tokenizer = Tokenizer(models.WordLevel(vocab={word: i for i, word in enumerate(WORDS)}, unk_token="<unk>"))
     tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
@@ -82,6 +84,8 @@ def write_tiny_llama(folder: Path, n_layers: int = 3, seed: int = 0) -> Path:
                          num_attention_heads=4, max_position_embeddings=4096, fuse_rms_norm=False,
                          tie_word_embeddings=False, bos_token_id=1, eos_token_id=2, pad_token_id=0)
     LlamaForCausalLM(config).save_pretrained(folder)
+    for signal in folder.glob("saved_signal_*"):  # save_pretrained's note to its own async saver, not the model's
+        signal.unlink()
     _write_data(folder, seed)
     return folder
 
@@ -106,8 +110,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"{PROG}: error: {options.folder!r} exists and is not an empty folder; name a new one",
               file=sys.stderr, flush=True)
         return 2
-    with captured_output():  # PaddleFormers logs each file it saves
-        write_tiny_llama(folder, options.layers, options.seed)
+    try:
+        with captured_output():  # PaddleFormers logs each file it saves
+            write_tiny_llama(folder, options.layers, options.seed)
+    except ImportError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr, flush=True)
+        return 2
     data = ", ".join(f"{name} ({lines} lines)" for name, lines in DATA_FILES.items())
     print(f"wrote {options.folder}: a LlamaForCausalLM of {options.layers} blocks (hidden size 32, {len(WORDS)} "
           f"words, untied head, fuse_rms_norm false for the CPU), its tokenizer, and {data}")

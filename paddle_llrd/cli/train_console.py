@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, Iterator, List, Optional, TextIO
 
 from paddle_llrd.integrations.builders import warmup_steps
+from paddle_llrd.integrations.checkpoints import incompleteness, read_manifest
 from paddle_llrd.integrations.layer_logging import group_lr_ratios, inner_optimizer
 from paddle_llrd.layer_decay.group_names import layer_group_names
 from paddle_llrd.warning_classes import LLRDWarning
@@ -262,19 +263,32 @@ def run_summary(trainer: Any, model: Any, optimizer: Any) -> List[str]:
     return lines
 
 
+def _trained_line(seen: "ConsoleCallback") -> str:
+    """How many steps this run trained (a resumed run counts its own), how long, the train loss."""
+    runtime = seen.train_metrics.get("train_runtime")
+    took = f" in {runtime:.1f} s" if isinstance(runtime, (int, float)) else ""
+    loss = seen.train_metrics.get("train_loss")
+    resumed = f" (resumed at step {seen.start_step})" if seen.start_step else ""
+    steps = seen.global_step - seen.start_step
+    return (f"trained {steps} step{'s' * (steps != 1)}{resumed}{took}"
+            + (f", train_loss {_number(loss)}" if loss is not None else ""))
+
+
+def _final_save_complete(out: Path) -> bool:
+    """Whether ``out`` holds a final save that finished (its manifest, which comes last, and every file it lists)."""
+    return out.is_dir() and read_manifest(str(out)) is not None and incompleteness(str(out)) is None
+
+
 def final_summary(output_dir: str, log: str, seen: "ConsoleCallback") -> List[str]:
     """Where the run wrote what: the final model, the EMA, the checkpoints and the log."""
     out = Path(output_dir)
     lines = []
     if seen.train_metrics:
-        runtime = seen.train_metrics.get("train_runtime")
-        took = f" in {runtime:.1f} s" if isinstance(runtime, (int, float)) else ""
-        loss = seen.train_metrics.get("train_loss")
-        lines.append(f"trained {seen.global_step} steps{took}" + (f", train_loss {_number(loss)}" if loss is not None else ""))
+        lines.append(_trained_line(seen))
     if seen.update_paths:
         lines.append(update_path_summary(seen.update_paths))
     written = []
-    if (out / "trainer_state.json").is_file():
+    if _final_save_complete(out):
         written.append(f"the final model in {output_dir}")
     if (out / "ema").is_dir():
         written.append(f"its EMA in {os.path.join(output_dir, 'ema')}")
@@ -317,6 +331,7 @@ class ConsoleCallback:
     trainer: Any
     train_metrics: Dict[str, Any] = field(default_factory=dict)
     global_step: int = 0
+    start_step: int = 0  # the step the run began at (a resumed run's checkpoint)
     update_paths: Counter = field(default_factory=Counter)  # AdamWDL.last_update_path after each step
 
     def _prints(self, args: Any) -> bool:
@@ -324,6 +339,7 @@ class ConsoleCallback:
 
     def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None, optimizer: Any = None,
                        **kwargs: Any) -> None:
+        self.start_step = self.global_step = state.global_step
         if self._prints(args):
             for line in run_summary(self.trainer, model if model is not None else self.trainer.model, optimizer):
                 self.console.line(line)

@@ -6,7 +6,7 @@ the config has passed its checks (:mod:`paddle_llrd.cli.train`). It holds
 the trainers that replace the CLI's (:class:`LLRDSFTTrainer` for
 ``SFT``/``PT``, :class:`LLRDDPOTrainer` for ``DPO``) and
 :func:`run_tuner`, PaddleFormers' ``run_tuner`` with them and the arguments
-class :class:`~paddle_llrd.cli.train.LLRDFinetuningArguments` in place for
+class :class:`~paddle_llrd.cli.train_config.LLRDFinetuningArguments` in place for
 the run.
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ from paddleformers.cli.train.dpo.dpo_trainer import DPOTrainer
 from paddleformers.cli.train.sft import workflow as sft_workflow
 from paddleformers.cli.train.sft.sft_trainer import SFTTrainer
 
-from paddle_llrd.cli.train import train_arguments_classes
+from paddle_llrd.cli.train_config import train_arguments_classes
 from paddle_llrd.cli.train_console import Console, ConsoleCallback
 from paddle_llrd.integrations.paddleformers import LLRDTrainer
 from paddle_llrd.integrations.trainer import with_framework_events

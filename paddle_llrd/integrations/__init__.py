@@ -25,7 +25,12 @@ framework's classes, over one framework-free implementation:
   (``reduce_lr_on_plateau`` on the evaluation metric),
   :mod:`~paddle_llrd.integrations.layer_logging` (per-group lrs, weight
   decay and gradient norms in the logs), :mod:`~paddle_llrd.integrations.run_state`
-  (what a checkpoint keeps beyond the framework's files, and the resume);
+  (what a checkpoint keeps beyond the framework's files, and its restore);
+- saves and resumes: :mod:`~paddle_llrd.integrations.checkpoints` (saves that
+  are complete or absent, and the newest complete checkpoint),
+  :mod:`~paddle_llrd.integrations.saving` (the Trainer's checkpoints and final
+  model written that way), :mod:`~paddle_llrd.integrations.resume` (which
+  checkpoint a run may resume, refused in one line otherwise);
 - :mod:`~paddle_llrd.integrations.visualdl` (VisualDL's record of bool
   arguments) and :mod:`~paddle_llrd.integrations.requirements` (what to
   install when a framework does not import).

@@ -50,6 +50,25 @@ def group_lr_ratios(model: Any, settings: LayerSettings, optimizer: Any, names: 
     return {name: values.pop() for name, values in ratios.items() if len(values) == 1}
 
 
+def _sampled_ratios(ratios: Dict[str, float], names: LayerGroupNames, n_layers: int) -> str:
+    """The embeddings', the first and last blocks' and the head's ratios, ``...`` where blocks between
+    are left out (the logs carry every group's lr).
+
+    Examples:
+        >>> from paddle_llrd.layer_decay.group_names import LayerGroupNames
+        >>> ratios = {"embeddings": 0.41, "layer_0": 0.51, "layer_1": 0.64, "layer_2": 0.8, "head": 1.0}
+        >>> _sampled_ratios(ratios, LayerGroupNames(3), 3)
+        'embeddings 0.41, layer_0 0.51, ..., layer_2 0.8, head 1'
+        >>> _sampled_ratios({"embeddings": 0.5, "layer_0": 1.0, "head": 1.0}, LayerGroupNames(1), 1)
+        'embeddings 0.5, layer_0 1, head 1'
+    """
+    first, last = (0, 1), (n_layers, n_layers + 1)
+    shown = [f"{names.of(k)} {ratios[names.of(k)]:.4g}" for k in sorted(set(first + last)) if names.of(k) in ratios]
+    if n_layers > 2:  # blocks between the first and the last are left out: say so
+        shown.insert(len([k for k in first if names.of(k) in ratios]), "...")
+    return ", ".join(shown)
+
+
 def summary_line(
     settings: LayerSettings,
     args: Any,
@@ -58,14 +77,13 @@ def summary_line(
     weight_decay_schedule: Any,
     ema_decay: Optional[float],
 ) -> str:
-    """The line that opens a run: layer decay (with the embeddings', first
-    block's and head's ratios), the lr schedule, a weight-decay ramp, the EMA."""
+    """The line that opens a run: layer decay (with the embeddings', the first
+    and last blocks' and the head's ratios, ``...`` for the blocks between),
+    the lr schedule, a weight-decay ramp, the EMA."""
     parts = [f"layerwise_decay={settings.layerwise_decay} over L={settings.n_layers} blocks"]
     if ratios:
-        shown = [names.of(k) for k in (0, 1, settings.n_layers + 1)]
-        listed = ", ".join(f"{name} {ratios[name]:.4g}" for name in shown if name in ratios)
         ties = "".join(f"; {tie}" for tie in names.ties if tie.group in ratios)
-        parts[0] += f" (lr ratios: {listed}{ties})"
+        parts[0] += f" (lr ratios: {_sampled_ratios(ratios, names, settings.n_layers)}{ties})"
     parts.append(f"lr_scheduler_type={plain_name(args.lr_scheduler_type)}")
     if weight_decay_schedule is not None:
         schedule = weight_decay_schedule

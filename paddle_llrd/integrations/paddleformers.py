@@ -10,6 +10,7 @@ Raises:
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -18,7 +19,9 @@ PADDLEFORMERS_REQUIREMENT = "pip install paddleformers==1.2.0 'numpy<=1.26.4' 'p
 try:
     from paddleformers.trainer import Trainer, TrainerCallback, TrainingArguments
     from paddleformers.trainer.integrations import VisualDLCallback
-    from paddleformers.trainer.trainer_utils import get_last_checkpoint
+    from paddleformers.trainer.trainer_callback import TrainerState
+    from paddleformers.trainer.trainer_utils import TrainOutput
+    from paddleformers.utils.env import TRAINER_STATE_NAME
     from paddleformers.utils.log import logger
 except ImportError as exc:  # absent, or present without the pins it needs
     from paddle_llrd.integrations.requirements import framework_import_error
@@ -26,11 +29,32 @@ except ImportError as exc:  # absent, or present without the pins it needs
     raise framework_import_error(__name__, "PaddleFormers 1.2.0", PADDLEFORMERS_REQUIREMENT, exc) from exc
 
 from paddle_llrd.integrations.training_arguments import LLRDArgumentsMixin, SchedulerKwargs
-from paddle_llrd.integrations.trainer import LLRDTrainerMixin
+from paddle_llrd.integrations.trainer import LLRDTrainerMixin, last_complete_checkpoint
+from paddle_llrd.integrations.resume import CheckpointResumeError
 from paddle_llrd.integrations.run_state import STATE_FILE
 from paddle_llrd.layer_decay.layer_maps import no_decay_parameter_names
 
-__all__ = ["STATE_FILE", "LLRDTrainer", "LLRDTrainingArguments", "SchedulerKwargs", "no_decay_parameter_names"]
+__all__ = ["STATE_FILE", "CheckpointResumeError", "LLRDTrainer", "LLRDTrainingArguments", "SchedulerKwargs",
+           "get_last_checkpoint", "no_decay_parameter_names"]
+
+
+def _load_trainer_state(checkpoint: str) -> TrainerState:
+    """A checkpoint's ``TrainerState``, read as PaddleFormers' resume reads it."""
+    path = os.path.join(checkpoint, TRAINER_STATE_NAME)
+    return TrainerState.load_from_json(path) if path.endswith(".json") else TrainerState.load(path)
+
+
+def get_last_checkpoint(folder: str) -> Optional[str]:
+    """PaddleFormers' ``get_last_checkpoint`` for checkpoints that may be incomplete: the newest complete
+    checkpoint in ``folder`` (``None`` without one); a newer folder whose save did not finish, or a file
+    of which was truncated or deleted since, is skipped, with one line on PaddleFormers' logger each.
+
+    Examples:
+        >>> import tempfile
+        >>> get_last_checkpoint(tempfile.mkdtemp()) is None
+        True
+    """
+    return last_complete_checkpoint(folder, logger.warning)
 
 _RESUMABLE_FORMAT = "unified_checkpoint"
 # PaddleFormers' default; without AMP its stage1 refuses to start on more than one rank
@@ -123,6 +147,7 @@ class LLRDTrainer(LLRDTrainerMixin, Trainer):
 
     callback_class = TrainerCallback
     visualdl_callback_class = VisualDLCallback
-    find_last_checkpoint = staticmethod(get_last_checkpoint)
+    train_output_class = TrainOutput
+    load_trainer_state = staticmethod(_load_trainer_state)
     logger = logger
     parameter_lists_keep_no_decay = True  # a plain list (what its CLI workflows pass) keeps no-decay for biases

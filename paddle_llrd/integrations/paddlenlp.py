@@ -11,7 +11,9 @@ Raises:
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from typing import Optional
 
 PADDLENLP_REQUIREMENT = (
     "pip install paddlenlp==2.8.1 'huggingface_hub<0.26' aistudio-sdk==0.1.7 "
@@ -21,7 +23,9 @@ PADDLENLP_REQUIREMENT = (
 try:
     from paddlenlp.trainer import Trainer, TrainerCallback, TrainingArguments
     from paddlenlp.trainer.integrations import VisualDLCallback
-    from paddlenlp.trainer.trainer_utils import get_last_checkpoint
+    from paddlenlp.trainer.trainer_callback import TrainerState
+    from paddlenlp.trainer.trainer import TRAINER_STATE_NAME
+    from paddlenlp.trainer.trainer_utils import TrainOutput
     from paddlenlp.utils.log import logger
 except ImportError as exc:  # absent, or present without the pins it needs
     from paddle_llrd.integrations.requirements import framework_import_error
@@ -29,11 +33,31 @@ except ImportError as exc:  # absent, or present without the pins it needs
     raise framework_import_error(__name__, "PaddleNLP 2.8.1", PADDLENLP_REQUIREMENT, exc) from exc
 
 from paddle_llrd.integrations.training_arguments import LLRDArgumentsMixin, SchedulerKwargs
-from paddle_llrd.integrations.trainer import LLRDTrainerMixin
+from paddle_llrd.integrations.trainer import LLRDTrainerMixin, last_complete_checkpoint
+from paddle_llrd.integrations.resume import CheckpointResumeError
 from paddle_llrd.integrations.run_state import STATE_FILE
 from paddle_llrd.layer_decay.layer_maps import no_decay_parameter_names
 
-__all__ = ["STATE_FILE", "LLRDTrainer", "LLRDTrainingArguments", "SchedulerKwargs", "no_decay_parameter_names"]
+__all__ = ["STATE_FILE", "CheckpointResumeError", "LLRDTrainer", "LLRDTrainingArguments", "SchedulerKwargs",
+           "get_last_checkpoint", "no_decay_parameter_names"]
+
+
+def _load_trainer_state(checkpoint: str) -> TrainerState:
+    """A checkpoint's ``TrainerState``, read as PaddleNLP's resume reads it."""
+    return TrainerState.load_from_json(os.path.join(checkpoint, TRAINER_STATE_NAME))
+
+
+def get_last_checkpoint(folder: str) -> Optional[str]:
+    """PaddleNLP's ``get_last_checkpoint`` for checkpoints that may be incomplete: the newest complete
+    checkpoint in ``folder`` (``None`` without one); a newer folder whose save did not finish, or a file
+    of which was truncated or deleted since, is skipped, with one line on PaddleNLP's logger each.
+
+    Examples:
+        >>> import tempfile
+        >>> get_last_checkpoint(tempfile.mkdtemp()) is None
+        True
+    """
+    return last_complete_checkpoint(folder, logger.warning)
 
 
 @dataclass
@@ -102,5 +126,6 @@ class LLRDTrainer(LLRDTrainerMixin, Trainer):
 
     callback_class = TrainerCallback
     visualdl_callback_class = VisualDLCallback
-    find_last_checkpoint = staticmethod(get_last_checkpoint)
+    train_output_class = TrainOutput
+    load_trainer_state = staticmethod(_load_trainer_state)
     logger = logger

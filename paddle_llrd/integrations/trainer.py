@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import time
 from typing import Any, Callable, Dict, Optional
 
 from paddle.optimizer.lr import LRScheduler
@@ -32,16 +33,20 @@ from paddle_llrd.integrations.builders import (
 )
 from paddle_llrd.integrations.layer_logging import LayerLoggingCallback
 from paddle_llrd.integrations.plateau_callback import PlateauCallback
-from paddle_llrd.integrations.run_state import (
-    RunStateCallback,
-    checkpoint_directory,
+from paddle_llrd.integrations.checkpoints import newest_complete_checkpoint, read_manifest
+from paddle_llrd.integrations.resume import (
+    ACCEPT_FIELD,
+    CheckpointResumeError,
+    check_resumable,
     resolved_checkpoint,
-    save_run_state,
+    run_settings,
 )
+from paddle_llrd.integrations.run_state import RunStateCallback, checkpoint_directory, save_run_state
+from paddle_llrd.integrations.saving import save_checkpoint_staged, save_final_staged
 from paddle_llrd.integrations.visualdl import IntHyperparametersCallback
 from paddle_llrd.optim.ema import ExponentialMovingAverage
 
-__all__ = ["LLRDTrainerMixin", "with_framework_events"]
+__all__ = ["LLRDTrainerMixin", "last_complete_checkpoint", "with_framework_events"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -62,6 +67,17 @@ def with_framework_events(callback_class: type, framework_class: type) -> type:
         ('mine', 'framework', 'Mine')
     """
     return type(callback_class.__name__, (callback_class, framework_class), {"__module__": callback_class.__module__})
+
+
+def last_complete_checkpoint(folder: str, say: Callable[[str], None]) -> Optional[str]:
+    """The newest complete checkpoint in ``folder`` (``None`` without one), each newer folder it skips said
+    in one line through ``say``: the frameworks' ``get_last_checkpoint``, which takes the highest number
+    whether or not its save finished. Each integration module has it as ``get_last_checkpoint(folder)``,
+    saying through its framework's logger."""
+    checkpoint, skipped = newest_complete_checkpoint(folder)
+    for line in skipped:
+        say(line)
+    return checkpoint
 
 
 class LLRDTrainerMixin:
@@ -111,8 +127,10 @@ class LLRDTrainerMixin:
     callback_class: type
     #: The framework's ``VisualDLCallback``, which gets the arguments' bools as ints.
     visualdl_callback_class: Optional[type] = None
-    #: The framework's ``get_last_checkpoint``, for ``train(resume_from_checkpoint=True)``.
-    find_last_checkpoint: Callable[[str], Optional[str]]
+    #: The framework's ``TrainOutput``, which ``train`` returns.
+    train_output_class: Callable[..., Any]
+    #: Reads a checkpoint folder's ``TrainerState`` as the framework's resume does.
+    load_trainer_state: Callable[[str], Any]
     #: Where the one-line summary at train start goes (each integration sets its framework's logger).
     logger: Any = logging.getLogger("paddle_llrd")
     #: Whether a plain list given to ``set_optimizer_grouped_parameters`` keeps
@@ -142,6 +160,8 @@ class LLRDTrainerMixin:
         self.set_param_lr_fun = settings.set_param_lr_fun
         self.ema: Optional[ExponentialMovingAverage] = trainer_ema(self.args, self.model)
         self._num_training_steps: Optional[int] = None
+        self._saving_checkpoint = False  # while the framework writes a checkpoint (save_model then stages nothing)
+        self._train_started = time.monotonic()
         # In this order when training begins: the EMA registers, then the run state restores it.
         if self.ema is not None:
             self.add_callback(self._framework_callback(EMACallback, self.ema))
@@ -212,12 +232,69 @@ class LLRDTrainerMixin:
 
     # ------------------------------------------------------------------ runs, logs and checkpoints
     def train(self, resume_from_checkpoint: Any = None, *args: Any, **kwargs: Any):
-        """The framework's ``train``; ``resume_from_checkpoint=True`` means the
-        last checkpoint in ``output_dir``, whose :data:`~paddle_llrd.integrations.run_state.STATE_FILE` restores
-        the EMA and the weight-decay schedule."""
-        checkpoint = resolved_checkpoint(resume_from_checkpoint, self.args.output_dir, type(self).find_last_checkpoint)
+        """The framework's ``train``, resuming only what this run can continue.
+
+        ``resume_from_checkpoint=True`` means the newest complete checkpoint
+        in ``output_dir`` (a folder whose save did not finish is skipped, said
+        in one line). A checkpoint that is incomplete, lacks paddle_llrd's
+        manifest or was saved with other paddle_llrd settings stops the run
+        before it trains (:func:`~paddle_llrd.integrations.resume.check_resumable`;
+        ``resume_with_new_settings`` lets the last two go on). A checkpoint at
+        ``max_steps`` is a finished run: the weights, the optimizer, the
+        schedule and the EMA are loaded as saved, nothing is trained, and one
+        line says so; one past ``max_steps`` stops the run.
+
+        Raises:
+            CheckpointResumeError: a resume that cannot be served, in one line.
+        """
+        self._train_started = time.monotonic()
+        checkpoint = resolved_checkpoint(resume_from_checkpoint, self.args.output_dir, self.logger.warning)
+        if checkpoint is not None:
+            check_resumable(str(checkpoint), self.run_settings, accept=bool(getattr(self.args, ACCEPT_FIELD, False)),
+                            say=self.logger.warning)
         self._run_state.resume_from = checkpoint
         return super().train(checkpoint, *args, **kwargs)
+
+    @property
+    def run_settings(self) -> Dict[str, Any]:
+        """This run's paddle_llrd settings, which each checkpoint records and a resume must match
+        (:func:`~paddle_llrd.integrations.resume.run_settings`)."""
+        return run_settings(self.args, self.layer_settings)
+
+    def _inner_training_loop(self, args: Any, model: Any, train_dataloader: Any, len_dataloader: Any,
+                             max_steps: int, *rest: Any, **kwargs: Any):
+        # Both frameworks load the checkpoint, then (here) run the loop, which takes a step before it
+        # compares the global step with max_steps: a finished run is answered here instead.
+        checkpoint = self._run_state.resume_from
+        manifest = read_manifest(checkpoint) if checkpoint is not None else None
+        step = None if manifest is None else int(manifest["global_step"])
+        if step is None or step < max_steps:
+            return super()._inner_training_loop(args, model, train_dataloader, len_dataloader, max_steps,
+                                                *rest, **kwargs)
+        if step > max_steps:
+            raise CheckpointResumeError(
+                f"cannot resume {checkpoint}: it is at step {step}, past this run's max_steps {max_steps}; set "
+                f"max_steps to {step} or more, resume from a checkpoint at step {max_steps} or before, or write "
+                "to a fresh output_dir"
+            )
+        return self._finished_run(checkpoint, max_steps)
+
+    def _finished_run(self, checkpoint: str, max_steps: int) -> Any:
+        """``train``'s answer for a checkpoint at ``max_steps``: its state as saved (the weights, optimizer
+        and schedule are loaded already; here the trainer state, the EMA and the weight-decay schedule),
+        nothing trained, one line."""
+        self.state = self.load_trainer_state(checkpoint)
+        self.state.max_steps = int(max_steps)
+        if self.ema is not None:
+            self.ema.register()
+        self._run_state.restore(self.state.global_step, self.optimizer)
+        self.is_in_train = False
+        self.logger.warning(f"{checkpoint} is at max_steps {max_steps}: the run is finished and trains no "
+                            "further (weights, optimizer, schedule and EMA as saved there)")
+        runtime = max(time.monotonic() - self._train_started, 1e-4)
+        metrics = {"train_runtime": round(runtime, 4), "train_samples_per_second": 0.0,
+                   "train_steps_per_second": 0.0, "progress_or_epoch": self.state.epoch}
+        return self.train_output_class(self.state.global_step, 0.0, metrics)
 
     def log(self, logs: Dict[str, float], *args: Any, **kwargs: Any) -> None:
         """The framework's ``log``; a training log (one with ``loss``) also
@@ -232,24 +309,50 @@ class LLRDTrainerMixin:
         return super().log(logs, *args, **kwargs)
 
     def _save_checkpoint(self, model: Any, metrics: Optional[Dict[str, float]] = None):
-        """The framework's checkpoint, plus :data:`~paddle_llrd.integrations.run_state.STATE_FILE` when there is an EMA or a weight-decay schedule."""
-        result = super()._save_checkpoint(model, metrics=metrics)
-        save_run_state(self.args, self.state.global_step, self.ema, self.optimizer)
-        return result
+        """The framework's checkpoint plus :data:`~paddle_llrd.integrations.run_state.STATE_FILE`
+        (when there is an EMA or a weight-decay schedule), written whole or not at all
+        (:func:`~paddle_llrd.integrations.saving.save_checkpoint_staged`): a run killed while it saves
+        leaves the earlier checkpoints and a ``tmp-checkpoint-N`` folder that no resume takes."""
+
+        def save() -> Any:
+            self._saving_checkpoint = True
+            try:
+                result = super(LLRDTrainerMixin, self)._save_checkpoint(model, metrics=metrics)
+            finally:
+                self._saving_checkpoint = False
+            if self.args.should_save:
+                directory = checkpoint_directory(self.args.output_dir, self.state.global_step)  # the staged one
+                save_run_state(directory, self.state.global_step, self.ema, self.optimizer)
+            return result
+
+        return save_checkpoint_staged(self, save, self._manifest_record())
+
+    def _manifest_record(self) -> Dict[str, Any]:
+        return {"global_step": int(self.state.global_step), "max_steps": int(self.state.max_steps or 0),
+                "settings": self.run_settings}
 
     def save_model(self, output_dir: Optional[str] = None, *args: Any, **kwargs: Any):
         """The framework's ``save_model``; with an EMA, the averaged model is
         saved too, in the same format, under ``<output_dir>/ema`` (loadable
         with ``from_pretrained``). Checkpoints keep the average in
-        :data:`~paddle_llrd.integrations.run_state.STATE_FILE` instead."""
-        result = super().save_model(output_dir, *args, **kwargs)
+        :data:`~paddle_llrd.integrations.run_state.STATE_FILE` instead.
+
+        The model and its EMA are written into ``<output_dir>/tmp-final-model``
+        first, then moved into ``output_dir`` with the manifest last, so that
+        a complete final save is one whose manifest is there and matches
+        (:func:`~paddle_llrd.integrations.checkpoints.incompleteness`)."""
+        if self._saving_checkpoint:  # a checkpoint's model, in its staging folder
+            return super().save_model(output_dir, *args, **kwargs)
         target = output_dir if output_dir is not None else self.args.output_dir
-        checkpoint = checkpoint_directory(self.args.output_dir, self.state.global_step)
-        if (self.ema is not None and self.ema.registered
-                and os.path.abspath(target) != os.path.abspath(checkpoint)):
-            with self.ema.average_parameters():
-                super().save_model(os.path.join(target, EMA_DIRECTORY), *args, **kwargs)
-        return result
+
+        def save(folder: str) -> Any:
+            result = super(LLRDTrainerMixin, self).save_model(folder, *args, **kwargs)
+            if self.ema is not None and self.ema.registered:
+                with self.ema.average_parameters():
+                    super(LLRDTrainerMixin, self).save_model(os.path.join(folder, EMA_DIRECTORY), *args, **kwargs)
+            return result
+
+        return save_final_staged(self.args, target, save, self._manifest_record())
 
     def evaluation_loop(self, dataloader: Any, description: str, *args: Any, **kwargs: Any) -> Any:
         """The framework's ``evaluation_loop``; the loop of ``evaluate``, with

@@ -349,6 +349,7 @@ def check_fields(values: Mapping[str, Any]) -> Dict[str, Any]:
     checked["ema_warmup_power"] = checked_positive(checked["ema_warmup_power"], "ema_warmup_power")
     checked["ema_eval"] = checked_bool(checked["ema_eval"], "ema_eval")
     checked["log_grad_norms"] = checked_bool(checked["log_grad_norms"], "log_grad_norms")
+    checked["resume_with_new_settings"] = checked_bool(checked["resume_with_new_settings"], "resume_with_new_settings")
     min_lr = values.get("min_lr", 0.0)
     clashing = [key for key in _FLOOR_OPTIONS if key in checked["lr_scheduler_kwargs"]]
     if min_lr and clashing:
@@ -419,6 +420,12 @@ class LLRDArgumentsMixin:
         metadata={"help": "Log the global gradient norm (grad_norm) and the norm of each layer group "
                           "(grad_norm/embeddings, grad_norm/layer_<i>, grad_norm/head) every logging_steps: the "
                           "norms of the gradients the step used, before clipping."},
+    )
+    resume_with_new_settings: bool = field(
+        default=False,
+        metadata={"help": "Resume a checkpoint whose paddle_llrd settings (layer decay, layer map, schedule, "
+                          "weight-decay schedule, EMA) differ from these, or are unknown, and train on with "
+                          "these; each difference is warned about. Off: such a resume stops before training."},
     )
 
     def __post_init__(self) -> None:

@@ -10,6 +10,7 @@ import contextlib
 import functools
 import math
 import operator
+import warnings
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -18,6 +19,7 @@ import paddle
 from paddle import _C_ops
 
 from ..checks import checked_choice, checked_count, checked_in_range, checked_positive, is_real_number
+from ..warning_classes import CheckpointMatchWarning, stacklevel_outside_package
 from .eager import runs_eagerly_under_sot
 from .buffers import alias_of_run, gathered, numel, share_flat, storage_runs
 from .fused_operator import ema_update, unavailable_reason, warn_unavailable
@@ -229,6 +231,24 @@ def _flat_segments(params: list[paddle.Tensor], shadows: list[paddle.Tensor], th
                     )
                 )
     return segments
+
+
+def _checked_steps(value: Any, method: str) -> int:
+    return checked_count(value, "optimizer_steps", owner=f"ExponentialMovingAverage.{method}",
+                         meaning="how many optimizer steps the average has followed")
+
+
+def _warn_if_other_steps(followed: int, optimizer_steps: int) -> None:
+    """A :class:`~paddle_llrd.CheckpointMatchWarning` when an EMA state that followed ``followed``
+    optimizer steps is loaded beside weights of ``optimizer_steps`` steps."""
+    if followed != optimizer_steps:
+        warnings.warn(
+            f"the EMA state followed {followed} optimizer steps, the weights it is loaded beside "
+            f"{optimizer_steps}: the average is not the one an uninterrupted run has at this step (saved at "
+            "another moment than the weights?); load the EMA saved with these weights",
+            CheckpointMatchWarning,
+            stacklevel=stacklevel_outside_package(),
+        )
 
 
 class ExponentialMovingAverage:
@@ -598,17 +618,23 @@ class ExponentialMovingAverage:
         finally:
             self.restore()
 
-    def state_dict(self) -> dict[str, Any]:
+    def state_dict(self, optimizer_steps: int | None = None) -> dict[str, Any]:
         """What a checkpoint needs to resume the average:
         ``{"decay": float, "warmup": bool, "warmup_style": str,
         "warmup_power": float, "warmup_gamma": float, "num_updates": int,
-        "shadow": {name: Tensor}}``; ``num_updates`` is also the warm-up's
-        step, so a resumed average takes the decays of an uninterrupted one.
+        "optimizer_steps": int, "shadow": {name: Tensor}}``; ``num_updates``
+        is also the warm-up's step, so a resumed average takes the decays of
+        an uninterrupted one. ``optimizer_steps`` records how many optimizer
+        steps the average has followed, for :meth:`set_state_dict` to compare
+        with the weights it is loaded beside: the argument, from a caller
+        that does not update on every step (a Trainer skips an AMP overflow
+        step), else :attr:`num_updates` (one update per step).
         The shadow tensors are the live ones (not copies), as in
         ``paddle.nn.Layer.state_dict``; ``paddle.save`` writes them.
 
         Raises:
             RuntimeError: before :meth:`register`.
+            TypeError, ValueError: ``optimizer_steps`` is not an int >= 0.
 
         Examples:
             >>> import paddle
@@ -617,10 +643,11 @@ class ExponentialMovingAverage:
             >>> ema.register()
             >>> ema.update()
             >>> state = ema.state_dict()
-            >>> state["decay"], state["warmup"], state["num_updates"], sorted(state["shadow"])
-            (0.9, False, 1, ['bias', 'weight'])
+            >>> state["decay"], state["warmup"], state["num_updates"], state["optimizer_steps"], sorted(state["shadow"])
+            (0.9, False, 1, 1, ['bias', 'weight'])
         """
         self._require_registered("state_dict")
+        steps = self.num_updates if optimizer_steps is None else _checked_steps(optimizer_steps, "state_dict")
         return {
             "decay": self._decay,
             "warmup": self._warmup,
@@ -628,10 +655,11 @@ class ExponentialMovingAverage:
             "warmup_power": self._warmup_power,
             "warmup_gamma": self._warmup_gamma,
             "num_updates": self.num_updates,
+            "optimizer_steps": steps,
             "shadow": dict(self.shadow),
         }
 
-    def set_state_dict(self, state_dict: Mapping[str, Any]) -> None:
+    def set_state_dict(self, state_dict: Mapping[str, Any], optimizer_steps: int | None = None) -> None:
         """Load a :meth:`state_dict` (e.g. from ``paddle.load``): the shadows
         are copied into this EMA's shadow tensors, and ``decay``, the warm-up
         settings and ``num_updates`` are taken over (a state_dict without
@@ -639,6 +667,23 @@ class ExponentialMovingAverage:
         before they existed, has TensorFlow's warm-up). Registers first if
         needed. Every entry is checked and converted before anything changes,
         so a refused ``state_dict`` leaves the EMA as it was.
+
+        ``optimizer_steps``, when given, is the step count of the weights
+        (and optimizer) the average is loaded beside: a ``state_dict`` that
+        followed another number of steps (its ``"optimizer_steps"``, else
+        its ``num_updates``), such as an average saved a few steps before
+        the weights, is loaded with a :class:`~paddle_llrd.CheckpointMatchWarning`
+        naming both counts.
+
+        Examples:
+            >>> import paddle, warnings
+            >>> from paddle_llrd import ExponentialMovingAverage
+            >>> ema = ExponentialMovingAverage(paddle.nn.Linear(2, 2), decay=0.9)
+            >>> ema.register()
+            >>> with warnings.catch_warnings(record=True) as caught:
+            ...     ema.set_state_dict(ema.state_dict(), optimizer_steps=5)  # saved at step 0
+            >>> print(caught[0].message)
+            the EMA state followed 0 optimizer steps, the weights it is loaded beside 5: ...
 
         Raises:
             TypeError: ``state_dict`` or one of its entries has the wrong
@@ -670,6 +715,8 @@ class ExponentialMovingAverage:
             owner="ExponentialMovingAverage.set_state_dict",
             meaning="how many updates the EMA has taken",
         )
+        followed = _checked_steps(state_dict.get("optimizer_steps", num_updates), "set_state_dict")
+        expected = None if optimizer_steps is None else _checked_steps(optimizer_steps, "set_state_dict")
         shadows = state_dict["shadow"]
         if not isinstance(shadows, Mapping):
             raise TypeError(f"state_dict['shadow'] must be a mapping name -> tensor, got {type(shadows).__name__}")
@@ -691,6 +738,8 @@ class ExponentialMovingAverage:
                 paddle.assign(value, output=self.shadow[name])
         self._decay, self._warmup, self.num_updates = decay, warmup, num_updates
         self._warmup_style, self._warmup_power, self._warmup_gamma = rule
+        if expected is not None:
+            _warn_if_other_steps(followed, expected)
 
     def __repr__(self) -> str:
         warmup = f"{self._warmup}, warmup_style={self._warmup_style!r}" if self._warmup else f"{self._warmup}"

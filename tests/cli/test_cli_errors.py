@@ -22,10 +22,10 @@ from schedule_table_reference import parse_rows, reference
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def run_cli(*arguments: str) -> subprocess.CompletedProcess:
+def run_cli(*arguments: str, cwd=ROOT) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=ROOT)
     return subprocess.run(
-        [sys.executable, "-m", "paddle_llrd", *arguments], capture_output=True, text=True, env=env, cwd=ROOT,
+        [sys.executable, "-m", "paddle_llrd", *arguments], capture_output=True, text=True, env=env, cwd=cwd,
         timeout=180,
     )
 
@@ -159,13 +159,17 @@ def test_train_without_paddleformers_is_one_line_naming_what_to_install():
 
 @pytest.mark.skipif(importlib.util.find_spec("paddleformers") is not None,
                     reason="PaddleFormers is here: tests_paddleformers/test_import_error.py blocks it instead")
-@pytest.mark.parametrize("command", ["train", "tiny-llama"])
-def test_the_paddleformers_commands_say_in_one_line_how_to_set_their_environment_up(command):
+@pytest.mark.parametrize("command, arguments", [("train", ["config.yaml"]), ("tiny-llama", ["tiny-llama"])])
+def test_the_paddleformers_commands_say_in_one_line_how_to_set_their_environment_up(command, arguments, tmp_path):
     """docs/paddleformers_cli.rst "Set-up": in this environment, which has no PaddleFormers, the command
     says in one line (exit status 2, no import notice before it) to run ``make train-env`` and which
-    interpreter to run it with."""
-    done = run_cli(command, "--help")
+    interpreter to run it with; ``--help`` needs no PaddleFormers and shows the command's flags."""
+    done = run_cli(command, *arguments, cwd=tmp_path)
     assert done.returncode == 2 and done.stdout == "", done.stdout
     (line,) = done.stderr.splitlines()
     assert line.startswith(f"python -m paddle_llrd {command}: error: this command needs PaddleFormers 1.2.0"), line
     assert "`make train-env`" in line and f"`.venv-paddleformers/bin/python -m paddle_llrd {command} ...`" in line
+    assert list(tmp_path.iterdir()) == []  # nothing written
+    helped = run_cli(command, "--help")
+    assert helped.returncode == 0 and helped.stderr == "", helped.stderr
+    assert helped.stdout.startswith(f"usage: python -m paddle_llrd {command}"), helped.stdout
