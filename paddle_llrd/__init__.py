@@ -93,6 +93,7 @@ from .schedules.weight_decay import WeightDecaySchedule  # noqa: E402
 from .warning_classes import (  # noqa: E402
     CheckpointMatchWarning,
     DecayAboveOneWarning,
+    DetachedSchedulerWarning,
     EMAHorizonWarning,
     LayerMapWarning,
     LLRDWarning,
@@ -110,6 +111,7 @@ __all__ = [
     "CosineAnnealingWithWarmupDecay",
     "CosineDecayWithWarmup",
     "DecayAboveOneWarning",
+    "DetachedSchedulerWarning",
     "EMAHorizonWarning",
     "ExponentialMovingAverage",
     "InverseSquareRootSchedule",

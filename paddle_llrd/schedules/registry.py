@@ -1,4 +1,4 @@
-r"""Schedules by name: the one table of the schedules, and :func:`get_scheduler`, as PaddleNLP's Trainer calls it.
+r"""Schedules by name: the one table of the schedules, and :func:`get_scheduler`, as PaddleNLP's Trainer and Hugging Face call it.
 
 Hugging Face's shape: each schedule is a factor function (:mod:`.factors`),
 a ``get_*`` function (:mod:`.functions`, :mod:`.plateau`, and
@@ -12,6 +12,10 @@ the function's signature), which :func:`get_scheduler`, the Trainers'
 ``lr_scheduler_kwargs`` check and ``python -m paddle_llrd schedules`` use.
 :func:`register_scheduler` adds a schedule; the story is in
 docs/schedules.rst.
+
+:func:`get_scheduler` takes PaddleNLP's call (a learning rate; the caller
+hands the scheduler to the optimizer) and Hugging Face's (an optimizer, which
+gets the scheduler: :mod:`.optimizer_link`).
 """
 from __future__ import annotations
 
@@ -22,8 +26,9 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 from paddle.optimizer.lr import LRScheduler
 
 from ..checks import checked_non_negative, did_you_mean
-from . import functions, sequential
+from . import functions, sequential, wsd
 from .long_warmup import called_as
+from .optimizer_link import optimizer_of, peak_lr_of
 from .plateau import get_reduce_on_plateau_schedule
 from .schedule_checks import lr_warmup_init_fraction
 from .schedule_info import REQUIRED, ScheduleInfo, ScheduleOption, SchedulerFunction
@@ -370,18 +375,61 @@ class _Default(float):
     __slots__ = ()
 
 
+#: The options :func:`get_scheduler` names in its signature: each schedule takes those it has, ignores the rest.
+_NAMED_OPTIONS = ("num_warmup_steps", "num_training_steps", "num_cycles", "lr_end", "power", "min_lr")
+
+
+def _offered_options(named: Dict[str, Any], kwargs: Dict[str, Any], scheduler_specific_kwargs: Any) -> Dict[str, Any]:
+    """Every option a :func:`get_scheduler` call offers: its named arguments, ``**kwargs`` and Hugging Face's
+    ``scheduler_specific_kwargs`` (an option given in two of them raises ``TypeError`` naming it)."""
+    offered = {**named, **kwargs}
+    if scheduler_specific_kwargs is None:
+        return offered
+    if not isinstance(scheduler_specific_kwargs, Mapping):
+        raise TypeError(
+            "`scheduler_specific_kwargs` must be a dict of the schedule's options (Hugging Face's), got "
+            f"{type(scheduler_specific_kwargs).__name__}."
+        )
+    for option, value in scheduler_specific_kwargs.items():
+        given = offered.get(option)
+        if option in kwargs or (given is not None and not isinstance(given, _Default)):
+            raise TypeError(
+                f"get_scheduler got `{option}` twice, as an argument and in `scheduler_specific_kwargs`; pass it once."
+            )
+        offered[option] = value
+    return offered
+
+
 def get_scheduler(
     name: Union[str, SchedulerType],
-    learning_rate: float,
+    learning_rate: Optional[float] = None,
     num_warmup_steps: Optional[int] = None,
     num_training_steps: Optional[int] = None,
     num_cycles: float = _Default(0.5),
     lr_end: float = _Default(1e-7),
     power: float = _Default(1.0),
     min_lr: float = _Default(0.0),
+    *,
+    optimizer: Any = None,
+    scheduler_specific_kwargs: Optional[Mapping[str, Any]] = None,
     **kwargs: Any,
 ) -> LRScheduler:
-    """Build the schedule called ``name``, as PaddleNLP's ``Trainer.create_scheduler`` does.
+    """Build the schedule called ``name``, as PaddleNLP's ``Trainer.create_scheduler`` or Hugging Face calls it.
+
+    Two calls, one schedule:
+
+    * PaddleNLP's, ``get_scheduler(name, learning_rate, num_warmup_steps,
+      num_training_steps, ...)``: the scheduler goes to the optimizer as its
+      ``learning_rate`` (``paddle.optimizer.AdamW(learning_rate=scheduler,
+      ...)``).
+    * Hugging Face's, ``get_scheduler(name, optimizer=optimizer,
+      num_warmup_steps=..., num_training_steps=...,
+      scheduler_specific_kwargs={...})`` (the optimizer may also stand in
+      ``learning_rate``'s place): the peak is the optimizer's learning rate
+      (:func:`~.optimizer_link.peak_lr_of`) and the scheduler is attached to
+      it (``optimizer.set_lr_scheduler``), so ``optimizer.step();
+      lr_scheduler.step()`` trains with Hugging Face's learning rates.
+      ``"warmup_stable_decay"`` then reads its keywords as Hugging Face's.
 
     Each schedule gets only the options it takes (:func:`schedule_options`),
     so ``num_cycles``/``lr_end``/``power``/``min_lr`` can always be passed.
@@ -395,7 +443,8 @@ def get_scheduler(
     Args:
         name (str|SchedulerType): A :class:`SchedulerType` value or a name added
             by :func:`register_scheduler`.
-        learning_rate (float): The peak learning rate.
+        learning_rate (float, optional): The peak learning rate; with an
+            ``optimizer``, its own by default.
         num_warmup_steps (int, optional): Warmup steps; required by every
             built-in schedule but ``"constant"``.
         num_training_steps (int, optional): Training steps; required by every
@@ -411,6 +460,11 @@ def get_scheduler(
         min_lr (float, optional): The floor as an lr (``"cosine"``,
             ``"cosine_with_min_lr"``, ``"warmup_stable_decay"``, the annealing
             schedules). Default: ``0.0``.
+        optimizer (paddle.optimizer.Optimizer, optional): Hugging Face's call:
+            the optimizer whose learning rate the schedule starts from and
+            which follows the scheduler.
+        scheduler_specific_kwargs (dict, optional): Hugging Face's way to pass
+            the options below; the same as passing them as keywords.
         **kwargs: Further options of the schedule (:func:`schedule_options`):
             ``last_epoch``; ``lr_warmup_init`` (every schedule with a warmup:
             Megatron-LM's warmup start, ``0 <= lr_warmup_init <=
@@ -431,13 +485,16 @@ def get_scheduler(
             and ends with the closest one, as :func:`schedule_function`'s),
             the schedule needs an argument that is ``None`` or missing, or
             ``lr_warmup_init`` is not finite, negative or above ``learning_rate``.
-        TypeError: an argument the schedule does not take (``lr_warmup_init``
+        TypeError: neither ``learning_rate`` nor ``optimizer``; an
+            ``optimizer`` that is none, or given twice; an option given twice;
+            an argument the schedule does not take (``lr_warmup_init``
             for one without a warmup, such as ``"constant"``; the message
             lists those it takes and ends with the closest one), or the schedule
             function returns something that is not an ``LRScheduler`` (the
             message names the registered name).
 
-    A warmup longer than ``num_training_steps`` is accepted with a
+    Nothing is attached to the optimizer when the call raises. A warmup
+    longer than ``num_training_steps`` is accepted with a
     :class:`~paddle_llrd.LongWarmupWarning` that names ``get_scheduler(name)``,
     ``num_warmup_steps`` and ``num_training_steps`` (every built-in schedule
     with a warmup and an end; ``"warmup_stable_decay"`` and the annealing
@@ -455,26 +512,50 @@ def get_scheduler(
         Traceback (most recent call last):
         ...
         ValueError: Unknown scheduler name 'cosine_annealing'; valid names are: ...
+
+        Hugging Face's call, the optimizer's lr as the peak:
+
+        >>> import paddle
+        >>> model = paddle.nn.Linear(2, 2)
+        >>> optimizer = paddle.optimizer.AdamW(learning_rate=0.2, parameters=model.parameters())
+        >>> lr_scheduler = get_scheduler("cosine", optimizer=optimizer, num_warmup_steps=0, num_training_steps=4)
+        >>> model(paddle.ones([1, 2])).sum().backward()
+        >>> optimizer.step(); lr_scheduler.step()
+        >>> round(optimizer.get_lr(), 6)
+        0.170711
     """
     key = canonical_name(name)
     info = schedule_info(key)
+    optimizer = optimizer_of(learning_rate, optimizer)
+    if optimizer is not None and (learning_rate is None or learning_rate is optimizer):
+        learning_rate = peak_lr_of(optimizer)
+    elif learning_rate is None:
+        raise TypeError(
+            f"get_scheduler({str(key)!r}) needs the peak lr: get_scheduler(name, learning_rate, ...) as PaddleNLP "
+            "calls it, or get_scheduler(name, optimizer=optimizer, ...) as Hugging Face does (the optimizer's lr, "
+            "and the scheduler attached to it)."
+        )
+    named = dict(zip(_NAMED_OPTIONS, (num_warmup_steps, num_training_steps, num_cycles, lr_end, power, min_lr)))
+    offered = _offered_options(named, kwargs, scheduler_specific_kwargs)
+    if optimizer is not None and key is SchedulerType.WARMUP_STABLE_DECAY:
+        offered.update(wsd.hugging_face_reading({k: v for k, v in offered.items() if not isinstance(v, _Default)}))
+    scheduler = _build(key, info, learning_rate, offered)
+    if optimizer is not None:
+        optimizer.set_lr_scheduler(scheduler)
+    return scheduler
+
+
+def _build(key: Union[SchedulerType, str], info: ScheduleInfo, learning_rate: Any,
+           offered: Dict[str, Any]) -> LRScheduler:
+    """Call the schedule function of ``key`` with the ``offered`` options it takes."""
     options = info.options
-    unknown = sorted(k for k in kwargs if k not in options)
+    unknown = sorted(k for k in offered if k not in options and k not in _NAMED_OPTIONS)
     if unknown and not info.any_option:
         accepted = list(options)
         raise TypeError(
             f"Scheduler {str(key)!r} does not accept the argument(s) {', '.join(unknown)}; "
             f"it takes: {', '.join(accepted) or 'nothing besides learning_rate'}.{did_you_mean(unknown[0], accepted)}"
         )
-    offered: Dict[str, Any] = {
-        "num_warmup_steps": num_warmup_steps,
-        "num_training_steps": num_training_steps,
-        "num_cycles": num_cycles,
-        "lr_end": lr_end,
-        "power": power,
-        "min_lr": min_lr,
-        **kwargs,
-    }
     arguments = {}
     for arg_name, value in offered.items():
         if value is None:

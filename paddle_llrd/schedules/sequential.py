@@ -22,6 +22,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 from paddle.optimizer.lr import LRScheduler, ReduceOnPlateau
 
 from ..checks import checked_non_negative, checked_step_index, is_integer
+from .optimizer_link import FollowedScheduler, mark_followed
 from .schedule_checks import checked_step_count
 
 __all__ = ["SequentialSchedule", "StageBuilder", "schedule_of_stages"]
@@ -80,7 +81,7 @@ def _check_milestones(milestones: Any, n_schedules: int) -> List[int]:
     return [int(milestone) for milestone in milestones]
 
 
-class SequentialSchedule(LRScheduler):
+class SequentialSchedule(FollowedScheduler, LRScheduler):
     r"""Run ``schedules[i]`` from step ``milestones[i-1]`` on, each stage counting its own steps from 0.
 
     With milestones :math:`m_1 < \dots < m_{n-1}` (and :math:`m_0 = 0`), the lr
@@ -130,6 +131,8 @@ class SequentialSchedule(LRScheduler):
         self.schedules = _check_schedules(schedules)
         self.milestones = _check_milestones(milestones, len(self.schedules))
         last_epoch = checked_step_index(last_epoch)
+        for schedule in self.schedules:
+            mark_followed(schedule)  # this schedule reads and steps its stages, not an optimizer
         # The global step the stages stand at: 0 while every stage is fresh.
         self._stage_position = 0
         super().__init__(self.schedules[0].base_lr, last_epoch, verbose)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any, Optional
+from typing import Any, Dict, Mapping, Optional
 
 from paddle.optimizer.lr import LambdaDecay
 
@@ -21,7 +21,10 @@ from .factors import HF_WSD_DECAY_TYPES, HF_WSD_WARMUP_TYPES, WSD_DECAY_STYLES, 
 from .schedule_checks import checked_floor_ratio, checked_step_count, lr_warmup_init_fraction
 from .warmup import _LambdaSchedule, checked_cycle_count
 
-__all__ = ["get_wsd_schedule", "DEFAULT_WSD_DECAY_RATIO", "WSD_HUGGING_FACE_KEYWORDS", "WSD_MEGATRON_KEYWORDS"]
+__all__ = [
+    "get_wsd_schedule", "hugging_face_reading", "DEFAULT_WSD_DECAY_RATIO", "WSD_HUGGING_FACE_KEYWORDS",
+    "WSD_MEGATRON_KEYWORDS",
+]
 
 #: The share of ``num_training_steps`` that ``"warmup_stable_decay"`` decays over when
 #: ``num_decay_steps`` is not given (nor Megatron-LM's ``decay_ratio``).
@@ -271,3 +274,18 @@ def _hugging_face_wsd(learning_rate: float, warmup: int, num_training_steps: Any
     return functools.partial(factors.hugging_face_wsd, warmup_steps=warmup, stable_steps=stable,
                              decay_steps=decay_steps, warmup_type=warmup_type, decay_type=decay_type, floor=floor,
                              num_cycles=num_cycles)
+
+
+def hugging_face_reading(options: Mapping[str, Any]) -> Dict[str, Any]:
+    """The options of Hugging Face's call (``get_scheduler(..., optimizer=...)``) as :func:`get_wsd_schedule` reads
+    them: Hugging Face's keywords, so that ``min_lr_ratio`` starts the warmup where Hugging Face's does, unless the
+    call names one of Megatron-LM's keywords or a ``warmup_type`` itself.
+
+    Examples:
+        >>> hugging_face_reading({"num_decay_steps": 2, "min_lr_ratio": 0.1})["warmup_type"]
+        'linear'
+        >>> "warmup_type" in hugging_face_reading({"decay_style": "linear"})
+        False
+    """
+    named = [key for key in (*WSD_MEGATRON_KEYWORDS, "warmup_type") if options.get(key) is not None]
+    return dict(options) if named else {**options, "warmup_type": "linear"}

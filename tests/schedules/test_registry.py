@@ -72,8 +72,9 @@ def test_type_to_scheduler_function_maps_every_type():
         (get_constant_schedule_with_warmup, "(learning_rate, num_warmup_steps, last_epoch=-1, *, num_training_steps=None)"),
         (get_polynomial_decay_schedule_with_warmup,
          "(learning_rate, num_warmup_steps, num_training_steps, lr_end=1e-07, power=1.0, last_epoch=-1)"),
-        (get_scheduler, "(name, learning_rate, num_warmup_steps=None, num_training_steps=None, num_cycles=0.5, "
-                        "lr_end=1e-07, power=1.0, min_lr=0.0, **kwargs)"),
+        (get_scheduler, "(name, learning_rate=None, num_warmup_steps=None, num_training_steps=None, num_cycles=0.5, "
+                        "lr_end=1e-07, power=1.0, min_lr=0.0, *, optimizer=None, scheduler_specific_kwargs=None, "
+                        "**kwargs)"),
     ],
     ids=lambda value: getattr(value, "__name__", ""),
 )
