@@ -28,6 +28,7 @@ from paddle.optimizer.lr import LRScheduler
 from ..checks import checked_non_negative, did_you_mean
 from . import functions, sequential, wsd
 from .long_warmup import called_as
+from .name_suggestions import closest_schedule
 from .optimizer_link import optimizer_of, peak_lr_of
 from .plateau import get_reduce_on_plateau_schedule
 from .schedule_checks import lr_warmup_init_fraction
@@ -236,7 +237,9 @@ def schedule_function(name: Union[str, SchedulerType]) -> SchedulerFunction:
 
     Raises:
         ValueError: ``name`` is not registered; the message lists the valid
-            names and ends with the closest one.
+            names and ends with the one it meant (:mod:`.name_suggestions`:
+            ``"cosine_warmup"`` and ``"get_cosine_schedule_with_warmup"``
+            meant ``"cosine"``).
 
     Examples:
         >>> from paddle_llrd.schedules.registry import schedule_function
@@ -249,9 +252,10 @@ def schedule_function(name: Union[str, SchedulerType]) -> SchedulerFunction:
     """
     key = canonical_name(name)
     if key not in TYPE_TO_SCHEDULER_FUNCTION:
-        valid = [str(known) for known in TYPE_TO_SCHEDULER_FUNCTION]
+        valid = ", ".join(str(known) for known in TYPE_TO_SCHEDULER_FUNCTION)
         raise ValueError(
-            f"Unknown scheduler name {str(key)!r}; valid names are: {', '.join(valid)}.{did_you_mean(str(key), valid)}"
+            f"Unknown scheduler name {str(key)!r}; valid names are: {valid}."
+            f"{closest_schedule(key, TYPE_TO_SCHEDULER_FUNCTION)}"
         )
     return TYPE_TO_SCHEDULER_FUNCTION[key]
 
