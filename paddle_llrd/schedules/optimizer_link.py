@@ -81,13 +81,14 @@ def optimizer_of(learning_rate: Any, optimizer: Any) -> Optional[Any]:
     return optimizer
 
 
-def follows(optimizer: Any) -> Optional[LRScheduler]:
-    """The scheduler ``optimizer`` follows, or ``None`` when its learning rate is a number.
+# Where a Paddle optimizer keeps its learning rate, a float or the scheduler it follows: ``set_lr_scheduler`` sets
+# it and Paddle has no public getter. Read by follows() and _held_by_an_optimizer() only.
+_PADDLE_LR_ATTRIBUTE = "_learning_rate"
 
-    Paddle keeps it in the optimizer's ``_learning_rate`` (``set_lr_scheduler``
-    sets it; Paddle has no public getter), read here and nowhere else.
-    """
-    learning_rate = getattr(optimizer, "_learning_rate", None)
+
+def follows(optimizer: Any) -> Optional[LRScheduler]:
+    """The scheduler ``optimizer`` follows, or ``None`` when its learning rate is a number."""
+    learning_rate = getattr(optimizer, _PADDLE_LR_ATTRIBUTE, None)
     return learning_rate if isinstance(learning_rate, LRScheduler) else None
 
 
@@ -112,7 +113,7 @@ def peak_lr_of(optimizer: Any) -> float:
 
 
 def _held_by_an_optimizer(scheduler: LRScheduler) -> bool:
-    """Whether an object holds ``scheduler`` as its ``_learning_rate``, as a Paddle optimizer does.
+    """Whether an object holds ``scheduler`` as its learning rate, as a Paddle optimizer does.
 
     Asked once per scheduler, at its second step that nothing had read: a
     user who steps a scheduler ahead before the first ``optimizer.step()``
@@ -120,7 +121,7 @@ def _held_by_an_optimizer(scheduler: LRScheduler) -> bool:
     """
     for holder in gc.get_referrers(scheduler):
         try:  # an instance's attributes are its dict, or (Python 3.11's inline values) the instance itself
-            held = holder.get("_learning_rate") if isinstance(holder, dict) else getattr(holder, "_learning_rate", None)
+            held = holder.get(_PADDLE_LR_ATTRIBUTE) if isinstance(holder, dict) else follows(holder)
         except Exception:  # an object whose attribute lookup raises holds no learning rate
             continue
         if held is scheduler:
