@@ -165,7 +165,9 @@ class FollowedScheduler:
         if _held_by_an_optimizer(self):
             self._followed = True
             return
-        name = type(self).__name__
+        # the user's class, or the first public scheduler class it derives from (LambdaDecay for get_cosine_...)
+        name = next(cls.__name__ for cls in type(self).__mro__
+                    if issubclass(cls, LRScheduler) and not cls.__name__.startswith("_"))
         warnings.warn(
             f"{name} was stepped, but no optimizer follows it (nothing has read its lr and no optimizer holds it): "
             "an optimizer given a float learning_rate keeps that float. Pass the scheduler as the optimizer's "
