@@ -21,7 +21,7 @@ def warns_if_warmup_outlasts(warmup, total):
     """``pytest.warns`` the :class:`~paddle_llrd.LongWarmupWarning` when the warmup (steps or fraction) is longer
     than training."""
     if warmup_steps(warmup, total) > total:
-        return pytest.warns(LongWarmupWarning, match="is longer than training")
+        return pytest.warns(LongWarmupWarning)
     return contextlib.nullcontext()
 
 
