@@ -9,7 +9,9 @@ without PaddleFormers) says in one line what to install, also with status 2.
 A warning of the package prints as one line, ``warning (Class): message``, as
 ``train``'s console prints it: a command's user has no use for the line of
 the package (or of Python's ``runpy``) that it would otherwise be attributed
-to. A new command is a module here plus its line in :data:`COMMANDS`.
+to. ``train`` shows them so itself (and writes them to its run's log in
+Python's format). A new command is a module here plus its line in
+:data:`COMMANDS`.
 """
 from __future__ import annotations
 
@@ -35,6 +37,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 PROG = "python -m paddle_llrd"
+#: The commands that show the package's warnings themselves (train's console and log, cli/train_console.py).
+SHOW_THEIR_OWN_WARNINGS = frozenset({"train"})
 
 
 def _usage() -> str:
@@ -65,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"{PROG} {command}: error: {exc}", file=sys.stderr)
         return 2
+    if command in SHOW_THEIR_OWN_WARNINGS:
+        return module.main(rest) or 0
     with _package_warnings_as_lines():
         return module.main(rest) or 0
 
