@@ -101,7 +101,7 @@ def get_sequential_schedule(
         >>> [round(lr, 6) for lr in lr_curve(scheduler, 8)]
         [0.0, 0.5, 1.0, 0.816497, 0.5, 0.426777, 0.25, 0.073223, 0.0]
     """
-    # Here, beside get_scheduler, because its stages are schedules by name: :mod:`.sequential` gets the
+    # Here, beside get_scheduler, because its stages are schedules by name: sequential.py gets the
     # builder and the warmup answer from the registry, and so needs no table of names itself.
     shared = {
         key: value
