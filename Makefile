@@ -1,18 +1,43 @@
 # `make demo` and `make test` are the two set-up commands: each creates or
-# refreshes the local virtualenv (.venv) before it runs.
+# refreshes the local virtualenv (.venv) with what it needs before it runs,
+# and says what it installs before each pip step (pip -q is silent for a
+# minute). `make demo` installs the package, Paddle (CPU) and the demo's
+# packages; `make test` adds the test tools; the docs toolchain is installed
+# by `make docs` alone. requirements-dev.txt pins every version; it is given
+# to pip as constraints (-c), so a pin installs nothing by itself.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
+PIP_INSTALL := $(PY) -m pip install -q -c requirements-dev.txt
+VENV_STAMP := $(VENV)/.created
+DEMO_STAMP := $(VENV)/.demo-installed
 STAMP := $(VENV)/.installed
+DOCS_STAMP := $(VENV)/.docs-installed
 
 .PHONY: install test test-oldest-paddle demo schedules bench docs docs-check chromium test-paddlenlp test-paddleformers train-env gpu-check clean
 
-$(STAMP): setup.py requirements-dev.txt paddle_llrd/optim/csrc/fused_adamw.cc
+$(VENV_STAMP):
+	@echo "make: creating the virtualenv $(VENV) and upgrading its pip"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -r requirements-dev.txt -e '.[cpu,test,demo,docs]'
+	touch $@
+
+$(DEMO_STAMP): $(VENV_STAMP) setup.py requirements-dev.txt paddle_llrd/optim/csrc/fused_adamw.cc
+	@echo "make: installing paddle_llrd with Paddle (CPU) and the demo's packages (tqdm, matplotlib, scikit-learn) into $(VENV)"
+	$(PIP_INSTALL) -e '.[cpu,demo]'
+	@echo "make: building the fused AdamW operator (once per machine and Paddle; without a compiler AdamWDL runs Paddle's kernels)"
 	$(PY) -m paddle_llrd build-operator
-	touch $(STAMP)
+	touch $@
+
+$(STAMP): $(DEMO_STAMP)
+	@echo "make: installing the test tools (pytest, hypothesis) into $(VENV)"
+	$(PIP_INSTALL) -e '.[cpu,demo,test]'
+	touch $@
+
+$(DOCS_STAMP): $(DEMO_STAMP)
+	@echo "make: installing the docs toolchain (sphinx, furo, sphinx-copybutton, sphinx-mathjax-offline, playwright) into $(VENV)"
+	$(PIP_INSTALL) -e '.[cpu,demo,docs]'
+	touch $@
 
 install: $(STAMP)
 
@@ -36,16 +61,16 @@ test-oldest-paddle: $(OLDEST_VENV)/.installed
 
 # Each writes a folder of its own: the demo's figures and results.json in demo_output
 # (a --quick run's in demo_output/quick), the schedules' plot in schedules_output.
-demo: install
+demo: $(DEMO_STAMP)
 	$(PY) -m paddle_llrd demo
 
-schedules: install
+schedules: $(DEMO_STAMP)
 	$(PY) -m paddle_llrd schedules
 
 bench: install
 	$(PY) benchmarks/run_all.py
 
-docs: install
+docs: $(DOCS_STAMP)
 	$(PY) -m sphinx -W --keep-going -b html -q docs docs/_build/html
 
 # Every page of the built docs in headless Chromium, offline: fails on a code

@@ -76,11 +76,12 @@ from .schedules.registry import (  # noqa: E402
     TYPE_TO_SCHEDULER_FUNCTION,
     SchedulerType,
     get_scheduler,
+    get_sequential_schedule,
     register_scheduler,
     schedule_options,
 )
 from .schedules.plateau import ReduceOnPlateauSchedule, get_reduce_on_plateau_schedule  # noqa: E402
-from .schedules.sequential import SequentialSchedule, get_sequential_schedule  # noqa: E402
+from .schedules.sequential import SequentialSchedule  # noqa: E402
 from .layer_decay.layerwise import layerwise_lr_decay  # noqa: E402
 from .layer_decay.layer_maps import LayerMap, build_name_dict, make_layerwise_fn, no_decay_parameter_names, resolve_layer_map  # noqa: E402
 from .layer_decay.param_groups import layer_decay_param_groups, param_groups_table  # noqa: E402
@@ -92,6 +93,7 @@ from .schedules.weight_decay import WeightDecaySchedule  # noqa: E402
 from .warning_classes import (  # noqa: E402
     CheckpointMatchWarning,
     DecayAboveOneWarning,
+    DetachedSchedulerWarning,
     EMAHorizonWarning,
     FusedOperatorWarning,
     LayerMapWarning,
@@ -110,6 +112,7 @@ __all__ = [
     "CosineAnnealingWithWarmupDecay",
     "CosineDecayWithWarmup",
     "DecayAboveOneWarning",
+    "DetachedSchedulerWarning",
     "EMAHorizonWarning",
     "ExponentialMovingAverage",
     "FusedOperatorWarning",

@@ -33,6 +33,7 @@ import sys
 __all__ = [
     "CheckpointMatchWarning",
     "DecayAboveOneWarning",
+    "DetachedSchedulerWarning",
     "EMAHorizonWarning",
     "FusedOperatorWarning",
     "LLRDWarning",
@@ -51,6 +52,11 @@ class LLRDWarning(UserWarning):
 
 class LongWarmupWarning(LLRDWarning):
     """A warmup longer than the training it is part of: the lr is still climbing when training ends."""
+
+
+class DetachedSchedulerWarning(LLRDWarning):
+    """A scheduler stepped that no optimizer follows: its lr changes, the optimizer's does not (it was given a
+    float ``learning_rate``)."""
 
 
 class DecayAboveOneWarning(LLRDWarning):

@@ -25,6 +25,7 @@ def test_same_learning_rates_as_paddleformers_over_a_whole_run(name, run, min_lr
     assert_same_learning_rates_over_a_whole_run(paddleformers_get_scheduler, name, settings)
 
 
+@pytest.mark.filterwarnings("ignore::paddle_llrd.DetachedSchedulerWarning")  # no optimizer follows it, on purpose
 def test_min_lr_is_the_cosine_floor():
     settings = dict(learning_rate=1e-3, num_warmup_steps=2, num_training_steps=10, min_lr=3e-4)
     scheduler = paddle_llrd.get_scheduler("cosine", **settings)

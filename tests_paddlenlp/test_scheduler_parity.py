@@ -23,6 +23,7 @@ def test_same_learning_rates_as_paddlenlp_over_a_whole_run(name, run):
 
 
 @pytest.mark.parametrize("name", FIVE_NAMES)
+@pytest.mark.filterwarnings("ignore::paddle_llrd.DetachedSchedulerWarning")  # no optimizer follows it, on purpose
 def test_the_enum_paddlenlp_args_hold_is_accepted(name):
     """TrainingArguments stores PaddleNLP's SchedulerType member, not a str."""
     settings = RUNS["warmup"]

@@ -39,7 +39,7 @@ def assert_same_learning_rates_over_a_whole_run(theirs_get_scheduler: Callable[.
     divides_by_zero = name == "polynomial" and settings["num_warmup_steps"] == total
     ours_lrs, theirs_lrs = [], []
     for step in range(total + 1):
-        ours_lrs.append(ours.get_lr())
+        ours_lrs.append(ours())  # read as an optimizer reads it
         theirs_lrs.append(theirs.get_lr())
         ours.step()
         if divides_by_zero and step == total - 1:

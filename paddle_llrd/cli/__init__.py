@@ -6,14 +6,23 @@ paddle_llrd demo --help`` shows the demo's flags. Without a command (or with
 an unknown one) it prints the commands and exits with status 2, as argparse
 does for a missing argument; a command whose framework does not import (``train``
 without PaddleFormers) says in one line what to install, also with status 2.
-A new command is a module here plus its line in :data:`COMMANDS`.
+A warning of the package prints as one line, ``warning (Class): message``, as
+``train``'s console prints it: a command's user has no use for the line of
+the package (or of Python's ``runpy``) that it would otherwise be attributed
+to. ``train`` shows them so itself (and writes them to its run's log in
+Python's format). A new command is a module here plus its line in
+:data:`COMMANDS`.
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
 import sys
+import warnings
+from typing import Iterator
 
 from paddle_llrd.checks import did_you_mean
+from paddle_llrd.warning_classes import LLRDWarning
 
 #: Each command's module and its one-line summary.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -30,6 +39,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 PROG = "python -m paddle_llrd"
+#: The commands that show the package's warnings themselves (train's console and log, cli/train_console.py).
+SHOW_THEIR_OWN_WARNINGS = frozenset({"train"})
 
 
 def _usage() -> str:
@@ -60,4 +71,26 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"{PROG} {command}: error: {exc}", file=sys.stderr)
         return 2
-    return module.main(rest) or 0
+    if command in SHOW_THEIR_OWN_WARNINGS:
+        return module.main(rest) or 0
+    with _package_warnings_as_lines():
+        return module.main(rest) or 0
+
+
+@contextlib.contextmanager
+def _package_warnings_as_lines() -> Iterator[None]:
+    """Inside the block, each :class:`~paddle_llrd.LLRDWarning` is shown as ``warning (Class): message`` on
+    stderr; every other warning as Python shows it."""
+    shown = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, LLRDWarning):
+            print(f"warning ({category.__name__}): {message}", file=sys.stderr if file is None else file)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = shown

@@ -15,6 +15,7 @@ from typing import Any, Dict, Mapping, Optional
 from paddle.optimizer.lr import LRScheduler, ReduceOnPlateau
 
 from paddle_llrd.integrations.training_arguments import plain_name
+from paddle_llrd.schedules.optimizer_link import mark_followed
 from paddle_llrd.warning_classes import TrainerSettingWarning, stacklevel_outside_package
 
 __all__ = ["MetricSteppedSchedule", "PlateauCallback", "check_plateau", "metric_key"]
@@ -78,6 +79,7 @@ class MetricSteppedSchedule(LRScheduler):
 
     def __init__(self, plateau: ReduceOnPlateau) -> None:
         self.plateau = plateau
+        mark_followed(plateau)  # the optimizer reads this schedule, which holds the plateau's lr
         super().__init__(plateau.last_lr, last_epoch=plateau.last_epoch)
 
     def step(self, metrics: Any = None, epoch: Optional[int] = None) -> None:

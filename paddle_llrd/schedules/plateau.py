@@ -22,12 +22,13 @@ from typing import Any, Optional
 from paddle.optimizer.lr import ReduceOnPlateau
 
 from ..checks import checked_choice, checked_finite, checked_non_negative, checked_step_index
+from .optimizer_link import FollowedScheduler
 from .schedule_checks import checked_step_count
 
 __all__ = ["ReduceOnPlateauSchedule", "get_reduce_on_plateau_schedule"]
 
 
-class ReduceOnPlateauSchedule(ReduceOnPlateau):
+class ReduceOnPlateauSchedule(FollowedScheduler, ReduceOnPlateau):
     r"""Paddle's :class:`~paddle.optimizer.lr.ReduceOnPlateau` with checked arguments and resume.
 
     Call ``scheduler.step(metric)`` after each evaluation (or each step, with
@@ -174,10 +175,12 @@ def get_reduce_on_plateau_schedule(
         >>> scheduler = get_scheduler(
         ...     "reduce_lr_on_plateau", 0.1, num_warmup_steps=0, num_training_steps=100,
         ...     factor=0.5, patience=0)
+        >>> lrs = []
         >>> for loss in [1.0, 0.5, 0.6, 0.7]:
         ...     scheduler.step(loss)
-        >>> scheduler()
-        0.025
+        ...     lrs.append(scheduler())
+        >>> lrs
+        [0.1, 0.1, 0.05, 0.025]
     """
     if num_warmup_steps is not None and checked_step_count(num_warmup_steps, "num_warmup_steps") > 0:
         raise ValueError(

@@ -1,34 +1,38 @@
-r"""Schedules by name: the one table of the schedules, and :func:`get_scheduler`, as PaddleNLP's Trainer calls it.
+r"""Schedules by name: the one table of the schedules, and :func:`get_scheduler`, as PaddleNLP's Trainer and Hugging Face call it.
 
 Hugging Face's shape: each schedule is a factor function (:mod:`.factors`),
-a ``get_*`` function (:mod:`.functions`, :mod:`.sequential`,
-:mod:`.plateau`) and one line of the table below: its name, its function
-and whether it has a warmup. Everything else is read from there:
-:data:`BUILTIN_SCHEDULES` (each name's :class:`ScheduleInfo`),
-:class:`SchedulerType` (the names), :data:`TYPE_TO_SCHEDULER_FUNCTION`
-(PaddleNLP's dict), and each schedule's options, their types and defaults
-(:func:`schedule_options`, read once from the function's signature), which
-:func:`get_scheduler`, the Trainers' ``lr_scheduler_kwargs`` check and
-``python -m paddle_llrd schedules`` use. :func:`register_scheduler` adds a
-schedule; the story is in docs/schedules.rst.
+a ``get_*`` function (:mod:`.functions`, :mod:`.plateau`, and
+:func:`get_sequential_schedule` here) and one line of the table below: its
+name, its function and whether it has a warmup. Everything else is read from
+there: :data:`BUILTIN_SCHEDULES` (each name's
+:class:`~.schedule_info.ScheduleInfo`), :class:`SchedulerType` (the names),
+:data:`TYPE_TO_SCHEDULER_FUNCTION` (PaddleNLP's dict), and each schedule's
+options, their types and defaults (:func:`schedule_options`, read once from
+the function's signature), which :func:`get_scheduler`, the Trainers'
+``lr_scheduler_kwargs`` check and ``python -m paddle_llrd schedules`` use.
+:func:`register_scheduler` adds a schedule; the story is in
+docs/schedules.rst.
+
+:func:`get_scheduler` takes PaddleNLP's call (a learning rate; the caller
+hands the scheduler to the optimizer) and Hugging Face's (an optimizer, which
+gets the scheduler: :mod:`.optimizer_link`).
 """
 from __future__ import annotations
 
 import enum
-import inspect
 import types
-import typing
-from dataclasses import dataclass
-from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 from paddle.optimizer.lr import LRScheduler
 
 from ..checks import checked_non_negative, did_you_mean
-from . import functions
+from . import functions, sequential, wsd
 from .long_warmup import called_as
+from .name_suggestions import closest_schedule
+from .optimizer_link import optimizer_of, peak_lr_of
 from .plateau import get_reduce_on_plateau_schedule
 from .schedule_checks import lr_warmup_init_fraction
-from .sequential import get_sequential_schedule
+from .schedule_info import REQUIRED, ScheduleInfo, ScheduleOption, SchedulerFunction
 
 __all__ = [
     "BUILTIN_SCHEDULES",
@@ -39,13 +43,77 @@ __all__ = [
     "TYPE_TO_SCHEDULER_FUNCTION",
     "canonical_name",
     "get_scheduler",
+    "get_sequential_schedule",
     "register_scheduler",
     "schedule_function",
     "schedule_info",
     "schedule_options",
 ]
 
-SchedulerFunction = Callable[..., LRScheduler]
+
+def get_sequential_schedule(
+    learning_rate: float, stages: List[Mapping], num_warmup_steps: Optional[int] = None,
+    num_training_steps: Optional[int] = None, num_cycles: Optional[float] = None, lr_end: Optional[float] = None,
+    power: Optional[float] = None, min_lr: Optional[float] = None, lr_warmup_init: Optional[float] = None,
+    last_epoch: int = -1,
+) -> sequential.SequentialSchedule:
+    r"""Registry schedules one after another (``"sequential"``): a :class:`~paddle_llrd.SequentialSchedule`.
+
+    Each entry of ``stages`` is a dict ``{"name": ..., "num_steps": ...,
+    **options}``: the stage is ``get_scheduler(name, learning_rate,
+    num_training_steps=num_steps, **options)`` and starts, at its own step 0,
+    where the stages before it end. ``options`` may hold the stage's own
+    ``learning_rate`` (its peak; the run's by default), ``num_warmup_steps``
+    and any argument of its schedule. The last stage may leave ``num_steps``
+    out: it then takes what is left of ``num_training_steps``; otherwise the
+    lengths must add up to ``num_training_steps`` (when it is given).
+
+    The run's ``num_warmup_steps`` and ``lr_warmup_init`` (a Trainer's
+    ``warmup_steps`` / ``warmup_ratio``) are the first stage's, unless it sets
+    its own (a different non-zero value for both raises ``ValueError``; so
+    does a warmup for a first stage whose schedule has none, ``"constant"``,
+    which would drop it); later stages have no warmup unless they set
+    ``num_warmup_steps``.
+    ``num_cycles``, ``lr_end``, ``power`` and ``min_lr``, when given, go to
+    every stage that takes them and does not set its own.
+
+    Args:
+        learning_rate (float): The peak lr of every stage that does not set its own.
+        stages (list[dict]): The stages, as above.
+        num_warmup_steps (int, optional): The first stage's warmup.
+        num_training_steps (int, optional): The whole run's steps.
+        num_cycles, lr_end, power, min_lr (float, optional): Shared stage options.
+        lr_warmup_init (float, optional): The first stage's warmup start.
+        last_epoch (int, optional): The last step already taken. Default: ``-1``.
+
+    Raises:
+        ValueError / TypeError: a stage that is not a dict, lacks ``name`` or
+            (but for the last) ``num_steps``, sets ``last_epoch``, or that its
+            schedule refuses; the message names the stage (``stages[i]``).
+
+    Examples:
+        >>> from paddle_llrd import get_scheduler
+        >>> from paddle_llrd.schedules.curve import lr_curve
+        >>> scheduler = get_scheduler(
+        ...     "sequential", 1.0, num_warmup_steps=2, num_training_steps=8,
+        ...     stages=[{"name": "inverse_sqrt", "num_steps": 4},
+        ...             {"name": "cosine", "learning_rate": 0.5}])
+        >>> [round(lr, 6) for lr in lr_curve(scheduler, 8)]
+        [0.0, 0.5, 1.0, 0.816497, 0.5, 0.426777, 0.25, 0.073223, 0.0]
+    """
+    # Here, beside get_scheduler, because its stages are schedules by name: sequential.py gets the
+    # builder and the warmup answer from the registry, and so needs no table of names itself.
+    shared = {
+        key: value
+        for key, value in (("num_cycles", num_cycles), ("lr_end", lr_end), ("power", power), ("min_lr", min_lr))
+        if value is not None
+    }
+    return sequential.schedule_of_stages(
+        learning_rate, stages, get_scheduler, lambda name: schedule_info(name).warmup,
+        num_warmup_steps=num_warmup_steps, num_training_steps=num_training_steps, shared=shared,
+        lr_warmup_init=lr_warmup_init, last_epoch=last_epoch,
+    )
+
 
 #: Each built-in schedule, declared once, in :class:`SchedulerType`'s order: its
 #: name, its function and whether it has a warmup of ``num_warmup_steps`` steps
@@ -91,119 +159,6 @@ SchedulerType.__doc__ = """The built-in schedule names (a ``str`` enum), one per
         >>> str(SchedulerType.WARMUP_STABLE_DECAY)
         'warmup_stable_decay'
     """
-
-
-class _Required:
-    """The default of an option the caller must give."""
-
-    def __repr__(self) -> str:
-        return "REQUIRED"
-
-
-#: :attr:`ScheduleOption.default` of an option without a default.
-REQUIRED: Any = _Required()
-
-
-@dataclass(frozen=True)
-class ScheduleOption:
-    """One argument a schedule function takes besides ``learning_rate``.
-
-    Attributes:
-        name (str): The keyword.
-        default: Its default, or :data:`REQUIRED`.
-        types (tuple[type, ...]): The types its annotation names
-            (``Optional[int]`` gives ``(int, NoneType)``, ``List[dict]``
-            gives ``(list,)``); ``()`` when it has none that resolves.
-    """
-
-    name: str
-    default: Any
-    types: Tuple[type, ...]
-
-    @property
-    def required(self) -> bool:
-        """Whether a caller must give it (it has no default)."""
-        return self.default is REQUIRED
-
-
-@dataclass(frozen=True)
-class ScheduleInfo:
-    """A registered schedule: its function and what it takes, read once from its signature.
-
-    Attributes:
-        function (callable): The schedule function.
-        options (dict[str, ScheduleOption]): Its arguments after
-            ``learning_rate``, in signature order (then ``lr_warmup_init``,
-            see ``start_warmup``).
-        any_option (bool): It takes ``**kwargs`` (any keyword reaches it).
-        warmup (bool): It has a warmup of ``num_warmup_steps`` steps (what a
-            Trainer's ``warmup_steps``/``warmup_ratio`` set): declared for a
-            built-in schedule, for a registered one whether it takes
-            ``num_warmup_steps`` (or ``**kwargs``).
-        start_warmup (bool): :func:`get_scheduler` takes Megatron-LM's
-            ``lr_warmup_init`` for it and starts the warmup of the scheduler
-            the function returns there (``start_warmup_at``): a built-in
-            schedule with a warmup whose function does not take it itself.
-    """
-
-    function: SchedulerFunction
-    options: Mapping[str, ScheduleOption]
-    any_option: bool
-    warmup: bool
-    start_warmup: bool = False
-
-    @classmethod
-    def of(cls, fn: SchedulerFunction, *, warmup: Optional[bool] = None, built_in: bool = False) -> "ScheduleInfo":
-        """Read ``fn``'s signature; ``warmup`` as declared (``None``: whether it takes ``num_warmup_steps``).
-
-        Raises:
-            TypeError: ``fn`` has no signature, or cannot take the learning rate as its first positional argument.
-        """
-        try:
-            signature = inspect.signature(fn)
-        except (TypeError, ValueError) as exc:
-            raise TypeError(f"`fn` {fn!r} has no inspectable signature, so get_scheduler cannot call it.") from exc
-        parameters = list(signature.parameters.values())
-        positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                      inspect.Parameter.VAR_POSITIONAL)
-        if not parameters or parameters[0].kind not in positional:
-            raise TypeError(
-                f"`fn` {fn!r} must take the learning rate as its first positional argument, "
-                f"its signature is {signature}."
-            )
-        try:
-            hints = typing.get_type_hints(fn)
-        except Exception:  # an annotation that does not resolve: the option accepts any type
-            hints = {}
-        keywords = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-        options = {
-            p.name: ScheduleOption(
-                p.name,
-                REQUIRED if p.default is inspect.Parameter.empty else p.default,
-                _accepted_types(hints.get(p.name)),
-            )
-            for p in parameters[1:]
-            if p.kind in keywords
-        }
-        any_option = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
-        if warmup is None:
-            warmup = any_option or "num_warmup_steps" in options
-        start_warmup = built_in and warmup and "lr_warmup_init" not in options
-        if start_warmup:
-            options["lr_warmup_init"] = ScheduleOption("lr_warmup_init", 0.0, (float,))
-        return cls(fn, types.MappingProxyType(options), any_option, warmup, start_warmup)
-
-
-def _accepted_types(annotation: Any) -> Tuple[type, ...]:
-    if annotation is None or annotation is Any:
-        return ()
-    if typing.get_origin(annotation) is Union or isinstance(annotation, getattr(types, "UnionType", ())):
-        members = [_accepted_types(member) for member in typing.get_args(annotation)]
-        return () if any(not member for member in members) else tuple(t for member in members for t in member)
-    origin = typing.get_origin(annotation)
-    if origin is not None:
-        return (origin,) if isinstance(origin, type) else ()
-    return (annotation,) if isinstance(annotation, type) else ()
 
 
 #: The built-in schedules by :class:`SchedulerType`, each with its :class:`ScheduleInfo`.
@@ -282,7 +237,9 @@ def schedule_function(name: Union[str, SchedulerType]) -> SchedulerFunction:
 
     Raises:
         ValueError: ``name`` is not registered; the message lists the valid
-            names and ends with the closest one.
+            names and ends with the one it meant (:mod:`.name_suggestions`:
+            ``"cosine_warmup"`` and ``"get_cosine_schedule_with_warmup"``
+            meant ``"cosine"``).
 
     Examples:
         >>> from paddle_llrd.schedules.registry import schedule_function
@@ -295,9 +252,10 @@ def schedule_function(name: Union[str, SchedulerType]) -> SchedulerFunction:
     """
     key = canonical_name(name)
     if key not in TYPE_TO_SCHEDULER_FUNCTION:
-        valid = [str(known) for known in TYPE_TO_SCHEDULER_FUNCTION]
+        valid = ", ".join(str(known) for known in TYPE_TO_SCHEDULER_FUNCTION)
         raise ValueError(
-            f"Unknown scheduler name {str(key)!r}; valid names are: {', '.join(valid)}.{did_you_mean(str(key), valid)}"
+            f"Unknown scheduler name {str(key)!r}; valid names are: {valid}."
+            f"{closest_schedule(key, TYPE_TO_SCHEDULER_FUNCTION)}"
         )
     return TYPE_TO_SCHEDULER_FUNCTION[key]
 
@@ -421,18 +379,61 @@ class _Default(float):
     __slots__ = ()
 
 
+#: The options :func:`get_scheduler` names in its signature: each schedule takes those it has, ignores the rest.
+_NAMED_OPTIONS = ("num_warmup_steps", "num_training_steps", "num_cycles", "lr_end", "power", "min_lr")
+
+
+def _offered_options(named: Dict[str, Any], kwargs: Dict[str, Any], scheduler_specific_kwargs: Any) -> Dict[str, Any]:
+    """Every option a :func:`get_scheduler` call offers: its named arguments, ``**kwargs`` and Hugging Face's
+    ``scheduler_specific_kwargs`` (an option given in two of them raises ``TypeError`` naming it)."""
+    offered = {**named, **kwargs}
+    if scheduler_specific_kwargs is None:
+        return offered
+    if not isinstance(scheduler_specific_kwargs, Mapping):
+        raise TypeError(
+            "`scheduler_specific_kwargs` must be a dict of the schedule's options (Hugging Face's), got "
+            f"{type(scheduler_specific_kwargs).__name__}."
+        )
+    for option, value in scheduler_specific_kwargs.items():
+        given = offered.get(option)
+        if option in kwargs or (given is not None and not isinstance(given, _Default)):
+            raise TypeError(
+                f"get_scheduler got `{option}` twice, as an argument and in `scheduler_specific_kwargs`; pass it once."
+            )
+        offered[option] = value
+    return offered
+
+
 def get_scheduler(
     name: Union[str, SchedulerType],
-    learning_rate: float,
+    learning_rate: Optional[float] = None,
     num_warmup_steps: Optional[int] = None,
     num_training_steps: Optional[int] = None,
     num_cycles: float = _Default(0.5),
     lr_end: float = _Default(1e-7),
     power: float = _Default(1.0),
     min_lr: float = _Default(0.0),
+    *,
+    optimizer: Any = None,
+    scheduler_specific_kwargs: Optional[Mapping[str, Any]] = None,
     **kwargs: Any,
 ) -> LRScheduler:
-    """Build the schedule called ``name``, as PaddleNLP's ``Trainer.create_scheduler`` does.
+    """Build the schedule called ``name``, as PaddleNLP's ``Trainer.create_scheduler`` or Hugging Face calls it.
+
+    Two calls, one schedule:
+
+    * PaddleNLP's, ``get_scheduler(name, learning_rate, num_warmup_steps,
+      num_training_steps, ...)``: the scheduler goes to the optimizer as its
+      ``learning_rate`` (``paddle.optimizer.AdamW(learning_rate=scheduler,
+      ...)``).
+    * Hugging Face's, ``get_scheduler(name, optimizer=optimizer,
+      num_warmup_steps=..., num_training_steps=...,
+      scheduler_specific_kwargs={...})`` (the optimizer may also stand in
+      ``learning_rate``'s place): the peak is the optimizer's learning rate
+      (:func:`~.optimizer_link.peak_lr_of`) and the scheduler is attached to
+      it (``optimizer.set_lr_scheduler``), so ``optimizer.step();
+      lr_scheduler.step()`` trains with Hugging Face's learning rates.
+      ``"warmup_stable_decay"`` then reads its keywords as Hugging Face's.
 
     Each schedule gets only the options it takes (:func:`schedule_options`),
     so ``num_cycles``/``lr_end``/``power``/``min_lr`` can always be passed.
@@ -446,7 +447,8 @@ def get_scheduler(
     Args:
         name (str|SchedulerType): A :class:`SchedulerType` value or a name added
             by :func:`register_scheduler`.
-        learning_rate (float): The peak learning rate.
+        learning_rate (float, optional): The peak learning rate; with an
+            ``optimizer``, its own by default.
         num_warmup_steps (int, optional): Warmup steps; required by every
             built-in schedule but ``"constant"``.
         num_training_steps (int, optional): Training steps; required by every
@@ -462,6 +464,11 @@ def get_scheduler(
         min_lr (float, optional): The floor as an lr (``"cosine"``,
             ``"cosine_with_min_lr"``, ``"warmup_stable_decay"``, the annealing
             schedules). Default: ``0.0``.
+        optimizer (paddle.optimizer.Optimizer, optional): Hugging Face's call:
+            the optimizer whose learning rate the schedule starts from and
+            which follows the scheduler.
+        scheduler_specific_kwargs (dict, optional): Hugging Face's way to pass
+            the options below; the same as passing them as keywords.
         **kwargs: Further options of the schedule (:func:`schedule_options`):
             ``last_epoch``; ``lr_warmup_init`` (every schedule with a warmup:
             Megatron-LM's warmup start, ``0 <= lr_warmup_init <=
@@ -482,13 +489,16 @@ def get_scheduler(
             and ends with the closest one, as :func:`schedule_function`'s),
             the schedule needs an argument that is ``None`` or missing, or
             ``lr_warmup_init`` is not finite, negative or above ``learning_rate``.
-        TypeError: an argument the schedule does not take (``lr_warmup_init``
+        TypeError: neither ``learning_rate`` nor ``optimizer``; an
+            ``optimizer`` that is none, or given twice; an option given twice;
+            an argument the schedule does not take (``lr_warmup_init``
             for one without a warmup, such as ``"constant"``; the message
             lists those it takes and ends with the closest one), or the schedule
             function returns something that is not an ``LRScheduler`` (the
             message names the registered name).
 
-    A warmup longer than ``num_training_steps`` is accepted with a
+    Nothing is attached to the optimizer when the call raises. A warmup
+    longer than ``num_training_steps`` is accepted with a
     :class:`~paddle_llrd.LongWarmupWarning` that names ``get_scheduler(name)``,
     ``num_warmup_steps`` and ``num_training_steps`` (every built-in schedule
     with a warmup and an end; ``"warmup_stable_decay"`` and the annealing
@@ -506,26 +516,50 @@ def get_scheduler(
         Traceback (most recent call last):
         ...
         ValueError: Unknown scheduler name 'cosine_annealing'; valid names are: ...
+
+        Hugging Face's call, the optimizer's lr as the peak:
+
+        >>> import paddle
+        >>> model = paddle.nn.Linear(2, 2)
+        >>> optimizer = paddle.optimizer.AdamW(learning_rate=0.2, parameters=model.parameters())
+        >>> lr_scheduler = get_scheduler("cosine", optimizer=optimizer, num_warmup_steps=0, num_training_steps=4)
+        >>> model(paddle.ones([1, 2])).sum().backward()
+        >>> optimizer.step(); lr_scheduler.step()
+        >>> round(optimizer.get_lr(), 6)
+        0.170711
     """
     key = canonical_name(name)
     info = schedule_info(key)
+    optimizer = optimizer_of(learning_rate, optimizer)
+    if optimizer is not None and (learning_rate is None or learning_rate is optimizer):
+        learning_rate = peak_lr_of(optimizer)
+    elif learning_rate is None:
+        raise TypeError(
+            f"get_scheduler({str(key)!r}) needs the peak lr: get_scheduler(name, learning_rate, ...) as PaddleNLP "
+            "calls it, or get_scheduler(name, optimizer=optimizer, ...) as Hugging Face does (the optimizer's lr, "
+            "and the scheduler attached to it)."
+        )
+    named = dict(zip(_NAMED_OPTIONS, (num_warmup_steps, num_training_steps, num_cycles, lr_end, power, min_lr)))
+    offered = _offered_options(named, kwargs, scheduler_specific_kwargs)
+    if optimizer is not None and key is SchedulerType.WARMUP_STABLE_DECAY:
+        offered.update(wsd.hugging_face_reading({k: v for k, v in offered.items() if not isinstance(v, _Default)}))
+    scheduler = _build(key, info, learning_rate, offered)
+    if optimizer is not None:
+        optimizer.set_lr_scheduler(scheduler)
+    return scheduler
+
+
+def _build(key: Union[SchedulerType, str], info: ScheduleInfo, learning_rate: Any,
+           offered: Dict[str, Any]) -> LRScheduler:
+    """Call the schedule function of ``key`` with the ``offered`` options it takes."""
     options = info.options
-    unknown = sorted(k for k in kwargs if k not in options)
+    unknown = sorted(k for k in offered if k not in options and k not in _NAMED_OPTIONS)
     if unknown and not info.any_option:
         accepted = list(options)
         raise TypeError(
             f"Scheduler {str(key)!r} does not accept the argument(s) {', '.join(unknown)}; "
             f"it takes: {', '.join(accepted) or 'nothing besides learning_rate'}.{did_you_mean(unknown[0], accepted)}"
         )
-    offered: Dict[str, Any] = {
-        "num_warmup_steps": num_warmup_steps,
-        "num_training_steps": num_training_steps,
-        "num_cycles": num_cycles,
-        "lr_end": lr_end,
-        "power": power,
-        "min_lr": min_lr,
-        **kwargs,
-    }
     arguments = {}
     for arg_name, value in offered.items():
         if value is None:

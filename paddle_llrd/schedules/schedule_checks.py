@@ -3,19 +3,19 @@
 Made of the primitives of :mod:`paddle_llrd.checks`; what is particular to
 schedules is here: a number of steps (an integral float such as ``1000.0`` is
 taken, as PaddleNLP's schedules take one), a warmup given as steps or as a
-fraction of the training, an lr floor below the peak, and Megatron-LM's
-``lr_warmup_init``. A rule that belongs to one schedule family sits in its
+fraction of the training, an lr floor below the peak (an lr, or a fraction
+of the peak), and Megatron-LM's ``lr_warmup_init``. A rule that belongs to one schedule family sits in its
 module (``warmup_start`` and ``num_cycles`` in :mod:`.warmup`).
 """
 from __future__ import annotations
 
 import math
 import numbers
-from typing import Any
+from typing import Any, Optional
 
 from ..checks import checked_finite, checked_non_negative, is_integer, is_real_number
 
-__all__ = ["checked_floor_lr", "checked_step_count", "checked_warmup", "lr_warmup_init_fraction"]
+__all__ = ["checked_floor_lr", "checked_floor_ratio", "checked_step_count", "checked_warmup", "lr_warmup_init_fraction"]
 
 
 def checked_step_count(value: Any, argument: str, minimum: int = 0) -> int:
@@ -93,6 +93,50 @@ def checked_floor_lr(min_lr: Any, peak: float, peak_name: str) -> float:
     if floor > peak:
         raise ValueError(f"`min_lr` ({floor!r}) must be <= `{peak_name}` ({peak!r}).")
     return floor
+
+
+def checked_floor_ratio(
+    learning_rate: float,
+    min_lr: Optional[float],
+    ratio: Optional[float],
+    ratio_name: str,
+    *,
+    schedule: str,
+    required: bool,
+) -> float:
+    """The floor as a fraction of ``learning_rate``, from at most (or, if ``required``, exactly) one of
+    ``min_lr`` (an lr) and ``ratio`` (a fraction of the peak, named ``ratio_name``); 0 when neither is given.
+
+    Raises:
+        ValueError: both given; neither though ``required`` (the message names ``schedule``); a value out of range.
+
+    Examples:
+        >>> checked_floor_ratio(0.5, 0.1, None, "min_lr_rate", schedule="cosine_with_min_lr", required=True)
+        0.2
+        >>> checked_floor_ratio(0.5, None, 1.5, "min_lr_rate", schedule="cosine_with_min_lr", required=True)
+        Traceback (most recent call last):
+        ...
+        ValueError: `min_lr_rate` must lie in [0, 1] (a fraction of learning_rate), got 1.5.
+    """
+    if min_lr is not None and ratio is not None:
+        raise ValueError(
+            f"Pass only one of `min_lr` (an absolute lr) and `{ratio_name}` (a fraction of learning_rate), "
+            f"got min_lr={min_lr!r} and {ratio_name}={ratio!r}."
+        )
+    if min_lr is not None:
+        min_lr = checked_floor_lr(min_lr, learning_rate, "learning_rate")
+        return min_lr / learning_rate if learning_rate > 0 else 0.0
+    if ratio is not None:
+        ratio = checked_finite(ratio, ratio_name)
+        if not 0.0 <= ratio <= 1.0:
+            raise ValueError(f"`{ratio_name}` must lie in [0, 1] (a fraction of learning_rate), got {ratio!r}.")
+        return ratio
+    if required:
+        raise ValueError(
+            f"Scheduler {schedule!r} requires `min_lr` (an absolute lr) or `{ratio_name}` (a fraction of "
+            "learning_rate), please provide one of them."
+        )
+    return 0.0
 
 
 def lr_warmup_init_fraction(lr_warmup_init: Any, peak: float) -> float:

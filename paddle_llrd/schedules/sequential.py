@@ -6,22 +6,26 @@ counts its own steps from 0 at its milestone, so the lr at step ``s`` is that
 of stage ``i`` at its step ``s - milestones[i-1]``. The stages are stepped
 one step at a time, as in training, so schedules whose lr depends on their
 history (Paddle's ``MultiplicativeDecay``, ``CosineAnnealingWarmRestarts``)
-work too. ``get_scheduler("sequential", ..., stages=[...])`` builds one by name.
+work too. ``get_scheduler("sequential", ..., stages=[...])`` builds one by name:
+:func:`~paddle_llrd.get_sequential_schedule` (in :mod:`.registry`, which
+knows the names) builds each stage with ``get_scheduler`` and hands them to
+:func:`schedule_of_stages` here, which knows the rules of ``stages`` and no
+names.
 """
 from __future__ import annotations
 
 import bisect
 import copy
 from collections.abc import Mapping
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from paddle.optimizer.lr import LRScheduler, ReduceOnPlateau
 
 from ..checks import checked_non_negative, checked_step_index, is_integer
-from . import registry  # registry declares this module's get_sequential_schedule: read at call time
+from .optimizer_link import FollowedScheduler, mark_followed
 from .schedule_checks import checked_step_count
 
-__all__ = ["SequentialSchedule", "get_sequential_schedule"]
+__all__ = ["SequentialSchedule", "StageBuilder", "schedule_of_stages"]
 
 _STAGE_PREFIX = "stage_"
 
@@ -77,7 +81,7 @@ def _check_milestones(milestones: Any, n_schedules: int) -> List[int]:
     return [int(milestone) for milestone in milestones]
 
 
-class SequentialSchedule(LRScheduler):
+class SequentialSchedule(FollowedScheduler, LRScheduler):
     r"""Run ``schedules[i]`` from step ``milestones[i-1]`` on, each stage counting its own steps from 0.
 
     With milestones :math:`m_1 < \dots < m_{n-1}` (and :math:`m_0 = 0`), the lr
@@ -127,6 +131,8 @@ class SequentialSchedule(LRScheduler):
         self.schedules = _check_schedules(schedules)
         self.milestones = _check_milestones(milestones, len(self.schedules))
         last_epoch = checked_step_index(last_epoch)
+        for schedule in self.schedules:
+            mark_followed(schedule)  # this schedule reads and steps its stages, not an optimizer
         # The global step the stages stand at: 0 while every stage is fresh.
         self._stage_position = 0
         super().__init__(self.schedules[0].base_lr, last_epoch, verbose)
@@ -317,14 +323,15 @@ def _first_stage_option(stage: Mapping, key: str, value: Any, given: bool) -> Di
     return {key: value} if given else {}
 
 
-def _check_first_stage_warms_up(stage: Mapping, num_warmup_steps: Any, given: bool) -> None:
+def _check_first_stage_warms_up(stage: Mapping, num_warmup_steps: Any, given: bool,
+                                stage_warms_up: Callable[[str], bool]) -> None:
     """The run's warmup goes to the first stage: refuse it when that stage's schedule has none (it would be dropped)."""
     if not given or "num_warmup_steps" in stage:
         return
     try:
-        warms_up = registry.schedule_info(stage["name"]).warmup
+        warms_up = stage_warms_up(stage["name"])
     except (TypeError, ValueError):
-        return  # an unknown name: get_scheduler says so, naming the stage
+        return  # an unknown name: building the stage says so, naming the stage
     if not warms_up:
         raise ValueError(
             f"`stages[0]` ({stage['name']!r}) has no warmup, but the run's `num_warmup_steps` ({num_warmup_steps}) "
@@ -333,78 +340,43 @@ def _check_first_stage_warms_up(stage: Mapping, num_warmup_steps: Any, given: bo
         )
 
 
-def get_sequential_schedule(
-    learning_rate: float, stages: List[Mapping], num_warmup_steps: Optional[int] = None,
-    num_training_steps: Optional[int] = None, num_cycles: Optional[float] = None, lr_end: Optional[float] = None,
-    power: Optional[float] = None, min_lr: Optional[float] = None, lr_warmup_init: Optional[float] = None,
-    last_epoch: int = -1,
+#: Builds one stage: ``build_stage(name, learning_rate, num_training_steps=..., **options)`` (the registry's
+#: ``get_scheduler``, which hands itself to :func:`schedule_of_stages`).
+StageBuilder = Callable[..., LRScheduler]
+
+
+def schedule_of_stages(
+    learning_rate: float, stages: Any, build_stage: StageBuilder, stage_warms_up: Callable[[str], bool], *,
+    num_warmup_steps: Optional[int] = None, num_training_steps: Optional[int] = None,
+    shared: Optional[Mapping[str, Any]] = None, lr_warmup_init: Optional[float] = None, last_epoch: int = -1,
 ) -> SequentialSchedule:
-    r"""Registry schedules one after another (``"sequential"``): a :class:`~paddle_llrd.SequentialSchedule`.
+    """The :class:`SequentialSchedule` of ``stages`` (``[{"name": ..., "num_steps": ..., **options}, ...]``).
 
-    Each entry of ``stages`` is a dict ``{"name": ..., "num_steps": ...,
-    **options}``: the stage is ``get_scheduler(name, learning_rate,
-    num_training_steps=num_steps, **options)`` and starts, at its own step 0,
-    where the stages before it end. ``options`` may hold the stage's own
-    ``learning_rate`` (its peak; the run's by default), ``num_warmup_steps``
-    and any argument of its schedule. The last stage may leave ``num_steps``
-    out: it then takes what is left of ``num_training_steps``; otherwise the
-    lengths must add up to ``num_training_steps`` (when it is given).
-
-    The run's ``num_warmup_steps`` and ``lr_warmup_init`` (a Trainer's
-    ``warmup_steps`` / ``warmup_ratio``) are the first stage's, unless it sets
-    its own (a different non-zero value for both raises ``ValueError``; so
-    does a warmup for a first stage whose schedule has none, ``"constant"``,
-    which would drop it); later stages have no warmup unless they set
-    ``num_warmup_steps``.
-    ``num_cycles``, ``lr_end``, ``power`` and ``min_lr``, when given, go to
-    every stage that takes them and does not set its own.
-
-    Args:
-        learning_rate (float): The peak lr of every stage that does not set its own.
-        stages (list[dict]): The stages, as above.
-        num_warmup_steps (int, optional): The first stage's warmup.
-        num_training_steps (int, optional): The whole run's steps.
-        num_cycles, lr_end, power, min_lr (float, optional): Shared stage options.
-        lr_warmup_init (float, optional): The first stage's warmup start.
-        last_epoch (int, optional): The last step already taken. Default: ``-1``.
-
-    Raises:
-        ValueError / TypeError: a stage that is not a dict, lacks ``name`` or
-            (but for the last) ``num_steps``, sets ``last_epoch``, or that its
-            schedule refuses; the message names the stage (``stages[i]``).
-
-    Examples:
-        >>> from paddle_llrd import get_scheduler
-        >>> from paddle_llrd.schedules.curve import lr_curve
-        >>> scheduler = get_scheduler(
-        ...     "sequential", 1.0, num_warmup_steps=2, num_training_steps=8,
-        ...     stages=[{"name": "inverse_sqrt", "num_steps": 4},
-        ...             {"name": "cosine", "learning_rate": 0.5}])
-        >>> [round(lr, 6) for lr in lr_curve(scheduler, 8)]
-        [0.0, 0.5, 1.0, 0.816497, 0.5, 0.426777, 0.25, 0.073223, 0.0]
+    What ``get_sequential_schedule`` (the registry's ``"sequential"``)
+    builds; the rules of ``stages`` are its. Each stage is
+    ``build_stage(name, learning_rate, num_training_steps=num_steps,
+    **options)`` and ``stage_warms_up(name)`` says whether its schedule has a
+    warmup: the registry passes its own ``get_scheduler`` and answer, so this
+    module needs no table of names. ``shared`` holds the options that go to
+    every stage that does not set its own.
     """
     stages = _stage_spec(stages)
     if num_training_steps is not None:
         num_training_steps = checked_step_count(num_training_steps, "num_training_steps", minimum=1)
     lengths = _stage_lengths(stages, num_training_steps)
     given_warmup = num_warmup_steps is not None and num_warmup_steps != 0
-    shared = {
-        key: value
-        for key, value in (("num_cycles", num_cycles), ("lr_end", lr_end), ("power", power), ("min_lr", min_lr))
-        if value is not None
-    }
     schedules = []
     for index, (stage, length) in enumerate(zip(stages, lengths)):
         options = {key: value for key, value in stage.items() if key not in _STAGE_KEYS}
         stage_lr = options.pop("learning_rate", learning_rate)
         if index == 0:
-            _check_first_stage_warms_up(stage, num_warmup_steps, given_warmup)
+            _check_first_stage_warms_up(stage, num_warmup_steps, given_warmup, stage_warms_up)
             options.update(_first_stage_option(stage, "num_warmup_steps", num_warmup_steps, given_warmup))
             options.update(_first_stage_option(stage, "lr_warmup_init", lr_warmup_init, lr_warmup_init is not None))
         options.setdefault("num_warmup_steps", 0)
-        options = {**shared, **options}
+        options = {**(shared or {}), **options}
         try:
-            schedule = registry.get_scheduler(stage["name"], stage_lr, num_training_steps=length, **options)
+            schedule = build_stage(stage["name"], stage_lr, num_training_steps=length, **options)
         except (TypeError, ValueError, KeyError) as exc:
             raise type(exc)(f"`stages[{index}]` ({stage['name']!r}): {exc}") from exc
         schedules.append(schedule)

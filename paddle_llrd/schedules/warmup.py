@@ -40,6 +40,7 @@ from ..checks import checked_finite, checked_non_negative, checked_step_index, i
 from . import factors
 from .factors import lr_lambda, warmup_fraction
 from .long_warmup import warn_if_warmup_outlasts_training
+from .optimizer_link import FollowedScheduler
 from .schedule_checks import checked_floor_lr, checked_step_count, checked_warmup
 
 __all__ = [
@@ -106,8 +107,8 @@ def _total_and_warmup(total_steps: Any, warmup: Any) -> "tuple[int, int]":
 # ----------------------------------------------------------------------------
 # Resuming: a set_state_dict that checks before it changes anything.
 # ----------------------------------------------------------------------------
-class _CheckedResume:
-    """Mixed into every scheduler here (before Paddle's class).
+class _CheckedResume(FollowedScheduler):
+    """Mixed into every scheduler here (before Paddle's class), with :class:`~.optimizer_link.FollowedScheduler`.
 
     Paddle's ``LRScheduler.set_state_dict`` takes whatever it is given and
     sets ``last_epoch`` before it finds ``last_lr`` missing; this one checks

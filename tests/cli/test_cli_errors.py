@@ -4,7 +4,8 @@ naming the flag, never a traceback; ``schedules`` with a warmup longer than
 training prints its table (numbers against schedule_formulas.py); ``lr-table``
 treats ``--decay 0`` alike in both styles (refused: a decay of 0 is a freeze).
 ``python -m paddle_llrd`` without a command is a usage error (exit status 2).
-``--help`` is plain text, and ``lr-table`` prints a line per layer group.
+``--help`` is plain text, and ``lr-table`` prints a line per layer group; a
+warning of the package is one line naming its class.
 The flag checks that need no fresh process run in-process below."""
 from __future__ import annotations
 
@@ -129,6 +130,19 @@ def test_help_is_plain_text(command):
     shown = run_cli(command, "--help")
     assert shown.returncode == 0 and shown.stdout.startswith(f"usage: python -m paddle_llrd {command}"), shown.stderr
     assert not re.search(r"``|:(class|func|meth|data|doc|ref|mod):`", shown.stdout), shown.stdout
+
+
+def test_a_package_warning_is_one_line_naming_its_class_not_a_source_line():
+    """``--decay 1.5`` trains lower layers faster than the head: the command says so in one line, as
+    ``train``'s console does, attributed to no file (it read ``<frozen runpy>:88: ...``), and prints the
+    table with the embeddings at ``1.5 ** 3``."""
+    done = run_cli("lr-table", "--layers", "2", "--decay", "1.5")
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("warning (DecayAboveOneWarning): "), done.stderr
+    assert "`layerwise_decay`=1.5 is greater than 1" in lines[0]
+    embeddings = [line.split() for line in done.stdout.splitlines() if line.startswith("embeddings ")]
+    assert float(embeddings[0][1]) == 1.5**3
 
 
 def test_lr_table_prints_a_line_per_layer_group_by_default():

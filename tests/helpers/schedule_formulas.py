@@ -14,13 +14,14 @@ import math
 import numpy as np
 import pytest
 
-from paddle_llrd import TYPE_TO_SCHEDULER_FUNCTION
+from paddle_llrd import TYPE_TO_SCHEDULER_FUNCTION, LongWarmupWarning
 
 
 def warns_if_warmup_outlasts(warmup, total):
-    """``pytest.warns`` the long-warmup ``UserWarning`` when the warmup (steps or fraction) is longer than training."""
+    """``pytest.warns`` the :class:`~paddle_llrd.LongWarmupWarning` when the warmup (steps or fraction) is longer
+    than training."""
     if warmup_steps(warmup, total) > total:
-        return pytest.warns(UserWarning, match="is longer than training")
+        return pytest.warns(LongWarmupWarning)
     return contextlib.nullcontext()
 
 

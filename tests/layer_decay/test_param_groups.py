@@ -21,7 +21,7 @@ import paddle.nn.functional as F
 import pytest
 from paddle import nn
 
-from paddle_llrd import AdamWDL, LayerMap, layer_decay_param_groups, param_groups_table, resolve_layer_map
+from paddle_llrd import AdamWDL, LayerMap, LayerMapWarning, layer_decay_param_groups, param_groups_table, resolve_layer_map
 from paddle_llrd.layer_decay.layer_maps import build_name_dict
 from paddle_llrd.cli.lr_table import main as lr_table_main
 from paddle_llrd.layer_decay.param_groups import format_param_groups_table
@@ -235,7 +235,8 @@ def test_every_layer_map_form_gives_the_same_groups(layer_map):
 
 def test_explicit_n_layers_deepens_the_scale():
     model = build("llama")
-    groups = layer_decay_param_groups(model, 0.5, n_layers=5)
+    with pytest.warns(LayerMapWarning):  # n_layers=5 for 3 blocks: said, and taken
+        groups = layer_decay_param_groups(model, 0.5, n_layers=5)
     assert [g["learning_rate"] for g in groups if g["weight_decay"] == 0.0][:1] == [0.5**6]  # embeddings: 0.5 ** (5 + 1)
     assert max(g["learning_rate"] for g in groups) == 1.0
 

@@ -72,8 +72,9 @@ def test_type_to_scheduler_function_maps_every_type():
         (get_constant_schedule_with_warmup, "(learning_rate, num_warmup_steps, last_epoch=-1, *, num_training_steps=None)"),
         (get_polynomial_decay_schedule_with_warmup,
          "(learning_rate, num_warmup_steps, num_training_steps, lr_end=1e-07, power=1.0, last_epoch=-1)"),
-        (get_scheduler, "(name, learning_rate, num_warmup_steps=None, num_training_steps=None, num_cycles=0.5, "
-                        "lr_end=1e-07, power=1.0, min_lr=0.0, **kwargs)"),
+        (get_scheduler, "(name, learning_rate=None, num_warmup_steps=None, num_training_steps=None, num_cycles=0.5, "
+                        "lr_end=1e-07, power=1.0, min_lr=0.0, *, optimizer=None, scheduler_specific_kwargs=None, "
+                        "**kwargs)"),
     ],
     ids=lambda value: getattr(value, "__name__", ""),
 )
@@ -89,7 +90,8 @@ STEP_CASES = [(10, 50), (0, 30), (1, 12), (25, 25), (7, 8), (12, 9)]
 
 @pytest.mark.parametrize("warmup,total", STEP_CASES)
 def test_linear_schedule(warmup, total):
-    scheduler = get_linear_schedule_with_warmup(4e-4, warmup, total)
+    with formula.warns_if_warmup_outlasts(warmup, total):
+        scheduler = get_linear_schedule_with_warmup(4e-4, warmup, total)
     assert isinstance(scheduler, LambdaDecay)
     assert_run(scheduler, lambda s: formula.linear(4e-4, warmup, total, s), total + 8)
 
@@ -98,7 +100,8 @@ def test_linear_schedule(warmup, total):
 @pytest.mark.parametrize("min_lr", [0.0, 1e-5, 4e-4])
 @pytest.mark.parametrize("warmup,total", STEP_CASES)
 def test_cosine_schedule(warmup, total, num_cycles, min_lr):
-    scheduler = get_cosine_schedule_with_warmup(4e-4, warmup, total, num_cycles=num_cycles, min_lr=min_lr)
+    with formula.warns_if_warmup_outlasts(warmup, total):
+        scheduler = get_cosine_schedule_with_warmup(4e-4, warmup, total, num_cycles=num_cycles, min_lr=min_lr)
     assert isinstance(scheduler, LambdaDecay)
     assert_run(scheduler, lambda s: formula.cosine(4e-4, warmup, total, s, num_cycles, min_lr), total + 8)
 
@@ -122,7 +125,8 @@ def test_constant_schedule_with_warmup(warmup):
 @pytest.mark.parametrize("lr_end,power", [(1e-7, 1.0), (0.0, 2.0), (1e-3, 0.5), (5e-3, 3.0)])
 @pytest.mark.parametrize("warmup,total", STEP_CASES)
 def test_polynomial_schedule(warmup, total, lr_end, power):
-    scheduler = get_polynomial_decay_schedule_with_warmup(1e-2, warmup, total, lr_end=lr_end, power=power)
+    with formula.warns_if_warmup_outlasts(warmup, total):
+        scheduler = get_polynomial_decay_schedule_with_warmup(1e-2, warmup, total, lr_end=lr_end, power=power)
     assert isinstance(scheduler, LambdaDecay)
     assert_run(scheduler, lambda s: formula.polynomial(1e-2, warmup, total, s, lr_end, power), total + 8)
 

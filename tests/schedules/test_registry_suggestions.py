@@ -1,6 +1,7 @@
 """The registry's refusal of an unknown schedule name or option ends with the
 closest valid one (docs/schedules.rst): ``get_scheduler("cosin")`` suggests
-``'cosine'``, and ``lr_scheduler_kwargs`` keys of the Trainer integrations are
+``'cosine'``, a name in another framework's words the schedule it means
+(``"cosine_warmup"``, ``"get_cosine_schedule_with_warmup"``: ``'cosine'``), and ``lr_scheduler_kwargs`` keys of the Trainer integrations are
 suggested from the schedule's own options. Every caller reads the one message
 (``get_scheduler``, ``LLRDTrainingArguments``, ``python -m paddle_llrd train``)."""
 from __future__ import annotations
@@ -27,6 +28,27 @@ def test_an_unknown_name_is_refused_with_the_closest_registered_one(name, closes
     message = str(info.value)
     assert message.startswith(f"Unknown scheduler name {name!r}; valid names are: linear, cosine, "), message
     assert message.endswith(f". Did you mean {closest!r}?"), message
+
+
+@pytest.mark.parametrize("name, meant", [
+    ("cosine_warmup", "cosine"),  # not cosine_annealing_with_warmup, the closest spelling
+    ("warmup_linear", "linear"),
+    ("linear_with_warmup", "linear"),
+    ("constant_warmup", "constant_with_warmup"),
+    ("get_cosine_schedule_with_warmup", "cosine"),  # Hugging Face's and PaddleNLP's function names
+    ("get_polynomial_decay_schedule_with_warmup", "polynomial"),
+    ("CosineDecayWithWarmup", "cosine"),  # PaddleNLP's class names
+    ("PolyDecayWithWarmup", "polynomial"),
+    ("ConstScheduleWithWarmup", "constant_with_warmup"),
+    ("cosine_hard_restarts", "cosine_with_restarts"),
+    ("wsd", "warmup_stable_decay"),
+    ("reduce_on_plateau", "reduce_lr_on_plateau"),
+    ("cosine_warmup_with_min_lr", "cosine_with_min_lr"),  # Hugging Face's name
+])
+def test_a_name_from_another_framework_is_refused_with_the_schedule_it_means(name, meant):
+    with pytest.raises(ValueError) as info:
+        paddle_llrd.get_scheduler(name, 0.1, num_warmup_steps=1, num_training_steps=4)
+    assert str(info.value).endswith(f". Did you mean {meant!r}?"), info.value
 
 
 def test_a_name_close_to_nothing_gets_no_suggestion():

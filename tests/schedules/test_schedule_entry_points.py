@@ -25,6 +25,7 @@ from paddle_llrd import (
     LongWarmupWarning,
     PolyDecayWithWarmup,
     TYPE_TO_SCHEDULER_FUNCTION,
+    TrainerSettingWarning,
     get_constant_schedule_with_warmup,
     get_cosine_schedule_with_warmup,
     get_cosine_with_hard_restarts_schedule_with_warmup,
@@ -126,10 +127,15 @@ def test_has_a_warmup_is_the_registrys_answer_at_every_entry_point(name):
 
 
 def test_a_schedule_without_a_warmup_warns_and_runs_without_it_through_a_trainer():
-    """reduce_lr_on_plateau (whose get_scheduler refuses a warmup) and constant alike: the warning, then the peak."""
+    """reduce_lr_on_plateau (whose get_scheduler refuses a warmup) and constant alike: the warning, then the peak
+    (reduce_lr_on_plateau also says that without evaluations its lr never moves)."""
     for name in ("constant", "reduce_lr_on_plateau"):
-        with pytest.warns(UserWarning, match=f"lr_scheduler_type='{name}' has no warmup"):
+        with pytest.warns(TrainerSettingWarning) as warned:
             scheduler = build_scheduler(trainer_args(name), TOTAL)
+        messages = [str(warning.message) for warning in warned]
+        assert any(f"lr_scheduler_type='{name}' has no warmup" in message for message in messages), messages
+        assert any("evaluation_strategy is 'no'" in message for message in messages) is (
+            name == "reduce_lr_on_plateau"), messages
         inner = getattr(scheduler, "scheduler", scheduler)
         assert inner() == LR
 

@@ -310,6 +310,7 @@ FACTORIES = {
 
 @pytest.mark.parametrize("name", sorted(FACTORIES))
 @pytest.mark.parametrize("k", [0, 5, 10, 23, 45])
+@pytest.mark.filterwarnings("ignore::paddle_llrd.DetachedSchedulerWarning")  # no optimizer follows it, on purpose
 def test_resume_with_last_epoch(name, k):
     uninterrupted = FACTORIES[name]()
     for _ in range(k + 1):
@@ -545,6 +546,7 @@ BAD_EPOCHS = [(-5, ValueError), (float("nan"), TypeError), (float("inf"), TypeEr
 
 
 @pytest.mark.parametrize("name", [str(key) for key in __import__("paddle_llrd").TYPE_TO_SCHEDULER_FUNCTION])
+@pytest.mark.filterwarnings("ignore::paddle_llrd.DetachedSchedulerWarning")  # no optimizer follows it, on purpose
 def test_step_epoch_is_checked_by_name_on_every_registered_schedule(name):
     scheduler, metric = _registered(name)
     for _ in range(3):

@@ -207,6 +207,24 @@ from record import save
 save(last_epoch=scheduler.last_epoch, lr=scheduler(), lr_seen=optimizer.get_lr())
 """),
     harness.from_doc("get-scheduler-cosine", "get-scheduler-cosine", epilogue=SCHEDULE_READ_BACK),
+    harness.from_doc(
+        "get-scheduler-hugging-face", "get-scheduler-hugging-face",
+        prelude="""
+            import paddle
+            applied = []  # the lr each optimizer.step() trains with, read as it starts
+            paddle_step = paddle.optimizer.AdamW.step
+
+            def recording_step(self):
+                applied.append(self.get_lr())
+                return paddle_step(self)
+
+            paddle.optimizer.AdamW.step = recording_step
+        """,
+        epilogue="""
+            from record import save
+            save(applied=applied, last_epoch=lr_scheduler.last_epoch, lr=optimizer.get_lr())
+        """,
+    ),
     harness.from_doc("get-scheduler-cosine-min-lr", "get-scheduler-cosine-min-lr",
                      prelude="from paddle_llrd import get_scheduler", epilogue=SCHEDULE_READ_BACK),
     harness.from_doc("get-scheduler-wsd", "get-scheduler-wsd",
@@ -550,6 +568,26 @@ def test_cosine_loop_ends_at_zero(user_path):
     expected = formulas.cosine(5e-5, 100, 1000, 1000)
     assert float(saved["lr"]) == pytest.approx(expected, abs=1e-15)
     assert float(saved["lr_seen"]) == pytest.approx(expected, abs=1e-15)
+
+
+@_user_path_test("get-scheduler-hugging-face")
+def test_hugging_faces_loop_trains_at_hugging_faces_lr_at_every_step(user_path):
+    """Hugging Face's call with 2 hard-restart cycles over 1000 steps, 100 of warmup, from the optimizer's
+    5e-5: each of the 1000 updates at Hugging Face's lr for its step, and the printed lr (that of the next
+    step) too."""
+    result = user_path("get-scheduler-hugging-face").check()
+
+    def hugging_face(s):
+        return formulas.hard_restarts(5e-5, 100, 1000, 2, s)
+
+    applied = result.saved["applied"]
+    np.testing.assert_allclose(applied, [hugging_face(s) for s in range(1000)], rtol=1e-9, atol=1e-15)
+    assert int(result.saved["last_epoch"]) == 1000
+    assert float(result.saved["lr"]) == hugging_face(1000) == 0.0
+    printed = harness.lines_matching(result.stdout, r"^step (\d+): lr (\S+)$")
+    assert [int(step) for step, _ in printed] == [0, 250, 500, 750]
+    for step, lr in printed:
+        assert float(lr) == pytest.approx(hugging_face(int(step) + 1), rel=1e-5), step
 
 
 SCHEDULE_FORMULAS = {
