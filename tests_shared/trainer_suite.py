@@ -41,6 +41,7 @@ from trainer_checks import (
 import paddle_llrd
 from paddle_llrd import layerwise_lr_decay
 from paddle_llrd.integrations.run_state import STATE_FILE
+from update_paths import cpu_flat_path
 
 # --- layer decay from the arguments ---------------------------------------------------------------
 def test_layerwise_decay_field_gives_each_parameter_its_ratio(kit, tmp_path):
@@ -116,7 +117,7 @@ def test_a_run_with_the_default_max_grad_norm_takes_the_multi_tensor_step_at_eve
     args = kit.args(tmp_path, max_steps=4, layerwise_decay=0.8)
     assert args.max_grad_norm == 1.0
     kit.trainer(args, callbacks=[recorder]).train()
-    assert recorder.paths == [("multi_tensor", None)] * 4
+    assert recorder.paths == [cpu_flat_path()] * 4
 
 
 SCHEDULES = {

@@ -7,7 +7,6 @@ Paddle 3 is listed in docs/ema.rst, "What differs from PaddleNLP's class".
 from __future__ import annotations
 
 import contextlib
-import functools
 import math
 import operator
 import warnings
@@ -16,13 +15,11 @@ from typing import Any
 
 import numpy as np
 import paddle
-from paddle import _C_ops
 
 from ..checks import checked_choice, checked_count, checked_in_range, checked_positive, is_real_number
 from ..warning_classes import CheckpointMatchWarning, stacklevel_outside_package
 from .eager import runs_eagerly_under_sot
-from .buffers import alias_of_run, gathered, numel, share_flat, storage_runs
-from .fused_operator import ema_update, unavailable_reason, warn_unavailable
+from .ema_layout import FlatSegment, flat_segments, fused_update
 from .threads import FlatThreads
 
 __all__ = ["WARMUP_STYLES", "ExponentialMovingAverage", "checked_ema_decay", "ema_horizon", "warmup_decay"]
@@ -33,12 +30,6 @@ _STATE_KEYS = ("decay", "warmup", "num_updates", "shadow")
 _WARMUP_STATE_DEFAULTS = {"warmup_style": "tensorflow", "warmup_power": 2.0 / 3.0, "warmup_gamma": 1.0}
 #: The decay warm-up rules: TensorFlow's ``num_updates`` rule and timm's ``ModelEmaV3`` rule.
 WARMUP_STYLES = ("tensorflow", "timm")
-# A parameter this large that does not share a buffer with its neighbours is
-# updated in place on its own: three more ops cost less than copying it
-# into a gathered tensor at every update (on one CPU core, 32 tensors of
-# 8,192 elements update in 0.39 ms gathered and 1.0 ms one by one; of
-# 16,384, 2.2 ms gathered and 1.5 ms one by one).
-_UPDATED_ALONE_NUMEL = 1 << 14
 
 
 def _validated_warmup(warmup: Any) -> bool:
@@ -134,103 +125,6 @@ def _loaded_shadow(name: str, value: Any, param: paddle.Tensor) -> paddle.Tensor
     if isinstance(value, np.ndarray):
         return paddle.to_tensor(value, dtype=dtype, place=param.place)
     return value if value.dtype == dtype else paddle.cast(value, dtype)
-
-
-class _FlatSegment:
-    """Shadows that one set of ops updates: views of one flat buffer, in the
-    order of a flat tensor of their parameters' values, which is either an
-    alias of the range the parameters tile in a buffer of theirs (as
-    AdamWDL's multi-tensor step lays them out) or gathered at each update.
-    A large CPU segment is updated in contiguous chunks on a thread pool
-    (:class:`~paddle_llrd.optim.threads.FlatThreads`), the same bits."""
-
-    __slots__ = ("params", "shadow_flat", "params_alias", "bounds", "shadow_chunks", "alias_chunks", "threads")
-
-    def __init__(self, params: list[paddle.Tensor], shadows: list[paddle.Tensor], aliased: bool,
-                 threads: FlatThreads) -> None:
-        self.params = params
-        self.shadow_flat = share_flat(shadows)
-        self.params_alias = alias_of_run(params) if aliased else None
-        self.threads = threads
-        self.bounds = threads.bounds(0, numel(self.shadow_flat), self.shadow_flat.place)
-        self.shadow_chunks = [self.shadow_flat._slice(a, b) for a, b in self.bounds]
-        self.alias_chunks = None if self.params_alias is None else [self.params_alias._slice(a, b) for a, b in self.bounds]
-
-    def update(self, decay: float) -> None:
-        """The shadows' update of :meth:`ExponentialMovingAverage.update` for ``0 <= decay < 1``."""
-        if len(self.bounds) == 1:
-            values = self.params_alias if self.params_alias is not None else gathered(self.params)
-            _update_flat(self.shadow_flat, values, decay)
-            return
-        if self.alias_chunks is not None:
-            chunks = self.alias_chunks
-        else:
-            values = gathered(self.params)
-            chunks = [values._slice(a, b) for a, b in self.bounds]
-        self.threads.run([
-            functools.partial(_update_flat, shadow, values, decay) for shadow, values in zip(self.shadow_chunks, chunks)
-        ])
-
-
-def _update_flat(shadow: paddle.Tensor, values: paddle.Tensor, decay: float) -> None:
-    """``shadow = d * shadow + (1 - d) * values`` in place (flat tensors, or chunks of them; on any thread)."""
-    if values.dtype != shadow.dtype:
-        values = _C_ops.cast(values, shadow.dtype)
-    if decay == 0.0:
-        _C_ops.assign_out_(values, shadow)
-        return
-    # d * s + (1 - d) * p without a temporary for (1 - d) * p.
-    shadow.scale_(decay / (1.0 - decay))
-    shadow.add_(values)
-    shadow.scale_(1.0 - decay)
-
-
-def _fused_update(segments: list[_FlatSegment], decay: float, threads: int) -> bool:
-    """The update of every segment by one call of the fused operator (one pass over memory on
-    ``threads`` threads, the bits of :func:`_update_flat`); False where it cannot run (not
-    built, a segment off the CPU), and the segments are then updated by Paddle's ops."""
-    reason = unavailable_reason()
-    if reason is not None:
-        warn_unavailable(reason)
-        return False
-    if not all(segment.shadow_flat.place.is_cpu_place() for segment in segments):
-        return False
-    values = [segment.params_alias if segment.params_alias is not None else gathered(segment.params)
-              for segment in segments]
-    ema_update([segment.shadow_flat for segment in segments], values,
-               [entry for index in range(len(segments)) for entry in (index, 0)], decay, threads)
-    return True
-
-
-def _flat_segments(params: list[paddle.Tensor], shadows: list[paddle.Tensor], threads: FlatThreads) -> list[_FlatSegment]:
-    """The segments for the present storage of ``params`` (their shadows are
-    laid out anew, values kept): one per run of two or more parameters that
-    tile a range of one buffer, or of one large parameter; the others
-    gathered, one segment per (place, parameter dtype, shadow dtype)."""
-    groups: dict[tuple[str, Any, str, Any], list[int]] = {}
-    for index, (param, shadow) in enumerate(zip(params, shadows)):
-        if numel(param) > 0:  # (an empty one has nothing to update)
-            groups.setdefault((str(param.place), param.dtype, str(shadow.place), shadow.dtype), []).append(index)
-    segments = []
-    with paddle.no_grad():
-        for indices in groups.values():
-            gathered = []
-            for run in storage_runs([params[i] for i in indices]):
-                run = [indices[i] for i in run]
-                if len(run) > 1 or numel(params[run[0]]) >= _UPDATED_ALONE_NUMEL:
-                    segments.append(
-                        _FlatSegment([params[i] for i in run], [shadows[i] for i in run], aliased=True, threads=threads)
-                    )
-                else:
-                    gathered.extend(run)
-            if gathered:
-                gathered.sort()
-                segments.append(
-                    _FlatSegment(
-                        [params[i] for i in gathered], [shadows[i] for i in gathered], aliased=False, threads=threads
-                    )
-                )
-    return segments
 
 
 def _checked_steps(value: Any, method: str) -> int:
@@ -379,7 +273,7 @@ class ExponentialMovingAverage:
         self._params: dict[str, paddle.Tensor] = {}
         # The shadows as flat segments, for the parameters' storage and the
         # shadow tensors recorded beside them (laid out anew when either changes).
-        self._segments: list[_FlatSegment] | None = None
+        self._segments: list[FlatSegment] | None = None
         self._laid_out_for: tuple[list[int], list[paddle.Tensor]] = ([], [])
         self._threads = threads
 
@@ -532,12 +426,12 @@ class ExponentialMovingAverage:
         decay = self.current_decay()
         with paddle.no_grad():
             segments = self._flat_segments()
-            if not _fused_update(segments, decay, self._threads.count):
+            if not fused_update(segments, decay, self._threads.count):
                 for segment in segments:
                     segment.update(decay)
         self.num_updates += 1
 
-    def _flat_segments(self) -> list[_FlatSegment]:
+    def _flat_segments(self) -> list[FlatSegment]:
         """The segments, laid out anew if a parameter's storage or a shadow tensor changed since.
 
         A parameter whose data pointer is unchanged is where it was: an
@@ -555,7 +449,7 @@ class ExponentialMovingAverage:
             or any(map(operator.is_not, shadows, laid_out_shadows))
         ):
             self._segments = None  # (frees the previous aliases before the new buffers are made)
-            self._segments = _flat_segments(params, [self.shadow[name] for name in self._params], self._threads)
+            self._segments = flat_segments(params, [self.shadow[name] for name in self._params], self._threads)
             self._laid_out_for = (pointers, shadows)
         return self._segments
 

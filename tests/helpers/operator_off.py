@@ -18,8 +18,7 @@ from pathlib import Path
 
 import paddle
 import pytest
-
-from paddle_llrd.optim.fused_operator import unavailable_reason
+from update_paths import cpu_flat_path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FUSED = ("fused", None)
@@ -43,8 +42,7 @@ def flat_path() -> tuple[str, str | None]:
         return OPERATOR_OFF
     if paddle.get_device() != "cpu":
         return ON_A_GPU
-    reason = unavailable_reason()  # (a machine without a compiler: Paddle's kernels, said why)
-    return FUSED if reason is None else ("multi_tensor", reason)
+    return cpu_flat_path()
 
 
 def rerun_with_the_operator_off(*node_ids: str, env: dict[str, str] | None = None) -> None:
