@@ -22,7 +22,7 @@ $(VENV_STAMP):
 	$(PY) -m pip install -q --upgrade pip
 	touch $@
 
-$(DEMO_STAMP): $(VENV_STAMP) setup.py requirements-dev.txt paddle_llrd/optim/csrc/fused_adamw.cc
+$(DEMO_STAMP): $(VENV_STAMP) setup.py requirements-dev.txt $(wildcard paddle_llrd/optim/csrc/*)
 	@echo "make: installing paddle_llrd with Paddle (CPU) and the demo's packages (tqdm, matplotlib, scikit-learn) into $(VENV)"
 	$(PIP_INSTALL) -e '.[cpu,demo]'
 	@echo "make: building the fused AdamW operator (once per machine and Paddle; without a compiler AdamWDL runs Paddle's kernels)"

@@ -26,6 +26,9 @@ setup(
     long_description=long_description,
     long_description_content_type="text/markdown",
     packages=find_packages(include=["paddle_llrd", "paddle_llrd.*"]),
+    # The fused operator's C++ sources: built at first use (or by `python -m paddle_llrd
+    # build-operator`) with paddle.utils.cpp_extension, for the Paddle installed beside it.
+    package_data={"paddle_llrd.optim": ["csrc/*.cc", "csrc/*.h"]},
     python_requires=">=3.9",
     install_requires=["numpy"],
     extras_require={

@@ -11,11 +11,12 @@ and this check makes sure the one it picked is the one Paddle runs here.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import paddle
 from paddle import _C_ops
 
-from .fused_operator import ema_update, fused_adamw
 
 __all__ = ["operator_mismatch"]
 
@@ -25,17 +26,19 @@ _DECAYS = (True, True, False)
 _COEFF = 0.01
 
 
-def operator_mismatch() -> str | None:
-    """What differs from Paddle's kernels (None: every bit agrees)."""
+def operator_mismatch(fused_adamw: Callable[..., None], ema_update: Callable[..., None]) -> str | None:
+    """What the operators, called by ``fused_adamw`` and ``ema_update`` (those of
+    :mod:`~paddle_llrd.optim.fused_operator`), compute otherwise than Paddle's kernels (None:
+    every bit agrees)."""
     with paddle.no_grad():
         for amsgrad in (False, True):
-            found = _adamw_mismatch(amsgrad)
+            found = _adamw_mismatch(fused_adamw, amsgrad)
             if found is not None:
                 return found
-        return _ema_mismatch()
+        return _ema_mismatch(ema_update)
 
 
-def _adamw_mismatch(amsgrad: bool) -> str | None:
+def _adamw_mismatch(fused_adamw: Callable[..., None], amsgrad: bool) -> str | None:
     rng = np.random.default_rng(7)
     total = sum(_SIZES)
     start = rng.standard_normal(total).astype("float32")
@@ -82,7 +85,7 @@ def _adamw_mismatch(amsgrad: bool) -> str | None:
     return None
 
 
-def _ema_mismatch() -> str | None:
+def _ema_mismatch(ema_update: Callable[..., None]) -> str | None:
     rng = np.random.default_rng(11)
     values = [paddle.to_tensor(rng.standard_normal(size).astype("float32")) for size in _SIZES]
     shadow = paddle.to_tensor(rng.standard_normal(sum(_SIZES)).astype("float32"))

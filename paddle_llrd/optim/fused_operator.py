@@ -1,17 +1,18 @@
 """The fused CPU operator: built once per machine and Paddle, loaded once per process.
 
-``csrc/fused_adamw.cc`` holds two Paddle custom operators (``PD_BUILD_OP``):
-``paddle_llrd_fused_adamw``, the update of a whole
+``csrc/`` holds two Paddle custom operators (``PD_BUILD_OP``):
+``paddle_llrd_fused_adamw`` (``fused_adamw.cc``), the update of a whole
 :class:`~paddle_llrd.optim.multi_tensor.FlatLayout` (clip, decay, Adam step,
 beta powers) in one pass over memory on a pool of threads of its own, and
-``paddle_llrd_ema_update``, the EMA's update in one pass. Both compute every
+``paddle_llrd_ema_update`` (``ema_update.cc``), the EMA's update in one pass, on
+the same pool (``thread_pool.h``). Both compute every
 value as Paddle's own CPU kernels do, so the bits are theirs.
 
 They are built with ``paddle.utils.cpp_extension`` (in a child process, its
 output kept out of the user's) the first time they are wanted, or by
 ``make install`` (:func:`build`), and cached under
 ``~/.cache/paddle_llrd/operators`` (``PADDLE_LLRD_OPERATOR_DIR`` moves it),
-in a folder named after everything the build depends on (the source, the
+in a folder named after everything the build depends on (the sources, the
 flags, Paddle's and Python's versions, the CPU, the compiler). Loading checks the operators
 against Paddle's kernels on a small problem; where the build or that check
 fails (no C++ compiler, ``CXX`` pointing at one that fails, another
@@ -39,6 +40,7 @@ from typing import Any, Iterator
 import paddle
 
 from ..warning_classes import FusedOperatorWarning
+from .fused_check import operator_mismatch
 
 __all__ = [
     "DISABLE_ENV", "OPERATOR_DIR_ENV", "build", "cache_directory", "doubles_as_ints", "ema_update", "fused_adamw",
@@ -47,7 +49,9 @@ __all__ = [
 
 DISABLE_ENV = "PADDLE_LLRD_FUSED"
 OPERATOR_DIR_ENV = "PADDLE_LLRD_OPERATOR_DIR"
-SOURCE = Path(__file__).resolve().parent / "csrc" / "fused_adamw.cc"
+CSRC = Path(__file__).resolve().parent / "csrc"
+SOURCES = [CSRC / "fused_adamw.cc", CSRC / "ema_update.cc"]
+HEADERS = [CSRC / "thread_pool.h"]
 LIBRARY = "paddle_llrd_ops"
 ADAMW_OP = "paddle_llrd_fused_adamw"
 EMA_OP = "paddle_llrd_ema_update"
@@ -96,7 +100,7 @@ def _cpu_signature() -> str:
 
 def _build_key() -> str:
     digest = hashlib.sha256()
-    for part in (SOURCE.read_bytes(), " ".join(FLAGS).encode(), paddle.__version__.encode(),
+    for part in (*(path.read_bytes() for path in SOURCES + HEADERS), " ".join(FLAGS).encode(), paddle.__version__.encode(),
                  str(getattr(paddle.version, "commit", "")).encode(), sys.version.encode(), platform.platform().encode(),
                  _cpu_signature().encode(), _compiler().encode()):
         digest.update(part)
@@ -124,7 +128,7 @@ def _file_lock(path: Path) -> Iterator[None]:
 _BUILD_SCRIPT = """
 import sys
 from paddle.utils.cpp_extension import load
-load(sys.argv[1], [sys.argv[2]], extra_cxx_cflags=sys.argv[4].split(), extra_ldflags=["-pthread"],
+load(sys.argv[1], sys.argv[2].split(":"), extra_cxx_cflags=sys.argv[4].split(), extra_ldflags=["-pthread"],
      build_directory=sys.argv[3], verbose=False)
 """
 
@@ -142,7 +146,7 @@ def _compile(target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as build_directory:
         done = subprocess.run(
-            [sys.executable, "-c", _BUILD_SCRIPT, LIBRARY, str(SOURCE), build_directory, " ".join(FLAGS)],
+            [sys.executable, "-c", _BUILD_SCRIPT, LIBRARY, ":".join(map(str, SOURCES)), build_directory, " ".join(FLAGS)],
             capture_output=True, text=True, env=dict(os.environ, CC=compiler, CXX=compiler), timeout=900,
         )
         built = Path(build_directory) / LIBRARY / f"{LIBRARY}.so"
@@ -181,10 +185,8 @@ def _load() -> str | None:
         _register(_library())
     except Exception as error:  # (any failure to build or load leaves Paddle's kernels in charge)
         return f"the fused operator is not built: {error}"
-    from .fused_check import operator_mismatch  # (here: it runs the operators just loaded)
-
     try:
-        mismatch = operator_mismatch()
+        mismatch = operator_mismatch(fused_adamw, ema_update)  # (the operators just loaded)
     except Exception as error:  # (an operator that cannot run its check does not serve)
         mismatch = f"its check failed: {type(error).__name__}: {error}"
     if mismatch is not None:

@@ -1,7 +1,7 @@
 // The fused CPU update of paddle_llrd: one call runs a whole AdamWDL step
-// (every flat bank of parameters, with its clip and layer ratios) and one
-// call a whole ExponentialMovingAverage update, each one pass over memory on
-// all the threads asked for (the pool below).
+// (every flat bank of parameters, with its clip and layer ratios), one pass
+// over memory on all the threads asked for (thread_pool.h; the EMA's update
+// is ema_update.cc).
 //
 // Bit for bit with Paddle: every value is computed with the operations, in
 // the order and precision, of Paddle's own CPU kernels (Paddle 3.x):
@@ -15,8 +15,8 @@
 //   - the clip classes' kernels (ClipGradByGlobalNorm's multiply by the
 //     scale cast to the gradient's type, ClipGradByValue's clip,
 //     ClipGradByNorm's clip_by_norm scaling from the squared norm);
-//   - cast (float32 master weight -> float16/bfloat16 parameter) and scale /
-//     add (the EMA's three ops) through phi's own types.
+//   - cast (float32 master weight -> float16/bfloat16 parameter) through
+//     phi's own types.
 // It is built with -ffp-contract=off, so the compiler fuses nothing Paddle
 // does not, and -fno-math-errno, so that sqrt vectorises.
 // The Python side (paddle_llrd/optim/fused_operator.py) checks the result
@@ -29,22 +29,15 @@
 #include <cstring>
 #include <vector>
 
-#include <atomic>
-#include <condition_variable>
-#include <exception>
-#include <functional>
-#include <memory>
-#include <mutex>
-#include <thread>
-
-#include <pthread.h>
-
 #include "paddle/extension.h"
+#include "thread_pool.h"
 
 namespace {
 
 using bfloat16 = phi::dtype::bfloat16;
 using float16 = phi::dtype::float16;
+using paddle_llrd::Pool;
+using paddle_llrd::threads_for;
 
 // ---------------------------------------------------------------- the layout
 // `layout` (int64 attribute): a header, then one record per bank, then one
@@ -293,113 +286,7 @@ void dispatch_range(const Bank<P>& bank, P* grad, const Segment& segment, const 
   }
 }
 
-int threads_for(int64_t asked, int64_t pieces) {
-  return static_cast<int>(std::max<int64_t>(1, std::min(asked, pieces)));
-}
 
-// ------------------------------------------------------------- the threads
-// The pieces of a call shared out between the caller and up to threads - 1
-// workers of one pool per process, by an atomic counter; the caller returns as
-// soon as every piece is done. Not OpenMP: its idle threads spin after every
-// parallel region (libgomp, which Paddle loads itself, reads how long only
-// when it loads) and its team's join waits for every thread of the team, so
-// with the cores busy a step waited for a worker the OS had not run (the
-// operator alone, 393k parameters, one core busy: 16 ms on 2 OpenMP threads,
-// 0.6 ms on one). Workers here sleep until there is work, and a worker that
-// wakes too late finds none and does not hold the caller up.
-struct Job {
-  std::function<void(int64_t)> task;
-  int64_t total = 0;
-  std::atomic<int64_t> next{0};
-  std::atomic<int64_t> done{0};
-  std::mutex mutex;
-  std::condition_variable finished;
-  std::exception_ptr error;
-
-  void work() {
-    for (;;) {
-      const int64_t k = next.fetch_add(1);
-      if (k >= total) return;
-      try {
-        task(k);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(mutex);
-        if (!error) error = std::current_exception();
-      }
-      if (done.fetch_add(1) + 1 == total) {
-        std::lock_guard<std::mutex> lock(mutex);
-        finished.notify_all();
-      }
-    }
-  }
-};
-
-class Pool {
- public:
-  static Pool& instance() {
-    static std::once_flag registered;
-    std::call_once(registered, [] { pthread_atfork(nullptr, nullptr, [] { current() = new Pool(); }); });
-    return *current();
-  }
-
-  // task(k) for every k in [0, total), on up to `threads` threads (the caller among them).
-  void run(int threads, int64_t total, std::function<void(int64_t)> task) {
-    auto job = std::make_shared<Job>();
-    job->task = std::move(task);
-    job->total = total;
-    std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);  // (another caller's job runs: this one alone)
-    if (threads > 1 && busy.owns_lock()) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      while (static_cast<int>(workers_.size()) < threads - 1) {
-        const int index = static_cast<int>(workers_.size());
-        workers_.emplace_back([this, index] { serve(index); });
-        workers_.back().detach();
-      }
-      job_ = job;
-      wanted_ = threads - 1;
-      ++generation_;
-      wake_.notify_all();
-    }
-    job->work();
-    {
-      std::unique_lock<std::mutex> lock(job->mutex);
-      job->finished.wait(lock, [&] { return job->done.load() == job->total; });
-    }
-    if (busy.owns_lock()) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      job_.reset();
-    }
-    if (job->error) std::rethrow_exception(job->error);
-  }
-
- private:
-  static Pool*& current() {
-    static Pool* pool = new Pool();  // (never destroyed: its detached workers may outlive static destruction)
-    return pool;
-  }
-
-  void serve(int index) {
-    uint64_t seen = 0;
-    for (;;) {
-      std::shared_ptr<Job> job;
-      {
-        std::unique_lock<std::mutex> lock(mutex_);
-        wake_.wait(lock, [&] { return generation_ != seen && index < wanted_; });
-        seen = generation_;
-        job = job_;
-      }
-      if (job) job->work();
-    }
-  }
-
-  std::mutex busy_;   // held by the caller whose job the workers share
-  std::mutex mutex_;  // guards what follows
-  std::condition_variable wake_;
-  std::vector<std::thread> workers_;
-  std::shared_ptr<Job> job_;
-  int wanted_ = 0;
-  uint64_t generation_ = 0;
-};
 
 template <typename T>
 T read_scalar(const paddle::Tensor& tensor) {
@@ -642,86 +529,6 @@ std::vector<paddle::Tensor> FusedAdamWForward(
   return {};
 }
 
-// -------------------------------------------------------------------- the EMA
-// shadow = ((shadow * (d / (1 - d)) + 0) + value) * (1 - d) + 0, each op
-// rounded to the shadow's type as Paddle's scale_/add_/scale_ round it (a
-// value of another type cast to it first); d = 0 copies the values.
-// `spans`: per value, the shadow buffer it goes to and its offset there.
-template <typename S, typename V>
-void ema_range(S* shadow, const V* value, int64_t n, S keep, S blend, bool copy) {
-  for (int64_t i = 0; i < n; ++i) {
-    S v = static_cast<S>(value[i]);
-    if (copy) {
-      shadow[i] = v;
-    } else {
-      S kept = shadow[i] * keep + static_cast<S>(0);
-      kept = kept + v;
-      shadow[i] = kept * blend + static_cast<S>(0);
-    }
-  }
-}
-
-struct EmaPiece {
-  int64_t value, offset, count;
-};
-
-template <typename S>
-void ema_piece(std::vector<paddle::Tensor>& shadows, const std::vector<paddle::Tensor>& values, int64_t shadow_index,
-               int64_t shadow_offset, const EmaPiece& piece, S keep, S blend, bool copy) {
-  S* shadow = shadows[shadow_index].data<S>() + shadow_offset;
-  const paddle::Tensor& value = values[piece.value];
-  switch (value.dtype()) {
-    case paddle::DataType::FLOAT32:
-      ema_range<S, float>(shadow, value.data<float>() + piece.offset, piece.count, keep, blend, copy);
-      break;
-    case paddle::DataType::FLOAT64:
-      ema_range<S, double>(shadow, value.data<double>() + piece.offset, piece.count, keep, blend, copy);
-      break;
-    case paddle::DataType::BFLOAT16:
-      ema_range<S, bfloat16>(shadow, value.data<bfloat16>() + piece.offset, piece.count, keep, blend, copy);
-      break;
-    case paddle::DataType::FLOAT16:
-      ema_range<S, float16>(shadow, value.data<float16>() + piece.offset, piece.count, keep, blend, copy);
-      break;
-    default:
-      PD_THROW("paddle_llrd EMA: unsupported parameter dtype");
-  }
-}
-
-std::vector<paddle::Tensor> EmaUpdateForward(std::vector<paddle::Tensor>& shadows,
-                                             const std::vector<paddle::Tensor>& values,
-                                             const std::vector<int64_t>& spans, const std::vector<int64_t>& settings) {
-  // settings: decay's bits, threads
-  PD_CHECK(spans.size() == 2 * values.size(), "paddle_llrd EMA: two span entries per value");
-  const double decay = as_double(settings[0]);
-  const bool copy = decay == 0.0;
-  struct Item {
-    int64_t shadow, shadow_offset;
-    EmaPiece piece;
-  };
-  std::vector<Item> items;
-  for (size_t v = 0; v < values.size(); ++v) {
-    PD_CHECK(values[v].is_cpu() && shadows[spans[2 * v]].is_cpu(), "paddle_llrd EMA: CPU tensors only");
-    const int64_t n = values[v].numel();
-    for (int64_t start = 0; start < n; start += kPiece) {
-      EmaPiece piece{static_cast<int64_t>(v), start, std::min(kPiece, n - start)};
-      items.push_back({spans[2 * v], spans[2 * v + 1] + start, piece});
-    }
-  }
-  const int threads = threads_for(settings[1], static_cast<int64_t>(items.size()));
-  Pool::instance().run(threads, static_cast<int64_t>(items.size()), [&](int64_t k) {
-    const Item& item = items[k];
-    if (shadows[item.shadow].dtype() == paddle::DataType::FLOAT64) {
-      ema_piece<double>(shadows, values, item.shadow, item.shadow_offset, item.piece, decay / (1.0 - decay),
-                        1.0 - decay, copy);
-    } else {
-      ema_piece<float>(shadows, values, item.shadow, item.shadow_offset, item.piece,
-                       static_cast<float>(decay / (1.0 - decay)), static_cast<float>(1.0 - decay), copy);
-    }
-  });
-  return {};
-}
-
 }  // namespace
 
 PD_BUILD_OP(paddle_llrd_fused_adamw)
@@ -740,10 +547,3 @@ PD_BUILD_OP(paddle_llrd_fused_adamw)
                     {paddle::Vec("Beta1Pows"), paddle::Vec("Beta1PowsOut")},
                     {paddle::Vec("Beta2Pows"), paddle::Vec("Beta2PowsOut")}})
     .SetKernelFn(PD_KERNEL(FusedAdamWForward));
-
-PD_BUILD_OP(paddle_llrd_ema_update)
-    .Inputs({paddle::Vec("Shadows"), paddle::Vec("Values")})
-    .Outputs({paddle::Vec("ShadowsOut")})
-    .Attrs({"spans: std::vector<int64_t>", "settings: std::vector<int64_t>"})
-    .SetInplaceMap({{paddle::Vec("Shadows"), paddle::Vec("ShadowsOut")}})
-    .SetKernelFn(PD_KERNEL(EmaUpdateForward));
