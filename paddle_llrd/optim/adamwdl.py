@@ -420,16 +420,16 @@ class AdamWDL(AdamW):
         return self._states([param])[param.name]
 
     def _states(self, params: list[Any]) -> dict[str, ParamState]:
-        """The :class:`ParamState` of each of ``params`` by name, read from the accumulators
-        (keyed by the master weight's name where there is one) by C-level passes."""
-        names = list(map(_NAME, params))
-        masters = [self._master_weights[n] if self._uses_master(p) else None for p, n in zip(params, names)] \
-            if self._multi_precision else [None] * len(params)
-        keys = [n if m is None else m.name for n, m in zip(names, masters)]
+        """Each of ``params``' :class:`ParamState` by name, read from the accumulators by C-level passes."""
+        names = keys = list(map(_NAME, params))
+        masters, fallbacks = repeat(None), repeat(False)
+        if self._multi_precision:
+            masters = [self._master_weights[n] if self._uses_master(p) else None for p, n in zip(params, names)]
+            keys = [n if m is None else m.name for n, m in zip(names, masters)]
+            fallbacks = [m is not None and on_cpu(p) for p, m in zip(params, masters)]
         kinds = [self._moment1_acc_str, self._moment2_acc_str, self._moment2_acc_max_str if self._amsgrad else None,
                  self._beta1_pow_acc_str, self._beta2_pow_acc_str]
         columns = [repeat(None) if kind is None else map(self._accumulators[kind].__getitem__, keys) for kind in kinds]
-        fallbacks = [m is not None and on_cpu(p) for p, m in zip(params, masters)]
         return dict(zip(names, map(ParamState, zip(*columns), masters, fallbacks)))
 
     def _uses_master(self, param: Any) -> bool:

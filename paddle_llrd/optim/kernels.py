@@ -14,6 +14,7 @@ decay op is :func:`decoupled_decay` with the factor of :func:`decay_factor`.
 from __future__ import annotations
 
 import functools
+import itertools
 import operator
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -331,8 +332,11 @@ def check_learning_rate_dtype(params: Iterable[Any], lr_dtype: Any) -> None:
         ValueError: AdamWDL: parameter 'w64' is float64 but the learning rate is float32 (...
     """
     params = list(params)
+    dtypes = list(map(_DTYPE, params))
+    if all(map(operator.is_, dtypes, itertools.repeat(lr_dtype))):  # (Paddle's dtypes are singletons: one C pass)
+        return
     expected = _computes_in(lr_dtype)
-    for dtype in set(map(_DTYPE, params)):
+    for dtype in set(dtypes):
         if _computes_in(dtype) != expected:
             name = next(param.name for param in params if param.dtype == dtype)
             raise ValueError(
