@@ -1,6 +1,6 @@
 """``step(); clear_grad()`` of ``AdamWDL`` in a training loop, against
-``paddle.optimizer.AdamW`` (time ratio, lower is faster; targets: <= 0.15x with
-many small tensors, <= 0.6x on BERT-base shapes), its multi-tensor path
+``paddle.optimizer.AdamW`` (time ratio, lower is faster; targets, clipped / not: at most
+0.25x / 0.14x with many small tensors, 0.30x / 0.25x on BERT-base shapes), its default path
 against its per-parameter one, with or without the gradient clipping users run.
 
 Each optimizer trains its own copy of the model (same initial weights), so
@@ -76,7 +76,9 @@ from bench_common import (
 
 # The step+clear_grad time ratio to AdamW each regime must stay under (docs/benchmarks.rst),
 # with or without clipping: the clipped loop is the one users run.
-TARGET_RATIOS = {"bert-base": 0.6, "small-params": 0.15}
+# The default step's targets, with ClipGradByGlobalNorm(1.0) (as users run) and without.
+TARGET_RATIOS = {("bert-base", True): 0.30, ("bert-base", False): 0.25,
+                 ("small-params", True): 0.25, ("small-params", False): 0.14}
 # Each round is timed right after the backward, or with glibc's deferred work
 # from the backward's frees paid first (settle_freed_memory); rounds alternate.
 VARIANTS = ("as_timed", "settled")
@@ -201,7 +203,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     paths = {name: tally.summary() for name, tally in tallies.items()}
     multi_paths = paths["adamwdl_multi_tensor"]
-    target = TARGET_RATIOS[args.regime]
+    target = TARGET_RATIOS[args.regime, bool(args.clip)]
     threads = resolve_num_threads(args.num_threads)
     n_parameters = sum(int(p.size) for p in params["adamw"])
     kernel_times = _operator_alone(n_parameters, threads, rounds)

@@ -110,8 +110,8 @@ def test_training_loop_benchmark_runs_the_multi_tensor_path(capsys):
     assert results["loop_multi_tensor_ratio"] > 0 and results["loop_per_parameter_ratio"] > 0
     # rounds alternate: as timed, then with glibc's deferred work of the backward's frees paid first
     assert results["steps"] == 2 * 3 and results["settled_loop_multi_tensor_ratio"] > 0
-    assert results["settled_meets_target"] == (results["settled_loop_multi_tensor_ratio"] <= 0.15)
-    assert results["target_ratio"] == 0.15
+    assert results["settled_meets_target"] == (results["settled_loop_multi_tensor_ratio"] <= 0.14)
+    assert results["target_ratio"] == 0.14  # (unclipped small tensors)
     # 28 bytes per float32 parameter: 4 blocks x 12 Linear(16, 16) + the 64 x 16 table
     assert results["parameters"] == 48 // 2 * (16 * 16 + 16) + 64 * 16 and results["num_threads"] == 3
     seconds = results["multi_tensor_kernels_ms"] / 1e3
