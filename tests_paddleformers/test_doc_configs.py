@@ -29,6 +29,7 @@ import pytest
 import yaml
 from test_cli import DECAY, LEARNING_RATE, N_LAYERS, check_first_step_ratios, weights
 from trainer_checks import file_hashes
+from update_paths import cpu_flat_path
 
 from paddle_llrd.cli.train_console import LAUNCH_LOG_NAME, LOG_NAME
 from paddle_llrd.cli.train_env import TRAIN_ENV_PYTHON
@@ -38,6 +39,8 @@ sys.path.insert(0, str(REPO_ROOT / "tests" / "user_paths"))
 import harness  # noqa: E402
 
 MAX_STEPS = 2
+# The path the train command's steps take here, as its summary names it ("fused" where the operator is built).
+FLAT_PATH = cpu_flat_path()[0].replace("_", "-")
 CONFIGS = harness.CONFIG_LANGUAGES
 SHELL = harness.SHELL_LANGUAGES
 #: The markers this file runs (tests/user_paths/test_shell_blocks.py checks every marker is run somewhere).
@@ -137,9 +140,9 @@ def run_cli_page(tmp_path: Path, config_marker: str, commands_marker: str, works
         assert trained_steps(output_dir) == config["max_steps"], command
         assert (output_dir / "ema").is_dir() == ("ema_decay" in config)
         assert "EMAHorizonWarning" not in output  # the pages' EMAs warm up
-        # every step on the multi-tensor path, clipping by the Trainer's default max_grad_norm included
+        # every step on the flat layout's path, clipping by the Trainer's default max_grad_norm included
         steps = config["max_steps"]
-        assert f"update path: multi-tensor at {steps} of {steps} steps" in output, (command, output[-3000:])
+        assert f"update path: {FLAT_PATH} at {steps} of {steps} steps" in output, (command, output[-3000:])
         outputs.append(output)
     return outputs
 
@@ -188,7 +191,7 @@ def test_the_try_it_commands_train_the_minimal_config_as_written_with_a_short_co
         assert any(re.fullmatch(rf"  {group} +{ratio:.4g} +{LEARNING_RATE * ratio:.3e}", line) for line in lines), group
     assert [line for line in lines if "saved" in line] == [f"step {k}/4: saved ./out/checkpoint-{k}" for k in range(1, 5)]
     # the Trainer's default max_grad_norm (1.0) clips on the multi-tensor step (docs/adamwdl.rst)
-    assert "update path: multi-tensor at 4 of 4 steps" in lines, console
+    assert f"update path: {FLAT_PATH} at 4 of 4 steps" in lines, console
     assert lines[-1].startswith("wrote the final model in ./out, 4 checkpoints") and lines[-1].endswith(
         f"the full log in ./out/{LOG_NAME}"), lines[-1]
     log = (tmp_path / "out" / LOG_NAME).read_text()

@@ -303,14 +303,14 @@ def final_summary(output_dir: str, log: str, seen: "ConsoleCallback") -> List[st
 
 def update_path_summary(paths: Counter) -> str:
     """The update paths the optimizer's steps took (``AdamWDL.last_update_path`` after each):
-    ``update path: multi-tensor at 4 of 4 steps``, with the reason of any other path.
+    ``update path: fused at 4 of 4 steps``, with the reason of any other path.
 
     Examples:
         >>> from collections import Counter
-        >>> update_path_summary(Counter({("multi_tensor", None): 4}))
-        'update path: multi-tensor at 4 of 4 steps'
-        >>> update_path_summary(Counter({("multi_tensor", None): 3, ("per_parameter", "an AMP overflow step"): 1}))
-        'update path: multi-tensor at 3 of 4 steps, per-parameter at 1 (an AMP overflow step)'
+        >>> update_path_summary(Counter({("fused", None): 4}))
+        'update path: fused at 4 of 4 steps'
+        >>> update_path_summary(Counter({("fused", None): 3, ("per_parameter", "an AMP overflow step"): 1}))
+        'update path: fused at 3 of 4 steps, per-parameter at 1 (an AMP overflow step)'
     """
     total = sum(paths.values())
     shown = []

@@ -35,6 +35,10 @@ def operator_mismatch(fused_adamw: Callable[..., None], ema_update: Callable[...
             found = _adamw_mismatch(fused_adamw, amsgrad)
             if found is not None:
                 return found
+        for dtype in ("float16", "bfloat16"):
+            found = _master_cast_mismatch(fused_adamw, dtype)
+            if found is not None:
+                return found
         return _ema_mismatch(ema_update)
 
 
@@ -82,6 +86,28 @@ def _adamw_mismatch(fused_adamw: Callable[..., None], amsgrad: bool) -> str | No
         return "the second moments"
     if not np.array_equal(pows[0].numpy(), np.full(len(_SIZES), pieces[0][4].numpy()[0])):
         return "the beta powers"
+    return None
+
+
+def _master_cast_mismatch(fused_adamw: Callable[..., None], dtype: str) -> str | None:
+    """The float32 master weights' cast into ``dtype`` parameters, against Paddle's ``cast``
+    (Paddle 3.0 rounds float16 toward zero, later versions to nearest: the operator takes
+    the conversion of the installed Paddle's headers, and this makes sure it is the one
+    Paddle's own build runs)."""
+    rng = np.random.default_rng(13)
+    size = 4096
+    master = paddle.to_tensor(rng.standard_normal(size).astype("float32"))
+    param = paddle.cast(master, dtype)
+    grad = paddle.cast(paddle.to_tensor(rng.standard_normal(size).astype("float32")), dtype)
+    moments = [paddle.zeros([size]), paddle.zeros([size])]
+    pows = [paddle.full([1], 0.9), paddle.full([1], 0.999)]
+    starts = paddle.to_tensor([0, size], dtype="int64")
+    layout = [1, 1, 0, 0, 1, 0, 1, 1, 0, 0, 0, size, 1]  # one bank with master weights, one decayed segment
+    scalars = [0.9, 0.999, 1e-8, 0.0, 0.0, _COEFF, 1.0, _COEFF, 1.0]
+    fused_adamw([param], [grad], [moments[0]], [moments[1]], [moments[1]], [master], [pows[0]], [pows[1]], [starts],
+                [starts], paddle.full([1], 1e-3), layout, scalars)
+    if not np.array_equal(param.numpy().view(np.int16), paddle.cast(master, dtype).numpy().view(np.int16)):
+        return f"the cast of float32 master weights into {dtype} parameters"
     return None
 
 

@@ -56,8 +56,10 @@ LIBRARY = "paddle_llrd_ops"
 ADAMW_OP = "paddle_llrd_fused_adamw"
 EMA_OP = "paddle_llrd_ema_update"
 # -ffp-contract=off: no multiply-add fused that Paddle's kernels do not fuse;
-# -fno-math-errno: sqrt without errno, so that the loops vectorise.
-FLAGS = ["-O3", "-march=native", "-fno-math-errno", "-ffp-contract=off", "-pthread"]
+# -fno-math-errno: sqrt without errno, so that the loops vectorise; -mno-f16c: the
+# float16 conversion of Paddle's headers in software, as Paddle's x86 wheels build it
+# (with F16C the header takes the instruction, which rounds otherwise than Paddle 3.0).
+FLAGS = ["-O3", "-march=native", "-mno-f16c", "-fno-math-errno", "-ffp-contract=off", "-pthread"]
 
 _lock = threading.Lock()
 _state: dict[str, Any] = {"loaded": False, "reason": None, "warned": False}
