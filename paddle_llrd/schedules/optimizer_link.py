@@ -21,8 +21,10 @@ Examples:
     >>> import paddle
     >>> from paddle_llrd import get_scheduler
     >>> model = paddle.nn.Linear(2, 2)
-    >>> optimizer = paddle.optimizer.AdamW(learning_rate=0.1, parameters=model.parameters())
-    >>> lr_scheduler = get_scheduler("linear", optimizer=optimizer, num_warmup_steps=2, num_training_steps=4)
+    >>> optimizer = paddle.optimizer.AdamW(learning_rate=0.1,
+    ...                                    parameters=model.parameters())
+    >>> lr_scheduler = get_scheduler("linear", optimizer=optimizer,
+    ...                              num_warmup_steps=2, num_training_steps=4)
     >>> lrs = []
     >>> for _ in range(4):
     ...     model(paddle.ones([1, 2])).sum().backward()
