@@ -6,7 +6,11 @@ itself, to Paddle's own gradient tensors. :func:`group_clip`
 computes what the clip computes before its elementwise op, with the ops
 Paddle calls, in its order and dtypes (each squared norm by Paddle's own
 ``_squared_l2_norm``, their sums by ``stack(...).sum()`` per dtype group, the
-scale by ``divide``/``maximum`` as ``ClipGradByGlobalNorm`` does); the
+scale by ``divide``/``maximum`` as ``ClipGradByGlobalNorm`` does), except
+that the squared norms of float32 CPU gradients and their sum come from one
+call of the fused operators' ``paddle_llrd_squared_norms``, which adds in
+Eigen's order as those kernels do (where it serves: it is checked against
+them first, see :mod:`~paddle_llrd.optim.fused_operator`); the
 elementwise op then runs per flat range (in the fused operator, or by
 :func:`kernel_gradient` with Paddle's ops), which gives the same bits
 because an elementwise op's result for one element does not depend on the
@@ -20,6 +24,7 @@ parameter with ``need_clip=False`` takes no part (Paddle tests ``is False``).
 """
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Sequence
 from typing import Any, NamedTuple
@@ -27,6 +32,8 @@ from typing import Any, NamedTuple
 import paddle
 from paddle import _C_ops
 from paddle.nn.clip import _squared_l2_norm
+
+from . import fused_operator
 
 __all__ = [
     "FLAT_CLIP_CLASSES", "NO_CLIP", "NORM", "SCALE", "VALUE", "GroupClip", "flat_clip_refusal", "group_clip",
@@ -115,10 +122,12 @@ def flat_clip_refusal(grad_clip: Any, grads: Sequence[paddle.Tensor] = ()) -> st
     return None
 
 
-def group_clip(grad_clip: Any, clipped_grads: Sequence[paddle.Tensor]) -> GroupClip:
+def group_clip(grad_clip: Any, clipped_grads: Sequence[paddle.Tensor], threads: int | None = None) -> GroupClip:
     """What ``grad_clip`` (None, or a class :func:`flat_clip_refusal` accepts) does to a group
     whose gradients with ``need_clip`` are ``clipped_grads``, in the optimizer's order (the
     global norm sums the squared norms in it): Paddle's values, computed as Paddle computes them.
+    ``threads``: the gradients are on the CPU, and their squared norms may be taken by the
+    fused operator on this many threads (None: by Paddle's kernels).
 
     Examples:
         >>> import paddle
@@ -134,7 +143,7 @@ def group_clip(grad_clip: Any, clipped_grads: Sequence[paddle.Tensor]) -> GroupC
         return GroupClip(VALUE, low=grad_clip.min, high=grad_clip.max)
     if type(grad_clip) is paddle.nn.ClipGradByNorm:
         return GroupClip(NORM, max_norm=grad_clip.clip_norm)
-    scale = _global_norm_scale(grad_clip, clipped_grads)
+    scale = _global_norm_scale(grad_clip, clipped_grads, threads)
     return NONE if scale is None else GroupClip(SCALE, scale=scale)
 
 
@@ -143,20 +152,43 @@ def _add_n(tensors: list[paddle.Tensor]) -> paddle.Tensor:
     return paddle.stack(tensors).sum()
 
 
-def squared_norms(grads: Sequence[paddle.Tensor]) -> paddle.Tensor:
-    """Each gradient's squared L2 norm by Paddle's kernel, stacked (``ClipGradByNorm``'s
-    ``clip_by_norm`` kernel computes the same sum; the fused operator scales from it)."""
+def squared_norms(grads: Sequence[paddle.Tensor], threads: int | None = None) -> paddle.Tensor:
+    """Each gradient's squared L2 norm as Paddle's kernel computes it, stacked (``ClipGradByNorm``'s
+    ``clip_by_norm`` kernel computes the same sum; the fused operator scales from it).
+    ``threads``: as :func:`group_clip`'s."""
+    by_operator = _operator_norms(grads, threads)
+    if by_operator is not None:
+        return by_operator[0]
     return paddle.stack(list(map(_C_ops.squared_l2_norm, grads))).reshape([-1])
 
 
-def _global_norm_scale(grad_clip: paddle.nn.ClipGradByGlobalNorm,
-                       clipped: Sequence[paddle.Tensor]) -> paddle.Tensor | None:
+def _operator_norms(grads: Sequence[paddle.Tensor], threads: int | None) -> tuple[paddle.Tensor, paddle.Tensor] | None:
+    """The squared norms of ``grads`` and their sum by ``paddle_llrd_squared_norms``, or None
+    where it does not serve them (``threads`` None, a gradient not float32, the operator
+    unavailable or unlike Paddle's kernels here, a NaN)."""
+    if threads is None or not grads or fused_operator.norms_unavailable_reason() is not None:
+        return None
+    # (-1, which no sum of squares is, stays where a gradient is not float32: the operator
+    # checks the dtypes, at a fraction of the cost of reading them here)
+    squares, total = paddle.empty([len(grads)], dtype="float32"), paddle.full([], -1.0, dtype="float32")
+    fused_operator.squared_norms(list(grads), squares, total, threads)
+    value = total.item()
+    # Of two NaN operands, an addition keeps one, and which one (so the sign bit of a NaN
+    # norm) is the compiler's choice in Paddle's build: a NaN sum is left to Paddle's kernels.
+    return None if value < 0 or math.isnan(value) else (squares, total)
+
+
+def _global_norm_scale(grad_clip: paddle.nn.ClipGradByGlobalNorm, clipped: Sequence[paddle.Tensor],
+                       threads: int | None) -> paddle.Tensor | None:
     """``clip_var`` of clip.py:715-858, or None where ``auto_skip_clip`` clips nothing."""
     # clip.py:726-766: a squared norm per gradient (float16/bfloat16 ones in
     # float32 where Paddle's mp-type flag says so: its own helper decides),
     # listed by the norm's dtype; any dtype not half or single goes with float64.
-    dtypes = set(map(_DTYPE, clipped))
-    if dtypes <= _FULL_PRECISION:
+    by_operator = _operator_norms(clipped, threads)
+    dtypes = set() if by_operator is not None else set(map(_DTYPE, clipped))
+    if by_operator is not None:  # (float32 only: the single list, already summed)
+        half, single, double = [], [by_operator[1]], []
+    elif dtypes <= _FULL_PRECISION:
         # No half-precision gradient: Paddle's helper would call the kernel
         # unchanged on each, at ~10 us of Python per gradient; one C-level map.
         squares = list(map(_C_ops.squared_l2_norm, clipped))
@@ -180,7 +212,7 @@ def _global_norm_scale(grad_clip: paddle.nn.ClipGradByGlobalNorm,
     if half:
         partial_sums.append(_add_n(half).astype(sum_dtype))
     if single:
-        single_sum = _add_n(single)
+        single_sum = single[0] if by_operator is not None else _add_n(single)
         partial_sums.append(single_sum if sum_dtype == "float32" else single_sum.astype(sum_dtype))
     if double:
         partial_sums.append(_add_n(double))

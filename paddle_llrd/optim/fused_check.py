@@ -5,7 +5,9 @@ problem (three steps; decayed and undecayed segments, one with a layer
 ratio; a global-norm clip written back; with and without AMSGrad) beside
 Paddle's ``adamw_`` kernel on copies of the same tensors, and
 ``paddle_llrd_ema_update`` beside the EMA's three Paddle ops, and says what
-differs. Paddle's CPU kernels compute differently on different CPUs (phi's
+differs; :func:`norms_mismatch` does the same for ``paddle_llrd_squared_norms``
+against ``squared_l2_norm`` and ``stack(...).sum()``, over sizes that take
+each branch of Eigen's reduction. Paddle's CPU kernels compute differently on different CPUs (phi's
 generated AVX-512 code, or its reference loop); the operator mirrors both,
 and this check makes sure the one it picked is the one Paddle runs here.
 """
@@ -18,12 +20,18 @@ import paddle
 from paddle import _C_ops
 
 
-__all__ = ["operator_mismatch"]
+__all__ = ["norms_mismatch", "operator_mismatch"]
 
 _SIZES = (1029, 2048, 515)
 _SCALES = (1.0, 0.5, 1.0)
 _DECAYS = (True, True, False)
 _COEFF = 0.01
+# Gradient sizes for the squared norms: each branch of Eigen's reduction (leftover
+# elements only, one packet, pairs of packets and an odd one, leftovers after
+# packets, and ranges cut in two, once and again, at packet boundaries).
+_NORM_SIZES = (1, 7, 8, 24, 33, 1000, 8192, 8193, 20000, 70001)
+# Gradients of one element each, more than one leaf of the sum over gradients.
+_MANY_GRADS = 9000
 
 
 def operator_mismatch(fused_adamw: Callable[..., None], ema_update: Callable[..., None]) -> str | None:
@@ -131,4 +139,23 @@ def _ema_mismatch(ema_update: Callable[..., None]) -> str | None:
                 target.scale_(1.0 - decay)
     if not np.array_equal(np.concatenate([t.numpy() for t in expected]).view(np.int32), shadow.numpy().view(np.int32)):
         return "the EMA's shadows"
+    return None
+
+
+def norms_mismatch(squared_norms: Callable[..., None]) -> str | None:
+    """What ``paddle_llrd_squared_norms``, called by ``squared_norms`` (that of
+    :mod:`~paddle_llrd.optim.fused_operator`), computes otherwise than Paddle's
+    ``squared_l2_norm`` per gradient and ``stack(...).sum()`` over them (None: every bit agrees)."""
+    rng = np.random.default_rng(17)
+    grads = [paddle.to_tensor((rng.standard_normal(size) * rng.uniform(0.01, 100.0)).astype("float32"))
+             for size in _NORM_SIZES]
+    grads += paddle.unbind(paddle.to_tensor(rng.standard_normal([_MANY_GRADS, 1]).astype("float32")))
+    for count in (len(_NORM_SIZES), len(grads)):
+        squares, total = paddle.empty([count], dtype="float32"), paddle.empty([], dtype="float32")
+        squared_norms(grads[:count], squares, total, 2)
+        expected = list(map(_C_ops.squared_l2_norm, grads[:count]))
+        if not np.array_equal(paddle.stack(expected).reshape([-1]).numpy().view(np.int32), squares.numpy().view(np.int32)):
+            return "the gradients' squared norms"
+        if paddle.stack(expected).sum().numpy().view(np.int32) != total.numpy().view(np.int32):
+            return f"the sum of {count} squared norms"
     return None

@@ -1,11 +1,13 @@
 """The fused CPU operator: built once per machine and Paddle, loaded once per process.
 
-``csrc/`` holds two Paddle custom operators (``PD_BUILD_OP``):
+``csrc/`` holds three Paddle custom operators (``PD_BUILD_OP``):
 ``paddle_llrd_fused_adamw`` (``fused_adamw.cc``), the update of a whole
 :class:`~paddle_llrd.optim.multi_tensor.FlatLayout` (clip, decay, Adam step,
-beta powers) in one pass over memory on a pool of threads of its own, and
+beta powers) in one pass over memory on a pool of threads of its own;
 ``paddle_llrd_ema_update`` (``ema_update.cc``), the EMA's update in one pass, on
-the same pool (``thread_pool.h``). Both compute every
+the same pool (``thread_pool.h``); and ``paddle_llrd_squared_norms``
+(``squared_norms.cc``), the gradients' squared norms and their sum, which a
+clip computes before the update. All compute every
 value as Paddle's own CPU kernels do, so the bits are theirs.
 
 They are built with ``paddle.utils.cpp_extension`` (in a child process, its
@@ -19,7 +21,9 @@ fails (no C++ compiler, ``CXX`` pointing at one that fails, another
 platform), :func:`unavailable_reason` says why, a
 :class:`~paddle_llrd.FusedOperatorWarning` says it once, and the callers run
 Paddle's kernels instead, with the same numbers. ``PADDLE_LLRD_FUSED=0``
-turns the operators off.
+turns the operators off. The squared norms are checked on their own, at their
+first use (:func:`norms_unavailable_reason`): where they differ, the clip
+takes Paddle's kernels and the update still runs the fused operator.
 """
 from __future__ import annotations
 
@@ -40,21 +44,22 @@ from typing import Any, Iterator
 import paddle
 
 from ..warning_classes import FusedOperatorWarning
-from .fused_check import operator_mismatch
+from .fused_check import norms_mismatch, operator_mismatch
 
 __all__ = [
     "DISABLE_ENV", "OPERATOR_DIR_ENV", "build", "cache_directory", "doubles_as_ints", "ema_update", "fused_adamw",
-    "unavailable_reason", "warn_unavailable",
+    "norms_unavailable_reason", "squared_norms", "unavailable_reason", "warn_unavailable",
 ]
 
 DISABLE_ENV = "PADDLE_LLRD_FUSED"
 OPERATOR_DIR_ENV = "PADDLE_LLRD_OPERATOR_DIR"
 CSRC = Path(__file__).resolve().parent / "csrc"
-SOURCES = [CSRC / "fused_adamw.cc", CSRC / "ema_update.cc"]
+SOURCES = [CSRC / "fused_adamw.cc", CSRC / "ema_update.cc", CSRC / "squared_norms.cc"]
 HEADERS = [CSRC / "thread_pool.h"]
 LIBRARY = "paddle_llrd_ops"
 ADAMW_OP = "paddle_llrd_fused_adamw"
 EMA_OP = "paddle_llrd_ema_update"
+NORMS_OP = "paddle_llrd_squared_norms"
 # -ffp-contract=off: no multiply-add fused that Paddle's kernels do not fuse;
 # -fno-math-errno: sqrt without errno, so that the loops vectorise; -mno-f16c: the
 # float16 conversion of Paddle's headers in software, as Paddle's x86 wheels build it
@@ -62,7 +67,8 @@ EMA_OP = "paddle_llrd_ema_update"
 FLAGS = ["-O3", "-march=native", "-mno-f16c", "-fno-math-errno", "-ffp-contract=off", "-pthread"]
 
 _lock = threading.Lock()
-_state: dict[str, Any] = {"loaded": False, "reason": None, "warned": False}
+_state: dict[str, Any] = {"loaded": False, "reason": None, "warned": False, "norms_checked": False,
+                          "norms_reason": None}
 
 
 def doubles_as_ints(values: list[float]) -> list[int]:
@@ -206,6 +212,26 @@ def unavailable_reason() -> str | None:
     return _state["reason"]
 
 
+def norms_unavailable_reason() -> str | None:
+    """Why ``paddle_llrd_squared_norms`` cannot serve this process (None: it can): the
+    library's own reason, or a difference from Paddle's kernels found at its first use."""
+    reason = unavailable_reason()
+    if reason is not None:
+        return reason
+    if not _state["norms_checked"]:
+        with _lock:
+            if not _state["norms_checked"]:
+                try:
+                    with paddle.no_grad():
+                        mismatch = norms_mismatch(squared_norms)
+                except Exception as error:  # (an operator that cannot run its check does not serve)
+                    mismatch = f"its check failed: {type(error).__name__}: {error}"
+                _state["norms_reason"] = None if mismatch is None else (
+                    f"the squared norms differ from Paddle's kernels on this machine ({mismatch})")
+                _state["norms_checked"] = True
+    return _state["norms_reason"]
+
+
 def warn_unavailable(reason: str) -> None:
     """Say once per process why the fused operator does not run (and that the numbers are the same)."""
     if _state["warned"]:
@@ -232,6 +258,14 @@ def ema_update(shadows: list[Any], values: list[Any], spans: list[int], decay: f
     offset ``spans[2i + 1]`` on."""
     settings = doubles_as_ints([decay]) + [threads]
     paddle._C_ops._run_custom_op(EMA_OP, shadows, values, spans, settings)
+
+
+def squared_norms(grads: list[Any], squares: Any, total: Any, threads: int) -> None:
+    """One call of ``paddle_llrd_squared_norms``: each of the float32 CPU ``grads``' squared L2
+    norm into ``squares`` (float32, one element per gradient) and their sum into ``total``
+    (float32, one element), as Paddle's ``squared_l2_norm`` and ``stack(...).sum()`` compute them.
+    Where a gradient is not a float32 CPU tensor it writes nothing."""
+    paddle._C_ops._run_custom_op(NORMS_OP, grads, squares, total, [threads])
 
 
 def build(verbose: bool = True) -> str | None:

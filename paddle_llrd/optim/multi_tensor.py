@@ -366,7 +366,8 @@ def multi_tensor_step(layout: FlatLayout | None, batches: Sequence[UpdateBatch],
     else:
         layout.laid_out()
     clips = [NONE if batch.grad_clip is None else group_clip(batch.grad_clip, list(compress(
-        batch.grads, map(is_not, batch.need_clip, repeat(False))))) for batch in batches]
+        batch.grads, map(is_not, batch.need_clip, repeat(False)))), _cpu_threads(layout, group))
+        for group, batch in enumerate(batches)]
     fused, other, reason = [], [], None
     for bank in layout.banks:
         why = layout.operator_reason or fused_refusal(bank)
@@ -399,6 +400,13 @@ def fused_refusal(bank: Bank) -> str | None:
     return None
 
 
+def _cpu_threads(layout: FlatLayout, group: int) -> int | None:
+    """The layout's threads where every bank of ``group`` is on the CPU (the clip's squared norms
+    may then be taken there by the fused operators), else None."""
+    banks = layout.banks_of(group)
+    return layout.threads.count if banks and all(bank.param_flat.place.is_cpu_place() for bank in banks) else None
+
+
 def _routes(bank: Bank, coeff: Any, with_ratio: bool) -> list[Any]:
     """The :func:`~paddle_llrd.optim.per_parameter.decay_route` of each segment, kept with the
     bank and decided again when the weight decay (a schedule's) changes."""
@@ -428,7 +436,7 @@ def _fused_call(layout: FlatLayout, banks: list[Bank], batches: Sequence[Any], c
         if clip.mode == SCALE:
             clip_values.append(clip.scale)
         elif clip.mode == NORM:
-            clip_values.append(squared_norms(grads[-len(bank.params):]))
+            clip_values.append(squared_norms(grads[-len(bank.params):], layout.threads.count))
         else:
             clip_values.append(bank.param_starts)
         param_starts.append(bank.param_starts)

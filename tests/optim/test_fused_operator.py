@@ -5,6 +5,10 @@ kernels with the same numbers wherever it cannot run.
   with each clip class, over many steps with gradients of varied scale, on 1, 2 and 3
   threads; float32 and float16/bfloat16 master weights against the per-parameter path; with
   layer ratios against the per-parameter path.
+- The clip's squared norms (``paddle_llrd_squared_norms``): each gradient's and their sum are
+  those of Paddle's ``squared_l2_norm`` and ``stack(...).sum()``, bit for bit, for sizes that
+  take each branch of Eigen's reduction and for more gradients than one leaf of the sum;
+  a global-norm clip over so many gradients is AdamW's.
 - Its two arithmetics: the one Paddle's CPU kernel uses on this machine is checked against
   Paddle itself above; the other (phi's generated AVX-512 code where this CPU lacks it, the
   reference loop where it has it) against the formulas written out here, exactly.
@@ -29,7 +33,7 @@ import paddle
 import pytest
 
 from paddle_llrd import AdamWDL
-from paddle_llrd.optim.fused_operator import fused_adamw
+from paddle_llrd.optim.fused_operator import fused_adamw, squared_norms
 
 CLIPS = {
     "none": lambda: None,
@@ -136,6 +140,57 @@ def test_with_layer_ratios_and_master_weights_it_is_the_per_parameter_path(clip,
     _assert_bitwise(weights, expected[0])
     _assert_bitwise(grads, expected[1])
     _assert_bitwise(state, expected[2])
+
+
+# ------------------------------------------------------- the clip's squared norms
+# Each branch of Eigen's sum: leftover elements only, one packet, packets in pairs and an odd
+# one, leftovers after packets, a range cut in two at a packet boundary, and cut again.
+NORM_SIZES = [1, 3, 8, 15, 16, 24, 40, 8191, 8192, 8193, 16392, 65537, 300001]
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_the_clips_squared_norms_and_their_sum_are_paddles_kernels_bit_for_bit(threads):
+    rng = np.random.default_rng(threads)
+    values = [(rng.standard_normal(n) * 10.0 ** rng.uniform(-3, 3)).astype("float32") for n in NORM_SIZES]
+    values[3][5] = np.inf
+    grads = [paddle.to_tensor(value) for value in values]
+    # more squared norms than one leaf of their sum (8192): one-element gradients, views of one tensor
+    grads += paddle.unbind(paddle.to_tensor(rng.standard_normal([9000, 1]).astype("float32")))
+    for count in (len(NORM_SIZES), len(grads)):
+        squares, total = paddle.empty([count]), paddle.empty([])
+        squared_norms(grads[:count], squares, total, threads)
+        expected = paddle.stack([paddle._C_ops.squared_l2_norm(grad) for grad in grads[:count]]).reshape([-1])
+        assert np.array_equal(squares.numpy().view(np.int32), expected.numpy().view(np.int32))
+        assert total.numpy().view(np.int32) == expected.sum().numpy().view(np.int32)
+    finite = [np.sum(value.astype(np.float64) ** 2) for value in values if np.isfinite(value).all()]
+    got = [float(s) for s in squares.numpy()[:len(NORM_SIZES)] if np.isfinite(s)]
+    np.testing.assert_allclose(got, finite, rtol=1e-5)  # (and the float64 sums, to float32's accuracy)
+
+
+def test_the_squared_norms_of_gradients_not_all_float32_are_left_to_paddles_kernels():
+    squares, total = paddle.full([2], -1.0), paddle.full([], -1.0)
+    squared_norms([paddle.ones([3]), paddle.ones([3], dtype="float64")], squares, total, 2)
+    assert total.item() == -1.0 and squares.numpy().tolist() == [-1.0, -1.0]  # (nothing written)
+
+
+def test_a_global_norm_clip_over_more_gradients_than_one_leaf_of_the_sum_is_adamws():
+    def train(optimizer_class, **extra):
+        paddle.seed(5)
+        params = [paddle.create_parameter([int(n)], "float32") for n in np.random.default_rng(5).integers(1, 5, 8300)]
+        optimizer = optimizer_class(0.01, parameters=params, weight_decay=0.1,
+                                    grad_clip=paddle.nn.ClipGradByGlobalNorm(0.5), **extra)
+        rng = np.random.default_rng(6)
+        for _ in range(2):
+            weights = paddle.to_tensor(rng.standard_normal(sum(p.shape[0] for p in params)).astype("float32"))
+            (paddle.concat(params) * weights).sum().backward()
+            optimizer.step()
+            optimizer.clear_grad()
+        return np.concatenate([p.numpy() for p in params]), optimizer
+
+    weights, optimizer = train(AdamWDL, set_param_lr_fun=None)
+    assert optimizer.last_update_path == ("fused", None)
+    expected, _ = train(paddle.optimizer.AdamW)
+    assert np.array_equal(weights.view(np.int32), expected.view(np.int32))
 
 
 # ------------------------------------------------ the arithmetic Paddle does not run here
