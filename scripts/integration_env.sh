@@ -23,6 +23,13 @@ PY="$VENV/bin/python"
 STAMP="$VENV/.installed"
 REQUIREMENTS="requirements-$NAME.txt"
 
+# One install at a time: a second caller (CI runs this suite in two shards, one
+# per lane) waits for the first one's install and then finds it current.
+if command -v flock >/dev/null 2>&1; then
+    exec 9>"$VENV.lock"
+    flock 9
+fi
+
 stale=0
 if [ ! -f "$STAMP" ]; then
     stale=1

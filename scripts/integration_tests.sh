@@ -19,4 +19,11 @@ if [ "$NAME" = paddleformers ]; then
     DOCTESTS+=(paddle_llrd/cli/train_config.py paddle_llrd/cli/train_checks.py paddle_llrd/cli/train_workflows.py
                paddle_llrd/cli/tiny_llama.py)
 fi
-exec "$PY" -m pytest -q "tests_$NAME" "${DOCTESTS[@]}" "$@"
+# INTEGRATION_TESTS (space-separated paths) runs those instead of the whole suite:
+# CI's shards (.ci/run).
+if [ -n "${INTEGRATION_TESTS:-}" ]; then
+    read -r -a TESTS <<< "$INTEGRATION_TESTS"
+else
+    TESTS=("tests_$NAME" "${DOCTESTS[@]}")
+fi
+exec "$PY" -m pytest -q "${TESTS[@]}" "$@"
