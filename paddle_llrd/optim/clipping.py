@@ -178,33 +178,39 @@ def _operator_norms(grads: Sequence[paddle.Tensor], threads: int | None) -> tupl
     return None if value < 0 or math.isnan(value) else (squares, total)
 
 
-def _global_norm_scale(grad_clip: paddle.nn.ClipGradByGlobalNorm, clipped: Sequence[paddle.Tensor],
-                       threads: int | None) -> paddle.Tensor | None:
-    """``clip_var`` of clip.py:715-858, or None where ``auto_skip_clip`` clips nothing."""
-    # clip.py:726-766: a squared norm per gradient (float16/bfloat16 ones in
-    # float32 where Paddle's mp-type flag says so: its own helper decides),
-    # listed by the norm's dtype; any dtype not half or single goes with float64.
-    by_operator = _operator_norms(clipped, threads)
-    dtypes = set() if by_operator is not None else set(map(_DTYPE, clipped))
-    if by_operator is not None:  # (float32 only: the single list, already summed)
-        half, single, double = [], [by_operator[1]], []
-    elif dtypes <= _FULL_PRECISION:
+def _squares_by_dtype(clipped: Sequence[paddle.Tensor]) -> tuple[list[Any], list[Any], list[Any]]:
+    """clip.py:726-766: a squared norm per gradient by Paddle's kernels (float16/bfloat16 ones
+    in float32 where Paddle's mp-type flag says so: its own helper decides), listed by the
+    norm's dtype (half, single, double); any dtype not half or single goes with float64."""
+    dtypes = set(map(_DTYPE, clipped))
+    if dtypes <= _FULL_PRECISION:
         # No half-precision gradient: Paddle's helper would call the kernel
         # unchanged on each, at ~10 us of Python per gradient; one C-level map.
         squares = list(map(_C_ops.squared_l2_norm, clipped))
-        single = squares if paddle.float64 not in dtypes else [s for s in squares if s.dtype == paddle.float32]
-        double = [] if paddle.float64 not in dtypes else [s for s in squares if s.dtype == paddle.float64]
-        half: list[paddle.Tensor] = []
+        if paddle.float64 not in dtypes:
+            return [], squares, []
+        return ([], [s for s in squares if s.dtype == paddle.float32],
+                [s for s in squares if s.dtype == paddle.float64])
+    half, single, double = [], [], []
+    for grad in clipped:
+        square = _squared_l2_norm(grad)
+        if square.dtype == paddle.float16 or square.dtype == paddle.bfloat16:
+            half.append(square)
+        elif square.dtype == paddle.float32:
+            single.append(square)
+        else:
+            double.append(square)
+    return half, single, double
+
+
+def _global_norm_scale(grad_clip: paddle.nn.ClipGradByGlobalNorm, clipped: Sequence[paddle.Tensor],
+                       threads: int | None) -> paddle.Tensor | None:
+    """``clip_var`` of clip.py:715-858, or None where ``auto_skip_clip`` clips nothing."""
+    by_operator = _operator_norms(clipped, threads)
+    if by_operator is not None:  # (all float32: the single list, already summed)
+        half, single, double = [], [by_operator[1]], []
     else:
-        half, single, double = [], [], []
-        for grad in clipped:
-            square = _squared_l2_norm(grad)
-            if square.dtype == paddle.float16 or square.dtype == paddle.bfloat16:
-                half.append(square)
-            elif square.dtype == paddle.float32:
-                single.append(square)
-            else:
-                double.append(square)
+        half, single, double = _squares_by_dtype(clipped)
     # clip.py:780-795: each list summed on its own, cast to the sum dtype,
     # then the partial sums summed, half + single + double in that order.
     sum_dtype = "float64" if double else "float32"
@@ -212,7 +218,7 @@ def _global_norm_scale(grad_clip: paddle.nn.ClipGradByGlobalNorm, clipped: Seque
     if half:
         partial_sums.append(_add_n(half).astype(sum_dtype))
     if single:
-        single_sum = single[0] if by_operator is not None else _add_n(single)
+        single_sum = by_operator[1] if by_operator is not None else _add_n(single)
         partial_sums.append(single_sum if sum_dtype == "float32" else single_sum.astype(sum_dtype))
     if double:
         partial_sums.append(_add_n(double))
