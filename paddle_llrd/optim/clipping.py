@@ -207,7 +207,7 @@ def _global_norm_scale(grad_clip: paddle.nn.ClipGradByGlobalNorm, clipped: Seque
                        threads: int | None) -> paddle.Tensor | None:
     """``clip_var`` of clip.py:715-858, or None where ``auto_skip_clip`` clips nothing."""
     by_operator = _operator_norms(clipped, threads)
-    if by_operator is not None:  # (all float32: the single list, already summed)
+    if by_operator is not None:  # (all float32: their sum is the single list, whose sum is itself)
         half, single, double = [], [by_operator[1]], []
     else:
         half, single, double = _squares_by_dtype(clipped)
@@ -218,7 +218,7 @@ def _global_norm_scale(grad_clip: paddle.nn.ClipGradByGlobalNorm, clipped: Seque
     if half:
         partial_sums.append(_add_n(half).astype(sum_dtype))
     if single:
-        single_sum = by_operator[1] if by_operator is not None else _add_n(single)
+        single_sum = _add_n(single)
         partial_sums.append(single_sum if sum_dtype == "float32" else single_sum.astype(sum_dtype))
     if double:
         partial_sums.append(_add_n(double))

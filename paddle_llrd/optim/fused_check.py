@@ -153,9 +153,9 @@ def norms_mismatch(squared_norms: Callable[..., None]) -> str | None:
     for count in (len(_NORM_SIZES), len(grads)):
         squares, total = paddle.empty([count], dtype="float32"), paddle.empty([], dtype="float32")
         squared_norms(grads[:count], squares, total, 2)
-        expected = list(map(_C_ops.squared_l2_norm, grads[:count]))
-        if not np.array_equal(paddle.stack(expected).reshape([-1]).numpy().view(np.int32), squares.numpy().view(np.int32)):
+        expected = paddle.stack(list(map(_C_ops.squared_l2_norm, grads[:count])))
+        if not np.array_equal(expected.reshape([-1]).numpy().view(np.int32), squares.numpy().view(np.int32)):
             return "the gradients' squared norms"
-        if paddle.stack(expected).sum().numpy().view(np.int32) != total.numpy().view(np.int32):
+        if expected.sum().numpy().view(np.int32) != total.numpy().view(np.int32):
             return f"the sum of {count} squared norms"
     return None

@@ -19,6 +19,7 @@
 // leaves a NaN sum to Paddle's kernels (of two NaN operands an addition keeps
 // one, which one being the compiler's choice in Paddle's build).
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
