@@ -1,6 +1,7 @@
 """The benchmark scripts run (tiny sizes; speed itself is only ever reported
-by ``make bench``, never asserted) and report what they promise."""
-import json
+by ``make bench``, never asserted) and report what they promise. ``run_all.py``
+(``make bench``) is run by its documented quick run
+(tests/user_paths/test_shell_blocks.py), which checks the tables, JSON and figure it writes."""
 import math
 import sys
 from pathlib import Path
@@ -57,48 +58,6 @@ def test_small_params_regime_reports_ratios_and_no_extra_state(capsys):
 def test_ema_small_params_regime_has_no_target():
     results = bench_ema.main(["--regime", "small-params", "--small-params", "48", "--steps", "1"])
     assert results["target_ratio"] is None and results["update_vs_adamw_ratio"] > 0
-
-
-def test_run_all_leads_with_the_clipped_configuration_and_writes_the_figure(tmp_path, capsys):
-    import run_all
-
-    assert run_all.main(TINY + ["--small-params", "48", "--memory-steps", "1", "--out-dir", str(tmp_path)]) == 0
-    results = json.loads((tmp_path / "benchmarks.json").read_text())
-    # the configuration users run first, then the bare one, the memory, the detail
-    assert list(results) == ["machine", "clipped", "bare", "memory", "detail"]
-    assert results["machine"]["cores_available"] >= 1
-    for regime in ("bert-base", "small-params"):
-        loop = results["clipped"]["results"][regime]["training_loop"]
-        assert loop["clip"] is True and set(loop["grad_clip"].values()) == {"ClipGradByGlobalNorm"}
-        bare = results["bare"]["results"][regime]
-        assert set(bare) == {"training_loop", "adamwdl", "ema"}
-        assert set(bare["training_loop"]["grad_clip"].values()) == {None}
-        assert results["detail"]["bandwidth"]["bare"][regime]["num_threads"] >= 1
-    assert results["bare"]["results"]["small-params"]["adamwdl"]["tensors"] == 48
-    clipped_rows, bare_rows = results["clipped"]["table"], results["bare"]["table"]
-    assert list(clipped_rows) == [run_all.LABELS["loop_multi_tensor_ratio"], run_all.LABELS["loop_per_parameter_ratio"]]
-    for table in (clipped_rows, bare_rows):
-        assert all(_positive_finite(value) for row in table.values() for value in row.values())
-        assert not any("settled" in label or "floor" in label for label in table)
-    detail = results["detail"]["table"]
-    assert f"{bench_common.CLIP_DESCRIPTION}: multi-tensor path, frees settled" in detail
-    assert "no clipping: memory floor (28 B/parameter at measured GB/s)" in detail
-    for config in ("ClipGradByGlobalNorm(1.0)", "no clipping"):
-        assert _positive_finite(results["memory"]["table"][config]["ratio"])
-    assert (tmp_path / "benchmarks.png").stat().st_size > 0
-    out = capsys.readouterr().out
-    titles = [run_all.CLIPPED_TITLE, run_all.BARE_TITLE, run_all.MEMORY_TITLE, run_all.DETAIL_TITLE]
-    positions = [out.index(title) for title in titles]
-    assert positions == sorted(positions)  # printed in that order too
-    clipped, bare, memory, detail = (out[a:b] for a, b in zip(positions, positions[1:] + [len(out)]))
-    for table, label in ((clipped, "multi-tensor path (default)"), (bare, "AdamWDL step, per-parameter path"),
-                         (bare, "EMA update")):
-        row = next(line for line in table.splitlines() if label in line)
-        assert row.count("x") >= 2  # a ratio for each regime
-    assert "update paths, bert-base: default AdamWDL" in clipped and "settled" not in clipped + bare
-    assert "AdamW" in memory and "MiB" in memory
-    line = next(line for line in detail.splitlines() if line.strip().startswith("no clipping, bert-base: multi-tensor"))
-    assert "GB/s" in line and "NumPy copy" in line
 
 
 def test_training_loop_benchmark_runs_the_multi_tensor_path(capsys):

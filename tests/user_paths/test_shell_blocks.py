@@ -14,8 +14,10 @@ package installs; a GPU check), and counts as no coverage.
 from __future__ import annotations
 
 import ast
+import json
 import re
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -129,11 +131,61 @@ def test_schedules_commands_print_the_peak_lr(user_path):
 
 @pytest.mark.user_path("shell-benchmarks-commands-1")
 def test_quick_benchmark_run(user_path):
-    """The quick run prints a time ratio per optimizer and regime and writes its results file."""
+    """The quick run (``make bench``'s run_all.py) prints the clipped configuration's table first, then
+    the bare one's, the memory's and the detail, a time ratio per optimizer and regime in each, and
+    writes the same in its results file, with the figure."""
     result = user_path("shell-benchmarks-commands-1").check()
-    ratios = [float(value) for value in re.findall(r"(\d+\.\d{3})x", result.stdout)]
-    assert ratios and all(0 < ratio < 100 for ratio in ratios), result.stdout[-2000:]
-    assert "benchmarks.json" in result.stdout and (_BENCH_COPY.parent / "docs" / "_static" / "benchmarks.json").is_file()
+    out = result.stdout
+    ratios = [float(value) for value in re.findall(r"(\d+\.\d{3})x", out)]
+    assert ratios and all(0 < ratio < 100 for ratio in ratios), out[-2000:]
+    static = _BENCH_COPY.parent / "docs" / "_static"
+    assert "benchmarks.json" in out and (static / "benchmarks.png").stat().st_size > 0
+    run_all, bench_common = _benchmark_modules()
+    results = json.loads((static / "benchmarks.json").read_text())
+    # the configuration users run first, then the bare one, the memory, the detail
+    assert list(results) == ["machine", "clipped", "bare", "memory", "detail"]
+    assert results["machine"]["cores_available"] >= 1
+    for regime in ("bert-base", "small-params"):
+        loop = results["clipped"]["results"][regime]["training_loop"]
+        assert loop["clip"] is True and set(loop["grad_clip"].values()) == {"ClipGradByGlobalNorm"}
+        bare = results["bare"]["results"][regime]
+        assert set(bare) == {"training_loop", "adamwdl", "ema"}
+        assert set(bare["training_loop"]["grad_clip"].values()) == {None}
+        assert results["detail"]["bandwidth"]["bare"][regime]["num_threads"] >= 1
+    assert results["bare"]["results"]["small-params"]["adamwdl"]["tensors"] == 192  # --small-params 192
+    clipped_rows, bare_rows = results["clipped"]["table"], results["bare"]["table"]
+    assert list(clipped_rows) == [run_all.LABELS["loop_multi_tensor_ratio"], run_all.LABELS["loop_per_parameter_ratio"]]
+    for table in (clipped_rows, bare_rows):
+        assert all(0 < value < 100 for row in table.values() for value in row.values())
+        assert not any("settled" in label or "floor" in label for label in table)
+    detail = results["detail"]["table"]
+    assert f"{bench_common.CLIP_DESCRIPTION}: multi-tensor path, frees settled" in detail
+    assert "no clipping: memory floor (28 B/parameter at measured GB/s)" in detail
+    for config in ("ClipGradByGlobalNorm(1.0)", "no clipping"):
+        assert 0 < results["memory"]["table"][config]["ratio"] < 100
+    titles = [run_all.CLIPPED_TITLE, run_all.BARE_TITLE, run_all.MEMORY_TITLE, run_all.DETAIL_TITLE]
+    positions = [out.index(title) for title in titles]
+    assert positions == sorted(positions)  # printed in that order too
+    clipped, bare, memory, detail = (out[a:b] for a, b in zip(positions, positions[1:] + [len(out)]))
+    for table, label in ((clipped, "multi-tensor path (default)"), (bare, "AdamWDL step, per-parameter path"),
+                         (bare, "EMA update")):
+        row = next(line for line in table.splitlines() if label in line)
+        assert row.count("x") >= 2  # a ratio for each regime
+    assert "update paths, bert-base: default AdamWDL" in clipped and "settled" not in clipped + bare
+    assert "AdamW" in memory and "MiB" in memory
+    line = next(line for line in detail.splitlines() if line.strip().startswith("no clipping, bert-base: multi-tensor"))
+    assert "GB/s" in line and "NumPy copy" in line
+
+
+def _benchmark_modules():
+    """run_all and bench_common of the copy the quick run ran (their labels and titles)."""
+    sys.path.insert(0, str(_BENCH_COPY))
+    try:
+        import bench_common
+        import run_all
+    finally:
+        sys.path.remove(str(_BENCH_COPY))
+    return run_all, bench_common
 
 
 @pytest.mark.user_path("shell-benchmarks-commands-2", "shell-benchmarks-commands-3")
