@@ -45,12 +45,15 @@ test: install
 	$(PY) -m pytest -q
 
 # The core suite on the oldest Paddle setup.py accepts (3.0.0), in its own
-# virtualenv: a Paddle upgrade is not the only way to break users. Three files
-# run on the pinned Paddle alone (make test): they pin what our commands print
-# (the docs' shell commands, the benchmark scripts' tables, the CLI's errors),
-# each a fresh process or several, and the library they drive is tested here.
+# virtualenv: a Paddle upgrade is not the only way to break users. Four files
+# run on the pinned Paddle alone (make test): the docs' blocks and shell
+# commands as written, the benchmark scripts' tables and the CLI's errors, each
+# a fresh process or several; the library they drive is tested here, the
+# execution modes' user scripts included (tests/user_paths/test_modes.py,
+# test_to_static_global.py).
 OLDEST_VENV := .venv-paddle-oldest
-OLDEST_PINNED_ONLY := tests/user_paths/test_shell_blocks.py tests/test_benchmarks.py tests/cli/test_cli_errors.py
+OLDEST_PINNED_ONLY := tests/user_paths/test_doc_blocks.py tests/user_paths/test_shell_blocks.py \
+    tests/test_benchmarks.py tests/cli/test_cli_errors.py
 OLDEST_PY := $(OLDEST_VENV)/bin/python
 $(OLDEST_VENV)/.installed: setup.py requirements-paddle-oldest.txt
 	test -x $(OLDEST_PY) || $(PYTHON) -m venv $(OLDEST_VENV)
@@ -79,9 +82,12 @@ docs: $(DOCS_STAMP)
 
 # Every page of the built docs in headless Chromium, offline: fails on a code
 # block, formula or table that does not fit, or math left as raw LaTeX.
-# Without Chromium it says so and skips (fails under CI).
+# Without Chromium it says so and skips (fails under CI). DOCS_SCREENSHOTS=DIR
+# also writes a full-page PNG of each page into DIR, for a person to look at
+# (about 90 s more here; CI leaves it out).
+DOCS_SCREENSHOTS ?=
 docs-check: docs
-	$(PY) scripts/docs_check.py docs/_build/html --screenshots docs/_build/screenshots
+	$(PY) scripts/docs_check.py docs/_build/html $(if $(DOCS_SCREENSHOTS),--screenshots $(DOCS_SCREENSHOTS))
 
 # Debian's Chromium and a CJK font (the Chinese pages), for docs-check; needs root.
 chromium:

@@ -13,10 +13,12 @@ downloaded), with every non-``file:`` request blocked. A page fails when
   backslash is printed inside a formula's text (``\\_`` in ``\\text{}``),
 * it asks for anything over the network (the docs must work offline).
 
-It writes a full-page PNG screenshot of each page (a long page in tiles of
-at most 8,000 px: ``api-1.png``, ``api-2.png``, ...). Without Chromium or
-playwright it prints why and skips (exit 0), except under CI (``CI`` set) or
-with ``--require-browser``, where it fails (exit 2).
+With ``--screenshots DIR`` (``make docs-check DOCS_SCREENSHOTS=DIR``) it
+also writes a full-page PNG screenshot of each page (a long page in tiles of
+at most 8,000 px: ``api-1.png``, ``api-2.png``, ...), for a person to look
+at; the checks do not need them. Without Chromium or playwright it prints why
+and skips (exit 0), except under CI (``CI`` set) or with
+``--require-browser``, where it fails (exit 2).
 
     python scripts/docs_check.py docs/_build/html --screenshots docs/_build/screenshots
 
