@@ -8,9 +8,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-# --no-compile: Python compiles a module when it is first imported, not every
-# file of every package at install (half of a virtualenv's install time here).
-PIP_INSTALL := $(PY) -m pip install -q --no-compile -c requirements-dev.txt
+PIP_INSTALL := $(PY) -m pip install -q -c requirements-dev.txt
 VENV_STAMP := $(VENV)/.created
 DEMO_STAMP := $(VENV)/.demo-installed
 STAMP := $(VENV)/.installed
@@ -60,7 +58,7 @@ OLDEST_PY := $(OLDEST_VENV)/bin/python
 $(OLDEST_VENV)/.installed: setup.py requirements-paddle-oldest.txt
 	test -x $(OLDEST_PY) || $(PYTHON) -m venv $(OLDEST_VENV)
 	$(OLDEST_PY) -m pip install -q --upgrade pip
-	$(OLDEST_PY) -m pip install -q --no-compile -r requirements-paddle-oldest.txt -e '.[test]'
+	$(OLDEST_PY) -m pip install -q -r requirements-paddle-oldest.txt -e '.[test]'
 	$(OLDEST_PY) -m paddle_llrd build-operator
 	touch $@
 

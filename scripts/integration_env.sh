@@ -42,7 +42,7 @@ fi
 if [ "$stale" = 1 ]; then
     test -x "$PY" || "$PYTHON" -m venv "$VENV"
     "$PY" -m pip install -q --upgrade pip
-    "$PY" -m pip install -q --no-compile -r "$REQUIREMENTS" -e .  # (modules compile when imported)
+    "$PY" -m pip install -q -r "$REQUIREMENTS" -e .
     "$PY" -m paddle_llrd build-operator
     touch "$STAMP"
 fi
