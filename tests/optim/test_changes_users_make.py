@@ -147,10 +147,15 @@ def _script(scenario: dict[str, str]) -> str:
     return script
 
 
-def _run(tmp_path: Path, script: str, kind: str, ratios: bool) -> dict:
-    """The script as a user runs it, in a fresh process: its record."""
+def _script_file(tmp_path: Path, script: str) -> Path:
     path = tmp_path / "train.py"
     path.write_text(textwrap.dedent(script))
+    return path
+
+
+def _run(tmp_path: Path, script: str, kind: str, ratios: bool) -> dict:
+    """The script as a user runs it, in a fresh process: its record."""
+    path = _script_file(tmp_path, script)
     out = tmp_path / f"{kind}-{ratios}.json"
     _check([sys.executable, str(path), kind, "ratios" if ratios else "none", str(out)])
     return json.loads(out.read_text())
@@ -160,8 +165,7 @@ def _references(tmp_path: Path, script: str) -> tuple[dict, dict]:
     """The references the default step is held to, the script run by both in one process (they keep
     nothing between runs that could change a number): ``paddle.optimizer.AdamW`` without
     ratios, and ``use_multi_tensor=False`` with ratios."""
-    path = tmp_path / "train.py"
-    path.write_text(textwrap.dedent(script))
+    path = _script_file(tmp_path, script)
     outs = [tmp_path / "adamw.json", tmp_path / "per_parameter.json"]
     runner = tmp_path / "references.py"
     runner.write_text(textwrap.dedent(f"""
