@@ -8,7 +8,10 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-PIP_INSTALL := $(PY) -m pip install -q -c requirements-dev.txt
+# scripts/pip_install.sh: pip install, compiling at install only where Python
+# does not write bytecode as it imports.
+PIP := bash scripts/pip_install.sh
+PIP_INSTALL := $(PIP) $(PY) -c requirements-dev.txt
 VENV_STAMP := $(VENV)/.created
 DEMO_STAMP := $(VENV)/.demo-installed
 STAMP := $(VENV)/.installed
@@ -19,7 +22,7 @@ DOCS_STAMP := $(VENV)/.docs-installed
 $(VENV_STAMP):
 	@echo "make: creating the virtualenv $(VENV) and upgrading its pip"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
+	$(PIP) $(PY) --upgrade pip
 	touch $@
 
 $(DEMO_STAMP): $(VENV_STAMP) setup.py requirements-dev.txt $(wildcard paddle_llrd/optim/csrc/*)
@@ -45,20 +48,22 @@ test: install
 	$(PY) -m pytest -q
 
 # The core suite on the oldest Paddle setup.py accepts (3.0.0), in its own
-# virtualenv: a Paddle upgrade is not the only way to break users. Four files
+# virtualenv: a Paddle upgrade is not the only way to break users. Five files
 # run on the pinned Paddle alone (make test): the docs' blocks and shell
-# commands as written, the benchmark scripts' tables and the CLI's errors, each
-# a fresh process or several; the library they drive is tested here, the
-# execution modes' user scripts included (tests/user_paths/test_modes.py,
-# test_to_static_global.py).
+# commands as written, the benchmark scripts' tables, the CLI's errors and the
+# changes users make between steps as scripts, each a fresh process or
+# several; the library they drive is tested here, the execution modes' user
+# scripts included (tests/user_paths/test_modes.py, test_to_static_global.py),
+# and the same changes between steps too, interleaved in one process
+# (tests/optim/test_changes_between_steps.py).
 OLDEST_VENV := .venv-paddle-oldest
 OLDEST_PINNED_ONLY := tests/user_paths/test_doc_blocks.py tests/user_paths/test_shell_blocks.py \
-    tests/test_benchmarks.py tests/cli/test_cli_errors.py
+    tests/test_benchmarks.py tests/cli/test_cli_errors.py tests/optim/test_changes_users_make.py
 OLDEST_PY := $(OLDEST_VENV)/bin/python
 $(OLDEST_VENV)/.installed: setup.py requirements-paddle-oldest.txt
 	test -x $(OLDEST_PY) || $(PYTHON) -m venv $(OLDEST_VENV)
-	$(OLDEST_PY) -m pip install -q --upgrade pip
-	$(OLDEST_PY) -m pip install -q -r requirements-paddle-oldest.txt -e '.[test]'
+	$(PIP) $(OLDEST_PY) --upgrade pip
+	$(PIP) $(OLDEST_PY) -r requirements-paddle-oldest.txt -e '.[test]'
 	$(OLDEST_PY) -m paddle_llrd build-operator
 	touch $@
 

@@ -41,8 +41,8 @@ fi
 
 if [ "$stale" = 1 ]; then
     test -x "$PY" || "$PYTHON" -m venv "$VENV"
-    "$PY" -m pip install -q --upgrade pip
-    "$PY" -m pip install -q -r "$REQUIREMENTS" -e .
+    bash scripts/pip_install.sh "$PY" --upgrade pip
+    bash scripts/pip_install.sh "$PY" -r "$REQUIREMENTS" -e .
     "$PY" -m paddle_llrd build-operator
     touch "$STAMP"
 fi
