@@ -10,8 +10,9 @@ the same pool (``thread_pool.h``); and ``paddle_llrd_squared_norms``
 clip computes before the update. All compute every
 value as Paddle's own CPU kernels do, so the bits are theirs.
 
-They are built with ``paddle.utils.cpp_extension`` (in a child process, its
-output kept out of the user's) the first time they are wanted, or by
+They are built with ``paddle.utils.cpp_extension`` as one translation unit
+(``operators.cc``, so that Paddle's headers are compiled once), in a child
+process (its output kept out of the user's), the first time they are wanted, or by
 ``make install`` (:func:`build`), and cached under
 ``~/.cache/paddle_llrd/operators`` (``PADDLE_LLRD_OPERATOR_DIR`` moves it),
 in a folder named after everything the build depends on (the sources, the
@@ -54,8 +55,8 @@ __all__ = [
 DISABLE_ENV = "PADDLE_LLRD_FUSED"
 OPERATOR_DIR_ENV = "PADDLE_LLRD_OPERATOR_DIR"
 CSRC = Path(__file__).resolve().parent / "csrc"
-SOURCES = [CSRC / "fused_adamw.cc", CSRC / "ema_update.cc", CSRC / "squared_norms.cc"]
-HEADERS = [CSRC / "thread_pool.h"]
+# operators.cc includes the three operators' files: one translation unit (Paddle's headers compiled once).
+SOURCE = CSRC / "operators.cc"
 LIBRARY = "paddle_llrd_ops"
 ADAMW_OP = "paddle_llrd_fused_adamw"
 EMA_OP = "paddle_llrd_ema_update"
@@ -108,7 +109,8 @@ def _cpu_signature() -> str:
 
 def _build_key() -> str:
     digest = hashlib.sha256()
-    for part in (*(path.read_bytes() for path in SOURCES + HEADERS), " ".join(FLAGS).encode(), paddle.__version__.encode(),
+    sources = sorted(path for path in CSRC.iterdir() if path.suffix in (".cc", ".h"))
+    for part in (*(path.read_bytes() for path in sources), " ".join(FLAGS).encode(), paddle.__version__.encode(),
                  str(getattr(paddle.version, "commit", "")).encode(), sys.version.encode(), platform.platform().encode(),
                  _cpu_signature().encode(), _compiler().encode()):
         digest.update(part)
@@ -136,7 +138,7 @@ def _file_lock(path: Path) -> Iterator[None]:
 _BUILD_SCRIPT = """
 import sys
 from paddle.utils.cpp_extension import load
-load(sys.argv[1], sys.argv[2].split(":"), extra_cxx_cflags=sys.argv[4].split(), extra_ldflags=["-pthread"],
+load(sys.argv[1], [sys.argv[2]], extra_cxx_cflags=sys.argv[4].split(), extra_ldflags=["-pthread"],
      build_directory=sys.argv[3], verbose=False)
 """
 
@@ -154,7 +156,7 @@ def _compile(target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as build_directory:
         done = subprocess.run(
-            [sys.executable, "-c", _BUILD_SCRIPT, LIBRARY, ":".join(map(str, SOURCES)), build_directory, " ".join(FLAGS)],
+            [sys.executable, "-c", _BUILD_SCRIPT, LIBRARY, str(SOURCE), build_directory, " ".join(FLAGS)],
             capture_output=True, text=True, env=dict(os.environ, CC=compiler, CXX=compiler), timeout=900,
         )
         built = Path(build_directory) / LIBRARY / f"{LIBRARY}.so"

@@ -8,23 +8,17 @@
 #include <vector>
 
 #include "paddle/extension.h"
+#include "attributes.h"
 #include "thread_pool.h"
 
 namespace {
 
 using bfloat16 = phi::dtype::bfloat16;
 using float16 = phi::dtype::float16;
+using paddle_llrd::as_double;
+using paddle_llrd::kPiece;
 using paddle_llrd::Pool;
 using paddle_llrd::threads_for;
-
-// Elements per piece of work.
-constexpr int64_t kPiece = 1 << 15;
-
-double as_double(int64_t bits) {
-  double value;
-  std::memcpy(&value, &bits, sizeof(value));
-  return value;
-}
 
 // shadow = ((shadow * (d / (1 - d)) + 0) + value) * (1 - d) + 0, each op
 // rounded to the shadow's type as Paddle's scale_/add_/scale_ round it (a

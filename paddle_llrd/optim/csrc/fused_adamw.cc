@@ -30,12 +30,15 @@
 #include <vector>
 
 #include "paddle/extension.h"
+#include "attributes.h"
 #include "thread_pool.h"
 
 namespace {
 
 using bfloat16 = phi::dtype::bfloat16;
 using float16 = phi::dtype::float16;
+using paddle_llrd::as_double;
+using paddle_llrd::kPiece;
 using paddle_llrd::Pool;
 using paddle_llrd::threads_for;
 
@@ -60,14 +63,7 @@ enum SegmentFlag : int64_t {
 };
 enum Arithmetic : int64_t { kAuto = 0, kReference = 1, kGenerated = 2 };
 
-// Elements per piece of work: a piece is one segment's range or part of it.
-constexpr int64_t kPiece = 1 << 15;
-
-double as_double(int64_t bits) {
-  double value;
-  std::memcpy(&value, &bits, sizeof(value));
-  return value;
-}
+// A piece of work (kPiece elements at most) is one segment's range or part of it.
 
 // phi::jit picks its generated kernels where Xbyak finds AVX-512F (with the
 // OS saving its registers); GCC's check asks the same of CPUID and XGETBV.

@@ -17,6 +17,9 @@
 
 namespace paddle_llrd {
 
+// Elements per piece of work that a call shares out.
+constexpr int64_t kPiece = 1 << 15;
+
 // The threads a call runs on: as asked, at most one per piece of work, at least one.
 inline int threads_for(int64_t asked, int64_t pieces) {
   return static_cast<int>(std::max<int64_t>(1, std::min(asked, pieces)));
