@@ -1,8 +1,9 @@
 """Every YAML and JSON config of README.md, README_cn.md and docs/*.rst that
 PaddleFormers runs, with the page's own commands, as a user runs them: each
-command in its own process and its own fresh working directory, where the
-page's ``tiny-llama`` command has written the model and data its configs
-name, the config written there under the name the command gives it
+command in its own process and its own fresh working directory, which holds
+what the page's ``tiny-llama`` command writes (the model and data its configs
+name, copied from that command's one run: it writes the same bytes at every
+run), the config written there under the name the command gives it
 (``sft.yaml``, ``minimal.yaml``, ``config.json``) as the page writes it but
 for a run length of at most ``MAX_STEPS`` steps. Nothing is added: no
 ``do_train``, ``device``, ``_attn_implementation`` or ``compute_type``; this
@@ -15,14 +16,17 @@ tests/user_paths/test_shell_blocks.py fails for a marker no test runs.
 """
 from __future__ import annotations
 
+import atexit
 import importlib.metadata
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 import numpy as np
 import pytest
@@ -116,11 +120,29 @@ def trained_steps(output_dir: Path) -> int:
     return json.loads((output_dir / "trainer_state.json").read_text())["global_step"]
 
 
+#: The folder where each tiny-llama command of the pages ran, once per test process.
+_TINY_LLAMA_RUNS: Dict[Tuple[str, ...], Path] = {}
+
+
+def written_by(command: List[str]) -> Path:
+    """The folder where ``command`` (a tiny-llama command) ran, once: it writes the same bytes at every
+    run (test_the_try_it_commands_train_the_minimal_config_as_written_with_a_short_console runs the
+    "Try it" one in its test's own folder)."""
+    key = tuple(command)
+    if key not in _TINY_LLAMA_RUNS:
+        folder = Path(tempfile.mkdtemp(prefix="tiny-llama-run-"))
+        atexit.register(shutil.rmtree, folder, True)
+        succeeded(run_command(command, folder, {}))
+        _TINY_LLAMA_RUNS[key] = folder
+    return _TINY_LLAMA_RUNS[key]
+
+
 def in_a_user_folder(work_dir: Path, commands: List[List[str]]) -> List[List[str]]:
     """``work_dir`` as the reader's folder after the page's tiny-llama command (the block's own, when it has
-    one, else the "Try it" one); the block's other commands, to run there."""
+    one, else the "Try it" one): what that command writes, copied from its one run; the block's other
+    commands, to run there."""
     own = [command for command in commands if is_tiny_llama(command)]
-    succeeded(run_command(own[0] if own else TINY_LLAMA, work_dir, {}))
+    shutil.copytree(written_by(own[0] if own else TINY_LLAMA), work_dir, dirs_exist_ok=True)
     return [command for command in commands if not is_tiny_llama(command)]
 
 

@@ -31,7 +31,7 @@ import paddle
 import pytest
 import yaml
 from test_cli import weights
-from test_doc_configs import CONFIGS, SHELL, TINY_LLAMA, run_command, succeeded
+from test_doc_configs import CONFIGS, SHELL, TINY_LLAMA, run_command, succeeded, written_by
 from trainer_checks import file_hashes
 
 from paddle_llrd.integrations.checkpoints import MANIFEST_FILE
@@ -48,11 +48,9 @@ CLI_OVERRIDES = ["max_steps=24", "save_steps=8"]
 
 
 @pytest.fixture(scope="module")
-def model_folder(tmp_path_factory) -> Path:
+def model_folder() -> Path:
     """The folder the page's tiny-llama command leaves: ./tiny-llama, copied into each run's folder."""
-    root = tmp_path_factory.mktemp("tiny")
-    succeeded(run_command(TINY_LLAMA, root, {}))
-    return root / "tiny-llama"
+    return written_by(TINY_LLAMA) / "tiny-llama"
 
 
 def user_folder(path: Path, model_folder: Path) -> Path:
