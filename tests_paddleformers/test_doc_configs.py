@@ -73,12 +73,10 @@ TINY_LLAMA = next(command for command in harness.doc_block("cli-try", SHELL).com
 
 
 @pytest.fixture(scope="module")
-def workspace(tmp_path_factory) -> Path:
+def workspace() -> Path:
     """The tiny LLaMA and data of ``python -m paddle_llrd tiny-llama``, for the configs written for a
     model of the reader's own (a path the tiny-llama command does not write)."""
-    root = tmp_path_factory.mktemp("doc-configs")
-    succeeded(run_command(TINY_LLAMA + ["model"], root, {}))
-    return root
+    return written_by(TINY_LLAMA + ["model"])
 
 
 def as_run_here(config: dict, workspace: Path) -> dict:

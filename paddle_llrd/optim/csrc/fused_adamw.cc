@@ -63,8 +63,6 @@ enum SegmentFlag : int64_t {
 };
 enum Arithmetic : int64_t { kAuto = 0, kReference = 1, kGenerated = 2 };
 
-// A piece of work (kPiece elements at most) is one segment's range or part of it.
-
 // phi::jit picks its generated kernels where Xbyak finds AVX-512F (with the
 // OS saving its registers); GCC's check asks the same of CPUID and XGETBV.
 bool generated_kernels_in_use() { return __builtin_cpu_supports("avx512f"); }
@@ -165,7 +163,7 @@ struct Segment {
   int64_t scalars;  // index of its StepScalars
 };
 
-// A piece of work: part of one parameter's range, within one segment.
+// A piece of work: part of one parameter's range (kPiece elements at most), within one segment.
 struct Piece {
   int64_t segment, param, start, stop;
 };
