@@ -25,7 +25,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -33,7 +32,8 @@ import paddle
 import pytest
 
 from paddle_llrd import AdamWDL
-from paddle_llrd.optim.fused_operator import fused_adamw, squared_norms
+from paddle_llrd.optim.fused_operator import fused_adamw, squared_norms, unavailable_reason
+from kernel_formulas import generated_step, reference_step
 
 CLIPS = {
     "none": lambda: None,
@@ -41,6 +41,13 @@ CLIPS = {
     "norm": lambda: paddle.nn.ClipGradByNorm(0.05),
     "value": lambda: paddle.nn.ClipGradByValue(0.001),
 }
+
+
+@pytest.fixture(autouse=True, scope="module")
+def operators_loaded() -> None:
+    """Loaded before the tests that call the operators directly, whatever runs first (an
+    AdamWDL step loads them at its first use; ``make install`` has built them)."""
+    assert unavailable_reason() is None
 
 
 class Wide(paddle.nn.Layer):
@@ -194,42 +201,7 @@ def test_a_global_norm_clip_over_more_gradients_than_one_leaf_of_the_sum_is_adam
 
 
 # ------------------------------------------------ the arithmetic Paddle does not run here
-def _round32(value: Fraction) -> np.float32:
-    """``value`` rounded to the nearest float32 (ties to even), exactly."""
-    guess = np.float32(float(value))
-    candidates = [guess, np.nextafter(guess, np.float32(np.inf)), np.nextafter(guess, np.float32(-np.inf))]
-    return min(candidates, key=lambda c: (abs(Fraction(float(c)) - value), int(c.view(np.int32)) & 1))
-
-
-def _fma(a, b, c) -> np.float32:
-    return _round32(Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c)))
-
-
-def _generated_step(p, g, m1, m2, lr, beta1, beta2, eps, coeff, b1p, b2p):
-    """jit/gen/adamw.cc for one element: its vmulps, vfmadd and vfnmadd, each rounded once."""
-    f = np.float32
-    learning_rate = f(lr) * f(np.sqrt(f(1) - b2p) / (f(1) - b1p))
-    epsilon = f(eps) * f(np.sqrt(f(1) - b2p))
-    decay = f(f(lr) * f(1.0)) * f(coeff)
-    p = _fma(-decay, p, p)
-    m1 = _fma(f(beta1), m1, f(f(f(1) - f(beta1)) * g))
-    m2 = _fma(f(beta2), m2, f(f(f(1) - f(beta2)) * f(g * g)))
-    step = f(m1 / f(np.sqrt(m2) + epsilon))
-    return _fma(step, -learning_rate, p), m1, m2
-
-
-def _reference_step(p, g, m1, m2, lr, beta1, beta2, eps, coeff, b1p, b2p):
-    """jit/refer/refer.h for one element: moments in float32, the last line in double."""
-    f = np.float32
-    learning_rate = f(lr) * f(np.sqrt(f(1) - b2p) / (f(1) - b1p))
-    epsilon = f(eps) * f(np.sqrt(f(1) - b2p))
-    p = f(p - f(f(f(lr) * f(1.0)) * f(coeff)) * p)
-    m1 = f(f(f(beta1) * m1) + f(f(f(1) - f(beta1)) * g))
-    m2 = f(f(f(beta2) * m2) + f(f(f(f(1) - f(beta2)) * g) * g))
-    return f(float(p) + float(-learning_rate) * (float(m1) / (np.sqrt(float(m2)) + float(epsilon)))), m1, m2
-
-
-@pytest.mark.parametrize("arithmetic, step_of", [(1, _reference_step), (2, _generated_step)],
+@pytest.mark.parametrize("arithmetic, step_of", [(1, reference_step), (2, generated_step)],
                          ids=["reference-loop", "generated-avx512"])
 def test_each_arithmetic_is_its_kernels_formula_exactly(arithmetic, step_of):
     rng = np.random.default_rng(11)
