@@ -11,12 +11,20 @@ gradients, in rotating order, ``--steps`` rounds; with ``--clip``, PyTorch's
 ``grad_clip=paddle.nn.ClipGradByGlobalNorm(1.0)``. Printed: the medians, and the
 median per-round ratio AdamWDL / PyTorch (lower: AdamWDL faster).
 
+``--arithmetic avx512`` makes the fused operator compute as Paddle's generated
+AVX-512 kernel does (float32, three fused multiply-adds), which is what AdamWDL
+computes on a CPU with AVX-512: that step's speed, measured on a CPU without it
+(where the numbers are then not ``paddle.optimizer.AdamW``'s bits; the default,
+``paddle``, is the arithmetic Paddle's kernel runs on this CPU).
+
     python benchmarks/bench_torch.py                 # BERT-base, one thread each
     python benchmarks/bench_torch.py --clip --threads 2
+    python benchmarks/bench_torch.py --arithmetic avx512
 """
 from __future__ import annotations
 
 import argparse
+import inspect
 import statistics
 import sys
 import time
@@ -28,10 +36,35 @@ from paddle_llrd import AdamWDL
 from bench_common import add_clip_flag, bert_base_shaped_model, model_size_parser, parse_lenient, synthetic_backward
 
 
+# The fused operator's arithmetic field: its layout's 4th header entry (csrc/fused_adamw.cc).
+ARITHMETICS = {"paddle": 0, "avx512": 2}
+_ARITHMETIC_FIELD = 3
+
+
+def use_arithmetic(name: str) -> None:
+    """Make every call of the fused operator by the multi-tensor step compute in ``name``'s arithmetic."""
+    from paddle_llrd.optim import multi_tensor
+
+    call, value = multi_tensor.fused_adamw, ARITHMETICS[name]
+    signature = inspect.signature(call)
+
+    def with_arithmetic(*arguments: Any, **keywords: Any) -> None:
+        bound = signature.bind(*arguments, **keywords)
+        layout = list(bound.arguments["layout"])
+        layout[_ARITHMETIC_FIELD] = value
+        bound.arguments["layout"] = layout
+        call(*bound.args, **bound.kwargs)
+
+    multi_tensor.fused_adamw = with_arithmetic
+
+
 def _parse(argv: list[str]) -> argparse.Namespace:
     parser = model_size_parser(__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=10, help="timed rounds (default 10)")
     parser.add_argument("--threads", type=int, default=1, help="threads of each optimizer (default 1)")
+    parser.add_argument("--arithmetic", choices=ARITHMETICS, default="paddle",
+                        help="the fused operator's arithmetic: Paddle's kernel's on this CPU (default), or its "
+                             "generated AVX-512 kernel's (AdamWDL's step on an AVX-512 CPU)")
     add_clip_flag(parser)
     return parse_lenient(parser, argv, "bench_torch", counts=("steps", "layers", "hidden", "threads"))
 
@@ -45,6 +78,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
               "run it in a virtualenv with torch and paddlepaddle")
         return None
     torch.set_num_threads(args.threads)
+    if args.arithmetic != "paddle":
+        use_arithmetic(args.arithmetic)
     args.regime = "bert-base"
     paddle.seed(0)
     model = bert_base_shaped_model(args)
@@ -94,10 +129,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
         (a + c) / (b + d) for a, b, c, d in zip(times["ours_step"], times["torch_step"], times["ours_clear"],
                                                 times["torch_clear"]))
     results["path"] = tuple(ours.last_update_path)
+    arithmetic_note = ", AdamWDL in the arithmetic of Paddle's AVX-512 kernel" if args.arithmetic == "avx512" else ""
     print(
         f"AdamWDL against torch.optim.AdamW(fused=True), {sum(int(p.size) for p in params) / 1e6:.1f}M parameters in "
         f"{len(params)} tensors, {args.threads} thread(s) each, {'clipped (global norm 1.0)' if args.clip else 'no clip'}, "
-        f"{args.steps} rounds (torch {torch.__version__}, Paddle {paddle.__version__}):\n"
+        f"{args.steps} rounds (torch {torch.__version__}, Paddle {paddle.__version__}{arithmetic_note}):\n"
         f"  step:        AdamWDL {results['ours_step']:8.2f} ms  PyTorch {results['torch_step']:8.2f} ms  "
         f"ratio {results['step_ratio']:.3f}x\n"
         f"  + clearing:  AdamWDL {results['ours_clear']:8.2f} ms  PyTorch {results['torch_clear']:8.2f} ms  "

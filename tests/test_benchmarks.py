@@ -1,13 +1,21 @@
 """The benchmark scripts run (tiny sizes; speed itself is only ever reported
 by ``make bench``, never asserted) and report what they promise. ``run_all.py``
 (``make bench``) is run by its documented quick run
-(tests/user_paths/test_shell_blocks.py), which checks the tables, JSON and figure it writes."""
+(tests/user_paths/test_shell_blocks.py), which checks the tables, JSON and figure it writes.
+``bench_torch.py`` needs PyTorch, no dependency of the package: what it asks of AdamWDL
+(``--arithmetic avx512``) is checked here without it."""
 import math
 import sys
 from pathlib import Path
 from typing import NamedTuple, Optional
 
+import numpy as np
+import paddle
 import pytest
+
+from paddle_llrd import AdamWDL
+from paddle_llrd.optim import multi_tensor
+from paddle_llrd.optim.fused_operator import unavailable_reason
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
@@ -15,8 +23,10 @@ import bench_adamwdl  # noqa: E402
 import bench_common  # noqa: E402
 import bench_ema  # noqa: E402
 import bench_memory  # noqa: E402
+import bench_torch  # noqa: E402
 import bench_training_loop  # noqa: E402
 from operator_off import flat_path  # noqa: E402
+from kernel_formulas import generated_step  # noqa: E402
 
 TINY = ["--layers", "1", "--hidden", "32", "--steps", "2"]
 OPTIMIZERS = ("adamw", "adamwdl_multi_tensor", "adamwdl_per_parameter")
@@ -195,3 +205,31 @@ def test_run_all_refuses_a_regime_or_clip_flag():
 
     assert run_all.main(["--regime", "small-params"]) == 2
     assert run_all.main(["--clip"]) == 2  # it runs both configurations
+
+
+def test_torch_comparison_runs_adamwdl_in_the_avx512_kernels_arithmetic_when_asked(monkeypatch):
+    """``bench_torch.py --arithmetic avx512``: AdamWDL's default step computes as phi's
+    generated AVX-512 kernel does (its formula written out), whatever this CPU has."""
+    assert unavailable_reason() is None, "the fused operator is built by make install"
+    monkeypatch.setattr(multi_tensor, "fused_adamw", multi_tensor.fused_adamw)  # (undone after the test)
+    bench_torch.use_arithmetic("avx512")
+    lr, beta1, beta2, eps, coeff = 0.003, 0.9, 0.999, 1e-8, 0.2
+    paddle.seed(0)
+    linear = paddle.nn.Linear(5, 3)
+    params = linear.parameters()
+    optimizer = AdamWDL(learning_rate=lr, parameters=params, weight_decay=coeff, set_param_lr_fun=None)
+    expected = [[(value, np.float32(0), np.float32(0)) for value in p.numpy().ravel()] for p in params]
+    b1p, b2p = np.float32(beta1), np.float32(beta2)
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        grads = [(rng.standard_normal(p.shape) * 10.0 ** rng.uniform(-3, 1)).astype("float32") for p in params]
+        paddle.add_n([(p * paddle.to_tensor(g)).sum() for p, g in zip(params, grads)]).backward()
+        optimizer.step()
+        optimizer.clear_grad()
+        expected = [[generated_step(p, g, m1, m2, lr, beta1, beta2, eps, coeff, b1p, b2p)
+                     for (p, m1, m2), g in zip(elements, grad.ravel())] for elements, grad in zip(expected, grads)]
+        b1p, b2p = np.float32(np.float32(beta1) * b1p), np.float32(np.float32(beta2) * b2p)
+    assert optimizer.last_update_path.path == "fused"
+    for param, elements in zip(params, expected):
+        assert np.array_equal(param.numpy().ravel().view(np.int32),
+                              np.array([e[0] for e in elements], dtype=np.float32).view(np.int32))
