@@ -47,7 +47,11 @@ the cores available), the kernel calls alone (the path's floor) and their
 achieved GB/s (28 bytes per float32 parameter per step) against the memory
 bandwidth measured in the same run (a NumPy copy of 256 MB on as many
 threads), and the memory floor: the time those 28 bytes per parameter take
-at that bandwidth. The kernel calls alone are reached through AdamWDL's
+at that bandwidth; clipped, the clip's squared norms alone (one call of the
+operators' squared norms over the model's gradients, 4 bytes per parameter)
+against what ``ClipGradByGlobalNorm`` runs without them (Paddle's
+``squared_l2_norm`` per gradient, stacked and summed), alternating in the same
+run. The kernel calls alone are reached through AdamWDL's
 internals (no public API runs them); where the steps did not take the
 multi-tensor path, or those internals are gone, the floor is reported as
 None.
@@ -152,6 +156,27 @@ def _operator_alone(n_parameters: int, threads: int, rounds: int) -> list[float]
     return times[1:]
 
 
+def _norms_alone(grads: list[Any], threads: int, rounds: int) -> tuple[list[float], list[float]] | None:
+    """The global norm's squares of ``grads`` (float32), ``rounds`` times each, alternating: the
+    operators' squared norms on ``threads`` threads, and what ``ClipGradByGlobalNorm`` runs
+    without them (Paddle's ``squared_l2_norm`` per gradient, stacked and summed); None where
+    the step does not take its norms with the operators here."""
+    from paddle_llrd.optim.fused_operator import norms_unavailable_reason, squared_norms
+
+    if norms_unavailable_reason() is not None:
+        return None
+    squares, total = paddle.empty([len(grads)], dtype="float32"), paddle.empty([], dtype="float32")
+    operator_times, paddle_times = [], []
+    for _ in range(rounds + 1):  # (the first round untimed)
+        start = time.perf_counter()
+        squared_norms(grads, squares, total, threads)
+        operator_times.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        paddle.stack([paddle._C_ops.squared_l2_norm(grad) for grad in grads]).sum()
+        paddle_times.append(time.perf_counter() - start)
+    return operator_times[1:], paddle_times[1:]
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Run the benchmark; returns the settings, medians (ms), ratios and the update paths taken."""
     args = _parse(list(sys.argv[1:] if argv is None else argv))
@@ -207,6 +232,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     threads = resolve_num_threads(args.num_threads)
     n_parameters = sum(int(p.size) for p in params["adamw"])
     kernel_times = _operator_alone(n_parameters, threads, rounds)
+    norm_times = None
+    if args.clip:
+        synthetic_backward(params["adamw"])
+        norm_times = _norms_alone([param.grad for param in params["adamw"]], threads, rounds)
     step_bytes = ADAMW_BYTES_PER_PARAMETER * n_parameters
     machine_gbs = measured_bandwidth_gbs(threads)
     adamw_s = statistics.median(times["as_timed"]["adamw"])
@@ -240,6 +269,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "machine_gbs": machine_gbs,
         "memory_floor_ms": 1e3 * step_bytes / (machine_gbs * 1e9),
         "memory_floor_ratio": step_bytes / (machine_gbs * 1e9) / adamw_s,
+        "norms_ms": None if norm_times is None else 1e3 * statistics.median(norm_times[0]),
+        "paddle_norms_ms": None if norm_times is None else 1e3 * statistics.median(norm_times[1]),
+        "norms_gbs": None if norm_times is None else 4 * n_parameters / statistics.median(norm_times[0]) / 1e9,
         "multi_tensor_steps": None if multi_paths is None else multi_paths["fused"] + multi_paths["multi_tensor"],
         "target_ratio": target,
     }
@@ -294,6 +326,11 @@ def _print(args: argparse.Namespace, results: dict[str, Any]) -> None:
         print(
             f"  (the fused operator alone {results['multi_tensor_kernels_ms']:7.2f} ms  "
             f"{results['kernel_calls_alone_ratio']:.3f}x: the floor of the step, {results['kernel_gbs']:.1f} GB/s)"
+        )
+    if results["norms_ms"] is not None:
+        print(
+            f"  (the clip's squared norms alone {results['norms_ms']:7.2f} ms, {results['norms_gbs']:.1f} GB/s; "
+            f"Paddle's squared_l2_norm per gradient and their sum {results['paddle_norms_ms']:.2f} ms)"
         )
     print(
         f"  (memory floor {results['memory_floor_ms']:.2f} ms  {results['memory_floor_ratio']:.3f}x: "

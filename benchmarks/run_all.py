@@ -139,8 +139,9 @@ def _detail_table(sections: dict[str, dict]) -> dict[str, dict[str, float | None
 
 
 def _bandwidth(sections: dict[str, dict]) -> dict[str, dict[str, dict]]:
-    """Per configuration and regime: the multi-tensor step's threads, its kernels' GB/s, AdamW's, the machine's."""
-    keys = ("num_threads", "kernel_gbs", "adamw_gbs", "machine_gbs")
+    """Per configuration and regime: the multi-tensor step's threads, its kernels' GB/s, AdamW's, the
+    machine's, and (clipped) the clip's squared norms against Paddle's kernels for them."""
+    keys = ("num_threads", "kernel_gbs", "adamw_gbs", "machine_gbs", "norms_ms", "norms_gbs", "paddle_norms_ms")
     return {
         config: {regime: {key: benches["training_loop"][key] for key in keys}
                  for regime, benches in section["results"].items()}
@@ -218,6 +219,9 @@ def _print(results: dict) -> None:
                 f"calls {kernels}, AdamW's step {row['adamw_gbs']:.1f} GB/s, a NumPy copy "
                 f"{row['machine_gbs']:.1f} GB/s (the machine, now)"
             )
+            if row["norms_ms"] is not None:
+                print(f"    the clip's squared norms {row['norms_ms']:.2f} ms, {row['norms_gbs']:.1f} GB/s; Paddle's "
+                      f"squared_l2_norm per gradient and their sum {row['paddle_norms_ms']:.2f} ms")
 
 
 def _default_paths(paths: dict[str, dict[str, Any]]) -> str:

@@ -86,8 +86,9 @@ def test_training_loop_benchmark_runs_the_multi_tensor_path(capsys):
     seconds = results["multi_tensor_kernels_ms"] / 1e3
     assert results["kernel_gbs"] == pytest.approx(28 * results["parameters"] / seconds / 1e9)
     assert results["memory_floor_ms"] == pytest.approx(1e3 * 28 * results["parameters"] / (results["machine_gbs"] * 1e9))
-    # no clip unless asked; the paths each AdamWDL took, where it reports them
+    # no clip unless asked (and no clip's norms measured); the paths each AdamWDL took, where it reports them
     assert results["clip"] is False and results["grad_clip"] == dict.fromkeys(OPTIMIZERS)
+    assert results["norms_ms"] is None and results["paddle_norms_ms"] is None
     paths = results["update_paths"]
     if paths["adamwdl_multi_tensor"] is not None:
         assert paths["adamwdl_multi_tensor"][flat_path()[0]] == results["steps"] + 1
@@ -118,8 +119,12 @@ def test_training_loop_benchmark_clips_every_optimizer_as_the_trainers_do(capsys
     # the floor runs the multi-tensor layout's kernels: none to run where no step took that path
     if not results["multi_tensor_steps"]:
         assert results["multi_tensor_kernels_ms"] is None and results["kernel_calls_alone_ratio"] is None
+    # the clip's squared norms alone, against Paddle's kernels for them: 4 bytes read per parameter
+    assert _positive_finite(results["norms_ms"]) and _positive_finite(results["paddle_norms_ms"])
+    assert results["norms_gbs"] == pytest.approx(4 * results["parameters"] / (results["norms_ms"] / 1e3) / 1e9)
     out = capsys.readouterr().out
     assert "grad_clip=ClipGradByGlobalNorm(1.0) for all" in out and "scaled down by the clip" in out
+    assert "the clip's squared norms alone" in out
 
 
 class _UpdatePath(NamedTuple):
