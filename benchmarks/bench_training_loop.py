@@ -157,22 +157,23 @@ def _operator_alone(n_parameters: int, threads: int, rounds: int) -> list[float]
 
 
 def _norms_alone(grads: list[Any], threads: int, rounds: int) -> tuple[list[float], list[float]] | None:
-    """The global norm's squares of ``grads`` (float32), ``rounds`` times each, alternating: the
-    operators' squared norms on ``threads`` threads, and what ``ClipGradByGlobalNorm`` runs
-    without them (Paddle's ``squared_l2_norm`` per gradient, stacked and summed); None where
-    the step does not take its norms with the operators here."""
-    from paddle_llrd.optim.fused_operator import norms_unavailable_reason, squared_norms
+    """The squared norms of ``grads`` (float32) and their sum, ``rounds`` times each, alternating,
+    by :func:`~paddle_llrd.optim.clipping.squared_norms`: as the step takes them (one call of the
+    operators on ``threads`` threads, which sums them too) and as ``ClipGradByGlobalNorm`` takes
+    them without the operators (Paddle's ``squared_l2_norm`` per gradient, stacked, then summed);
+    None where the step does not take its norms with the operators here."""
+    from paddle_llrd.optim.clipping import squared_norms
+    from paddle_llrd.optim.fused_operator import norms_unavailable_reason
 
     if norms_unavailable_reason() is not None:
         return None
-    squares, total = paddle.empty([len(grads)], dtype="float32"), paddle.empty([], dtype="float32")
     operator_times, paddle_times = [], []
     for _ in range(rounds + 1):  # (the first round untimed)
         start = time.perf_counter()
-        squared_norms(grads, squares, total, threads)
+        squared_norms(grads, threads)
         operator_times.append(time.perf_counter() - start)
         start = time.perf_counter()
-        paddle.stack([paddle._C_ops.squared_l2_norm(grad) for grad in grads]).sum()
+        squared_norms(grads).sum()
         paddle_times.append(time.perf_counter() - start)
     return operator_times[1:], paddle_times[1:]
 
