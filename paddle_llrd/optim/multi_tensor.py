@@ -30,7 +30,7 @@ says which path the update took. Neither sees the optimizer.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from itertools import compress, repeat
+from itertools import compress, filterfalse, repeat
 from operator import attrgetter, is_, is_not
 from typing import Any, NamedTuple
 
@@ -38,7 +38,8 @@ import paddle
 from paddle import _C_ops
 
 from .buffers import numel, own_storage, share_flat
-from .clipping import NO_CLIP, NONE, NORM, SCALE, GroupClip, flat_clip_refusal, group_clip, squared_norms
+from .clipping import (NO_CLIP, NONE, NORM, SCALE, GroupClip, flat_clip_refusal, group_clip, kernel_gradient,
+                       squared_norms)
 from .flat_kernels import paddle_kernels_update
 from .fused_operator import fused_adamw, unavailable_reason, warn_unavailable
 from .kernels import check_learning_rate_dtype, is_tensor
@@ -56,6 +57,7 @@ MAX_CONSECUTIVE_LAYOUTS = 3
 
 _STOP_GRADIENT = attrgetter("stop_gradient")
 _IS_VIEW_OF = paddle.Tensor._is_shared_buffer_with
+_IS_CONTIGUOUS = paddle.Tensor.is_contiguous
 _GRAD_OF = paddle.Tensor._grad_ivar
 #: The path of an optimizer built with ``use_multi_tensor=False``.
 PER_PARAMETER_ONLY = UpdatePath("per_parameter", "use_multi_tensor=False")
@@ -427,10 +429,12 @@ def _fused_call(layout: FlatLayout, banks: list[Bank], batches: Sequence[Any], c
     scalars: list[float] = []
     segment_scalars: list[float] = []
     clip_values, param_starts, grads = [], [], []
+    written: list[tuple[GroupClip, list[Any]]] = []  # the gradients the operator scales in place, by clip
     for index, bank in enumerate(banks):
         settings, clip = batches[bank.group].settings, clips[bank.group]
         ints += [clip.mode, int(bank.master), len(bank.params), len(grads)]
-        grads += bank.gradients(batches[bank.group])
+        bank_grads = bank.gradients(batches[bank.group])
+        grads += bank_grads
         low = clip.max_norm if clip.mode == NORM else clip.low
         scalars += [settings.beta1_value, settings.beta2_value, settings.epsilon, low, clip.high, settings.coeff]
         if clip.mode == SCALE:
@@ -440,11 +444,15 @@ def _fused_call(layout: FlatLayout, banks: list[Bank], batches: Sequence[Any], c
         else:
             clip_values.append(bank.param_starts)
         param_starts.append(bank.param_starts)
-        for segment, route in zip(bank.segments, _routes(bank, settings.coeff, with_ratio)):
+        for segment, members, route in zip(bank.segments, bank.segment_params,
+                                           _routes(bank, settings.coeff, with_ratio)):
             flags = (_FUSED_DECAY if route.fused_coeff is not None else 0) | (
                 _SEPARATE_DECAY if route.separate_decay_scale is not None else 0)
             if segment.need_clip and clip.mode != NO_CLIP:
-                flags |= _CLIPPED | (_WRITES_GRAD if clip.mode == SCALE and not segment.zero_dim else 0)
+                flags |= _CLIPPED
+                if clip.mode == SCALE and not segment.zero_dim:
+                    flags |= _WRITES_GRAD
+                    written.append((clip, bank_grads[members]))
             segment_ints += [index, segment.start, segment.stop, flags]
             segment_scalars += [segment.update_scale, route.fused_coeff or 0.0,
                                 1.0 if route.separate_decay_scale is None else route.separate_decay_scale]
@@ -456,5 +464,10 @@ def _fused_call(layout: FlatLayout, banks: list[Bank], batches: Sequence[Any], c
         [bank.beta1_pows for bank in banks], [bank.beta2_pows for bank in banks], clip_values, param_starts,
         global_lr, ints + segment_ints, scalars + segment_scalars,
     )
+    # Paddle's custom-operator call hands the operator a contiguous copy of a strided gradient
+    # (that of a weight read as W.T): the operator scaled the copy, and Paddle's clip scales p.grad.
+    for clip, clipped in written:
+        for grad in filterfalse(_IS_CONTIGUOUS, clipped):
+            kernel_gradient(clip, grad, writes=True)
 
 

@@ -31,8 +31,11 @@ class Block(nn.Layer):
         super().__init__()
         self.linear = nn.Linear(HIDDEN, HIDDEN)
         self.norm = nn.LayerNorm(HIDDEN)
+        self.read_transposed = False
 
     def forward(self, x: paddle.Tensor) -> paddle.Tensor:
+        if self.read_transposed:  # as PyTorch's [out, in] layout is read: W.T, so a strided gradient
+            return self.norm(paddle.tanh(x @ self.linear.weight.T + self.linear.bias))
         return self.norm(paddle.tanh(self.linear(x)))
 
 
@@ -132,6 +135,10 @@ class World:
     def _branch(self, used: bool) -> None:
         self.model.use_branch = used
 
+    def _weights_read_transposed(self, used: bool) -> None:
+        for block in self.model.encoder.layers:
+            block.read_transposed = used
+
     def _set_lr(self, lr: float) -> None:
         self.optimizer.set_lr(lr)
 
@@ -187,7 +194,8 @@ class World:
         found: dict[str, np.ndarray] = {}
         for name, param in self.by_name.items():
             found[f"{name} (weight)"] = param.numpy()
-            found[f"{name} (grad)"] = None if param.grad is None else param.grad.numpy()
+            # (a strided gradient's array is strided too: made contiguous to compare its bits)
+            found[f"{name} (grad)"] = None if param.grad is None else np.ascontiguousarray(param.grad.numpy())
         for index, optimizer in enumerate((self.optimizer, self.second)):
             if optimizer is None:
                 continue

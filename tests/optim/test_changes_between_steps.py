@@ -7,7 +7,8 @@ accumulation, two ``step()`` calls on one backward, gradients carried past a ste
 cleared in either way) with changes drawn from a menu: the optimizer's ``_grad_clip``
 assigned, cleared or swapped for another class (as fleet's wrappers assign it), a group's
 ``grad_clip``, ``need_clip``, a ``regularizer``, ``apply_decay_param_fun`` given, replaced
-or taken away, ``set_value``, freezing and unfreezing, a branch used or not, ``set_lr``,
+or taken away, ``set_value``, freezing and unfreezing, a branch used or not, weights read
+transposed (``x @ W.T``, which leaves ``W`` a strided gradient), ``set_lr``,
 ``layerwise_decay`` and ``set_param_lr_fun`` assigned, a second optimizer over some of the
 parameters; on 1 and 2 threads, with and without parameter groups and layer ratios. It
 runs ``PADDLE_LLRD_STATEFUL_EXAMPLES`` examples (50 in ``make test``; set it higher for a
@@ -103,6 +104,10 @@ class ChangesBetweenSteps(RuleBasedStateMachine):
     @rule(used=st.booleans(), training=TRAINING)
     def branch(self, used, training) -> None:
         self._all("branch", used, training)
+
+    @rule(used=st.booleans(), training=TRAINING)
+    def weights_read_transposed(self, used, training) -> None:
+        self._all("weights_read_transposed", used, training)
 
     @rule(lr=st.sampled_from([0.0, 0.003, 0.01, 0.2]), training=TRAINING)
     def set_lr(self, lr, training) -> None:

@@ -29,6 +29,7 @@ import paddle
 from paddle_llrd import AdamWDL
 
 KIND, RATIOS, OUT = sys.argv[1], sys.argv[2] == "ratios", sys.argv[3]
+WEIGHTS_READ_TRANSPOSED = False
 
 
 class Block(paddle.nn.Layer):
@@ -37,6 +38,8 @@ class Block(paddle.nn.Layer):
         self.linear = paddle.nn.Linear(8, 8)
 
     def forward(self, x):
+        if WEIGHTS_READ_TRANSPOSED:  # as a model ported from PyTorch's [out, in] layout reads them
+            return paddle.tanh(x @ self.linear.weight.T + self.linear.bias)
         return paddle.tanh(self.linear(x))
 
 
@@ -122,6 +125,11 @@ SCENARIOS = {
                                                        CLEAR="    if step % 2:\n        optimizer.clear_grad()"),
     "two_steps_on_one_backward": dict(CLIP="paddle.nn.ClipGradByValue(0.002)", CHANGE="",
                                       STEP="    optimizer.step()\n    optimizer.step()"),
+    # W.T is a strided view, so W's gradient is strided: Paddle's custom-operator call hands the
+    # fused operator a contiguous copy of it, and ClipGradByGlobalNorm still scales p.grad itself
+    "global_norm_clip_of_weights_read_transposed": dict(CLIP="paddle.nn.ClipGradByGlobalNorm(0.05)", CHANGE="",
+                                                        SETUP="WEIGHTS_READ_TRANSPOSED = True",
+                                                        CLEAR="    if step % 2:\n        optimizer.clear_grad()"),
     "global_norm_clip_with_a_0d_parameter": dict(CLIP="paddle.nn.ClipGradByGlobalNorm(0.05)", CHANGE="",
                                                  CLEAR="    if step % 2:\n        optimizer.clear_grad()"),
     "a_second_optimizer_over_the_head_that_never_clears": dict(

@@ -143,7 +143,9 @@ inline float norm_scaling(float squared_norm, float max_norm) {
 // buffer of ours): the operator reads each where it is and, where Paddle's
 // clip writes its result into the gradient (ClipGradByGlobalNorm, not 0-D),
 // writes it there, as Paddle's multiply_ would. (They are declared inputs:
-// Paddle's custom operators take no leaf's gradient as an in-place output.)
+// Paddle's custom operators take no leaf's gradient as an in-place output.
+// Paddle's call hands over a contiguous copy of a strided gradient instead of
+// the gradient itself; the caller scales that one: multi_tensor._fused_call.)
 template <typename P>  // the parameter's (and gradient's) type
 struct Bank {
   P* param = nullptr;
