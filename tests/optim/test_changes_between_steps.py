@@ -42,11 +42,14 @@ TRAINING = st.tuples(st.integers(1, 2), st.integers(1, 2), st.sampled_from(["zer
 class ChangesBetweenSteps(RuleBasedStateMachine):
     """Every world takes the same changes and steps; after each step they are equal bit for bit."""
 
-    @initialize(ratios=st.booleans(), grouped=st.booleans(), threads=st.sampled_from([1, 2]), clip_kind=CLIPS)
-    def build(self, ratios: bool, grouped: bool, threads: int, clip_kind: str | None) -> None:
+    @initialize(ratios=st.booleans(), grouped=st.booleans(), threads=st.sampled_from([1, 2]), clip_kind=CLIPS,
+                transposed=st.booleans())
+    def build(self, ratios: bool, grouped: bool, threads: int, clip_kind: str | None, transposed: bool) -> None:
         kinds = KINDS_WITH_RATIOS if ratios else KINDS_WITHOUT_RATIOS
         self.worlds = [World(kind, ratios=ratios, grouped=grouped, threads=threads, clip_kind=clip_kind)
                        for kind in kinds]
+        for world in self.worlds:  # (from the first step on, as a model that always reads them so)
+            world.apply("weights_read_transposed", transposed)
         self.seed = 0
         self.pending_backward = False
         self.ratios = ratios
