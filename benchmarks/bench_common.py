@@ -213,6 +213,13 @@ def describe_paths(summary: dict[str, Any] | None) -> str:
     return ", ".join(taken) + (f" ({reasons})" if reasons else "")
 
 
+def describe_norms(results: dict[str, Any]) -> str:
+    """The clip's squared norms as ``bench_training_loop.py --clip`` measures them (``norms_ms``,
+    ``norms_gbs``, ``paddle_norms_ms``), in words."""
+    return (f"the clip's squared norms alone {results['norms_ms']:.2f} ms, {results['norms_gbs']:.1f} GB/s; "
+            f"Paddle's squared_l2_norm per gradient and their sum {results['paddle_norms_ms']:.2f} ms")
+
+
 # Bytes an AdamW step moves per float32 parameter: reads the parameter, its
 # gradient and both moments, writes the parameter and both moments (7 x 4).
 ADAMW_BYTES_PER_PARAMETER = 28

@@ -74,8 +74,8 @@ from paddle import nn
 from paddle_llrd.optim.threads import resolve_num_threads
 from bench_common import (
     ADAMW_BYTES_PER_PARAMETER, CLIP_DESCRIPTION, MAX_GRAD_NORM, PathTally, add_clip_flag, bert_base_shaped_model,
-    describe_paths, grad_clip_name, gradient_global_norm, measured_bandwidth_gbs, model_size_parser, parse_lenient,
-    settle_freed_memory, synthetic_backward, training_optimizer,
+    describe_norms, describe_paths, grad_clip_name, gradient_global_norm, measured_bandwidth_gbs, model_size_parser,
+    parse_lenient, settle_freed_memory, synthetic_backward, training_optimizer,
 )
 
 # The step+clear_grad time ratio to AdamW each regime must stay under (docs/benchmarks.rst),
@@ -329,10 +329,7 @@ def _print(args: argparse.Namespace, results: dict[str, Any]) -> None:
             f"{results['kernel_calls_alone_ratio']:.3f}x: the floor of the step, {results['kernel_gbs']:.1f} GB/s)"
         )
     if results["norms_ms"] is not None:
-        print(
-            f"  (the clip's squared norms alone {results['norms_ms']:7.2f} ms, {results['norms_gbs']:.1f} GB/s; "
-            f"Paddle's squared_l2_norm per gradient and their sum {results['paddle_norms_ms']:.2f} ms)"
-        )
+        print(f"  ({describe_norms(results)})")
     print(
         f"  (memory floor {results['memory_floor_ms']:.2f} ms  {results['memory_floor_ratio']:.3f}x: "
         f"{ADAMW_BYTES_PER_PARAMETER} bytes per parameter at the {results['machine_gbs']:.1f} GB/s a NumPy copy on "

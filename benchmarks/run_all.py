@@ -48,7 +48,7 @@ from typing import Any
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from bench_common import CLIP_DESCRIPTION, REGIMES, describe_paths  # noqa: E402
+from bench_common import CLIP_DESCRIPTION, REGIMES, describe_norms, describe_paths  # noqa: E402
 
 import paddle  # noqa: E402
 
@@ -220,8 +220,7 @@ def _print(results: dict) -> None:
                 f"{row['machine_gbs']:.1f} GB/s (the machine, now)"
             )
             if row["norms_ms"] is not None:
-                print(f"    the clip's squared norms {row['norms_ms']:.2f} ms, {row['norms_gbs']:.1f} GB/s; Paddle's "
-                      f"squared_l2_norm per gradient and their sum {row['paddle_norms_ms']:.2f} ms")
+                print(f"    {describe_norms(row)}")
 
 
 def _default_paths(paths: dict[str, dict[str, Any]]) -> str:
