@@ -38,7 +38,7 @@ from .optimizer_checks import (
     refuse_groups_in_program,
 )
 from .param_lr_rows import ParamLrRow, param_lr_rows
-from .param_state import ParamState, initial_beta_pow, on_cpu, refit_accumulators
+from .param_state import ParamState, initial_beta_pow, missing_accumulator, on_cpu, refit_accumulators
 from .per_parameter import (
     ParameterPass, append_decoupled_weight_decay, append_optimize_op, dygraph_gradient, updated_parameters,
 )
@@ -162,8 +162,7 @@ class AdamWDL(AdamW):
     def _set_coeff(self, value: float) -> None:
         self._weight_decay = self._default_dict["weight_decay"] = float(value)
 
-    # PaddleNLP's name of the weight decay (of the group being updated, in a pass).
-    _coeff = property(lambda self: self._weight_decay, _set_coeff)
+    _coeff = property(lambda self: self._weight_decay, _set_coeff)  # PaddleNLP's name (of the group in a pass)
 
     @property
     def _lr_to_coeff(self) -> dict[Any, Any]:
@@ -308,10 +307,8 @@ class AdamWDL(AdamW):
         else:
             defaults = self._default_dict
             beta1, beta2, epsilon, lazy_mode, coeff = (group.get(key, defaults[key]) for key in _GROUP_SETTINGS)
-        return AdamSettings(
-            beta1, beta2, _beta_value(beta1, dygraph), _beta_value(beta2, dygraph), epsilon, lazy_mode,
-            self._amsgrad, None if dygraph else self._get_auxiliary_var("found_inf"), dygraph, coeff,
-        )
+        return AdamSettings(beta1, beta2, _beta_value(beta1, dygraph), _beta_value(beta2, dygraph), epsilon, lazy_mode,
+                            self._amsgrad, None if dygraph else self._get_auxiliary_var("found_inf"), dygraph, coeff)
 
     def _global_lr_tensor(self) -> Any:
         """The global lr tensor of this step (made, with what Paddle's pass sets up first, if need be)."""
@@ -430,7 +427,10 @@ class AdamWDL(AdamW):
         kinds = [self._moment1_acc_str, self._moment2_acc_str, self._moment2_acc_max_str if self._amsgrad else None,
                  self._beta1_pow_acc_str, self._beta2_pow_acc_str]
         columns = [repeat(None) if kind is None else map(self._accumulators[kind].__getitem__, keys) for kind in kinds]
-        return dict(zip(names, map(ParamState, zip(*columns), masters, fallbacks)))
+        try:
+            return dict(zip(names, map(ParamState, zip(*columns), masters, fallbacks)))
+        except KeyError as missing:  # (before any update; AdamW raises too)
+            raise missing_accumulator(self._accumulators, kinds, names, keys, missing.args[0]) from None
 
     def _uses_master(self, param: Any) -> bool:
         """Whether ``param`` is updated through a float32 master weight (``multi_precision``, float16/bfloat16)."""

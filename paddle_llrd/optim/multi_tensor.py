@@ -15,7 +15,8 @@ others by Paddle's kernels (:mod:`~paddle_llrd.optim.flat_kernels`).
 The layout is the one state the step keeps (besides Paddle's accumulators
 and the weight-decay schedule's position). What it was made from is its
 *description*: per parameter group, the trained parameters themselves,
-their lr factors, ratios, decay answers and ``need_clip``.
+their lr factors, ratios, decay answers and ``need_clip``, and whether it
+runs AMSGrad (the banks hold the maximum moments only then).
 :meth:`FlatLayout.serves` is the one check a step makes before it uses the
 layout: this step's description is the layout's, every parameter is still
 a view of its bank, and each bank's beta powers are still one value.
@@ -212,8 +213,9 @@ class FlatLayout:
         """Whether ``batches`` hold what the layout was made from (by C-level passes)."""
         if len(batches) != len(self._description):
             return False
-        for batch, (params, lr_factors, ratios, decays, need_clip) in zip(batches, self._description):
-            if len(batch.params) != len(params) or not all(map(is_, batch.params, params)):
+        for batch, (params, lr_factors, ratios, decays, need_clip, amsgrad) in zip(batches, self._description):
+            if (len(batch.params) != len(params) or not all(map(is_, batch.params, params))
+                    or batch.settings.amsgrad != amsgrad):
                 return False
             try:
                 if (batch.lr_factors != lr_factors or batch.ratios != ratios or batch.decays != decays
@@ -262,7 +264,7 @@ class FlatLayout:
             if tensor_id not in now:
                 own_storage(tensor)
         self._description = [(list(b.params), list(b.lr_factors), None if b.ratios is None else list(b.ratios),
-                              list(b.decays), list(b.need_clip)) for b in batches]
+                              list(b.decays), list(b.need_clip), bool(b.settings.amsgrad)) for b in batches]
         self.lr_tables = {}
         # (once loaded or refused, the operator's availability holds for the whole process)
         self.operator_reason = unavailable_reason()

@@ -8,7 +8,7 @@ before the step by :func:`refit_accumulators` (or refused, naming it, by
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import paddle
@@ -16,8 +16,8 @@ from paddle.base import framework
 
 from .kernels import is_tensor
 
-__all__ = ["UNSET_BETA_POW", "ParamState", "cast_refusal", "initial_beta_pow", "on_cpu", "refit_accumulators",
-           "rename_accumulators"]
+__all__ = ["UNSET_BETA_POW", "ParamState", "cast_refusal", "initial_beta_pow", "missing_accumulator", "on_cpu",
+           "refit_accumulators", "rename_accumulators"]
 
 # The initial beta power of a program whose beta is a Tensor: its value is
 # known only when the program runs, so the first update sets the power to it
@@ -42,6 +42,25 @@ class ParamState(NamedTuple):
     def decay_target(self, param: Any) -> Any:
         """What the decay multiplies: the float32 master weight, else the parameter."""
         return param if self.master_weight is None else self.master_weight
+
+
+def missing_accumulator(accumulators: Mapping[str, Mapping[str, Any]], kinds: Sequence[str | None],
+                        names: Sequence[str], keys: Sequence[str], key: str) -> RuntimeError:
+    """The error for a step whose parameter keyed ``key`` (its name in ``names``, or its master
+    weight's in ``keys``) lacks one of the accumulators ``kinds`` (those of
+    :attr:`ParamState.moments`, None for no maximum moment), raised before any update where
+    ``paddle.optimizer.AdamW`` raises too: AMSGrad turned on after the moments were made.
+
+    Examples:
+        >>> missing_accumulator({"m1": {"w": 0}, "max": {}}, ["m1", None, "max"], ["w"], ["w"], "w")
+        RuntimeError("AdamWDL: parameter 'w' has no max accumulator (amsgrad was turned on after its moments were made: pass amsgrad=True when building the optimizer); paddle.optimizer.AdamW raises too")
+    """
+    kind = next(kind for kind in kinds if kind is not None and key not in accumulators[kind])
+    why = ("amsgrad was turned on after its moments were made: pass amsgrad=True when building the optimizer"
+           if kind == kinds[2] else "its state was removed from the optimizer")
+    name = names[list(keys).index(key)]
+    return RuntimeError(f"AdamWDL: parameter {name!r} has no {kind} accumulator ({why}); "
+                        "paddle.optimizer.AdamW raises too")
 
 
 def cast_refusal(param: Any, moment_dtype: Any, *, state_dtype: Any, wants_master: bool, has_master: bool) -> str | None:

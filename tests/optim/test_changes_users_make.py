@@ -12,6 +12,7 @@ in one process of their own.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -140,6 +141,12 @@ else:
     head = AdamWDL(learning_rate=0.02, parameters=model.head.parameters(), weight_decay=0.1,
                    set_param_lr_fun=None, use_multi_tensor=KIND == "default")""",
         CHANGE="", STEP="    optimizer.step()\n    head.step()"),
+    # AMSGrad switched off and on again (its maximum moments exist: it was on at the first step)
+    "amsgrad_switched_off_and_on_again": dict(SETUP="optimizer._amsgrad = True", CHANGE="""
+    if step == 2:
+        optimizer._amsgrad = False
+    if step == 4:
+        optimizer._amsgrad = True"""),
     # a per-parameter step while a branch has no gradient, then the same parameters as before
     "beta_powers_apart_after_a_per_parameter_step": dict(CHANGE="""
     model.layers[1].linear.weight.stop_gradient = step == 2
@@ -221,3 +228,24 @@ def test_a_regularizer_takes_the_per_parameter_path_and_says_why(tmp_path):
     assert paths[2] == paths[3] == ("per_parameter",
                                     "parameter 'linear_2.w_0' cannot share a kernel call (a regularizer of its own)")
     assert paths[0] == paths[1] == paths[4] == ("fused", None)
+
+
+def test_amsgrad_switched_on_after_the_moments_were_made_raises_as_adamw_does_changing_nothing(tmp_path):
+    script = _script(dict(CHANGE="""
+    if step == 2:
+        optimizer._amsgrad = True""", STEP="""
+    try:
+        optimizer.step()
+    except Exception as error:
+        record.setdefault("errors", []).append([step, type(error).__name__, str(error)])"""))
+    adamw, per_parameter = _references(tmp_path, script)
+    assert [error[0] for error in adamw.pop("errors")] == [2, 3, 4]  # (Paddle's own refusal, every step)
+    for kind, got, expected in (("default", _run(tmp_path, script, "default", ratios=False), adamw),
+                                ("per_parameter", per_parameter, None)):
+        errors = got.pop("errors")
+        assert [error[:2] for error in errors] == [[step, "RuntimeError"] for step in (2, 3, 4)], kind
+        assert re.search(r"parameter '\w+\.w_0' has no moment2_max accumulator \(amsgrad was turned on", errors[0][2])
+        if expected is not None:
+            _assert_same(got, expected, f"{kind} != AdamW")
+        steps = [got[f"head.weight weight {step}"] for step in range(5)]
+        assert steps[1] == steps[2] == steps[3] == steps[4] != steps[0], kind  # nothing updated once it raises

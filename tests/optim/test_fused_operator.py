@@ -256,6 +256,26 @@ def _run_training(tmp_path: Path, name: str, **environment: str) -> dict:
     return json.loads(out.read_text())
 
 
+@pytest.mark.parametrize("amsgrad, moment2, moment2_max", [
+    (False, lambda n: paddle.zeros([n - 1]), lambda n: paddle.zeros([n])),  # a buffer shorter than the bank
+    (False, lambda n: paddle.zeros([n], dtype="float64"), lambda n: paddle.zeros([n])),  # another dtype
+    (True, lambda n: paddle.zeros([n]), lambda n: None),  # AMSGrad without maximum moments
+    (True, lambda n: paddle.zeros([n]), lambda n: paddle.zeros([2])),
+])
+def test_state_buffers_that_are_not_the_banks_are_refused_before_anything_is_written(amsgrad, moment2, moment2_max):
+    sizes = [3, 5]
+    n = sum(sizes)
+    param = paddle.ones([n])
+    starts = paddle.to_tensor([0, 3, n], dtype="int64")
+    layout = [1, 1, int(amsgrad), 0, 1, 0, 0, 2, 0, 0, 0, n, 0]  # one bank, one segment, no clip, no decay
+    scalars = [0.9, 0.999, 1e-8, 0.0, 0.0, 0.0, 1.0, 0.0, 1.0]
+    with pytest.raises(OSError, match="a bank's moments or master weights do not match its parameters"):
+        fused_adamw([param], [paddle.ones([size]) for size in sizes], [paddle.zeros([n])], [moment2(n)],
+                    [moment2_max(n)], [param], [paddle.full([2], 0.9)], [paddle.full([2], 0.999)], [starts], [starts],
+                    paddle.full([1], 1e-3), layout, scalars)
+    np.testing.assert_array_equal(param.numpy(), np.ones(n, dtype=np.float32))
+
+
 def test_without_a_compiler_it_trains_on_paddles_kernels_with_the_same_numbers_and_says_so_once(tmp_path):
     fused = _run_training(tmp_path, "fused")
     hidden = _run_training(tmp_path, "hidden", CXX="/bin/false", PADDLE_LLRD_OPERATOR_DIR=str(tmp_path / "empty"))

@@ -394,6 +394,16 @@ void run_banks_of_type(const std::vector<int64_t>& banks_of_type, std::vector<pa
     if (!wanted[b]) continue;
     const int64_t* ints = layout.data() + kHeader + b * kBankInts;
     const double* bank_scalars = reinterpret_cast<const double*>(scalars.data()) + b * kBankScalars;
+    // (a state buffer that is not the bank's would be read out of bounds, or through no data at all)
+    const int64_t n = params[b].numel();
+    const paddle::DataType state_dtype = std::is_same<T, double>::value ? paddle::DataType::FLOAT64
+                                                                        : paddle::DataType::FLOAT32;
+    for (const paddle::Tensor* state : {&moment1[b], &moment2[b], &moment2_max[b], &masters[b]}) {
+      if (state == &masters[b] && !kMaster) continue;
+      PD_CHECK(state->initialized() && state->is_dense_tensor() && state->is_cpu() &&
+                   state->dtype() == state_dtype && state->numel() == n,
+               "paddle_llrd fused AdamW: a bank's moments or master weights do not match its parameters");
+    }
     Bank<P>& bank = banks[b];
     bank.param = params[b].data<P>();
     bank.master = kMaster ? masters[b].data<float>() : nullptr;
@@ -481,7 +491,11 @@ void FusedAdamW(std::vector<paddle::Tensor>& params, const std::vector<paddle::T
            "paddle_llrd fused AdamW: malformed layout attribute");
   PD_CHECK(static_cast<int64_t>(scalars.size()) == n_banks * kBankScalars + layout[1] * kSegmentScalars,
            "paddle_llrd fused AdamW: malformed scalars attribute");
-  PD_CHECK(static_cast<int64_t>(params.size()) == n_banks, "paddle_llrd fused AdamW: one parameter buffer per bank");
+  const std::initializer_list<const std::vector<paddle::Tensor>*> per_bank_inputs = {
+      &params, &moment1, &moment2, &moment2_max, &masters, &beta1_pows, &beta2_pows, &clip_values, &param_starts};
+  for (const std::vector<paddle::Tensor>* per_bank : per_bank_inputs) {
+    PD_CHECK(static_cast<int64_t>(per_bank->size()) == n_banks, "paddle_llrd fused AdamW: one tensor per bank");
+  }
   std::vector<int64_t> f32, f64, bf16_master, f16_master;
   for (int64_t b = 0; b < n_banks; ++b) {
     const bool master = layout[kHeader + b * kBankInts + 1] != 0;
