@@ -19,7 +19,7 @@ import paddle
 from ..checks import checked_choice, checked_count, checked_in_range, checked_positive, is_real_number
 from ..warning_classes import CheckpointMatchWarning, stacklevel_outside_package
 from .eager import runs_eagerly_under_sot
-from .ema_layout import FlatSegment, flat_segments, fused_update
+from .ema_layout import FlatSegment, checked_shadows, flat_segments, fused_update
 from .threads import FlatThreads
 
 __all__ = ["WARMUP_STYLES", "ExponentialMovingAverage", "checked_ema_decay", "ema_horizon", "warmup_decay"]
@@ -449,7 +449,7 @@ class ExponentialMovingAverage:
             or any(map(operator.is_not, shadows, laid_out_shadows))
         ):
             self._segments = None  # (frees the previous aliases before the new buffers are made)
-            self._segments = flat_segments(params, [self.shadow[name] for name in self._params], self._threads)
+            self._segments = flat_segments(params, checked_shadows(self._params, self.shadow), self._threads)
             self._laid_out_for = (pointers, shadows)
         return self._segments
 

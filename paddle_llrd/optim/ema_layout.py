@@ -20,7 +20,7 @@ from .buffers import alias_of_run, gathered, numel, share_flat, storage_runs
 from .fused_operator import ema_update, unavailable_reason, warn_unavailable
 from .threads import FlatThreads
 
-__all__ = ["UPDATED_ALONE_NUMEL", "FlatSegment", "flat_segments", "fused_update", "update_flat"]
+__all__ = ["UPDATED_ALONE_NUMEL", "FlatSegment", "checked_shadows", "flat_segments", "fused_update", "update_flat"]
 
 # A parameter this large that does not share a buffer with its neighbours is
 # updated in place on its own: three more ops cost less than copying it
@@ -28,6 +28,8 @@ __all__ = ["UPDATED_ALONE_NUMEL", "FlatSegment", "flat_segments", "fused_update"
 # 8,192 elements update in 0.39 ms gathered and 1.0 ms one by one; of
 # 16,384, 2.2 ms gathered and 1.5 ms one by one).
 UPDATED_ALONE_NUMEL = 1 << 14
+# The shadow dtypes the fused operator updates (others, assigned by a user, take Paddle's ops).
+_OPERATOR_SHADOW_DTYPES = (paddle.float32, paddle.float64)
 
 
 class FlatSegment:
@@ -87,13 +89,39 @@ def fused_update(segments: list[FlatSegment], decay: float, threads: int) -> boo
     if reason is not None:
         warn_unavailable(reason)
         return False
-    if not all(segment.shadow_flat.place.is_cpu_place() for segment in segments):
+    if not all(segment.shadow_flat.place.is_cpu_place() and segment.shadow_flat.dtype in _OPERATOR_SHADOW_DTYPES
+               for segment in segments):
         return False
     values = [segment.params_alias if segment.params_alias is not None else gathered(segment.params)
               for segment in segments]
     ema_update([segment.shadow_flat for segment in segments], values,
                [entry for index in range(len(segments)) for entry in (index, 0)], decay, threads)
     return True
+
+
+def checked_shadows(params: dict[str, paddle.Tensor], shadow: dict[str, Any]) -> list[paddle.Tensor]:
+    """The shadow of each of ``params`` (by name), in their order, to be laid out; a shadow
+    a user assigned since must still be a floating-point Tensor of its parameter's shape
+    (one of another size would put every later shadow of its buffer out of place).
+
+    Raises:
+        KeyError: ``shadow`` has no entry for a parameter.
+        TypeError: a shadow is not a floating-point Tensor.
+        ValueError: a shadow's shape is not its parameter's.
+    """
+    shadows = []
+    for name, param in params.items():
+        if name not in shadow:
+            raise KeyError(f"ema.shadow has no entry for parameter {name!r} (register() makes one per parameter)")
+        value = shadow[name]
+        if not isinstance(value, paddle.Tensor) or not value.is_floating_point():
+            kind = f"dtype {value.dtype}" if isinstance(value, paddle.Tensor) else type(value).__name__
+            raise TypeError(f"ema.shadow[{name!r}] must be a floating-point paddle.Tensor, got {kind}")
+        if list(value.shape) != list(param.shape):
+            raise ValueError(f"ema.shadow[{name!r}] has shape {list(value.shape)}, "
+                             f"the parameter has shape {list(param.shape)}")
+        shadows.append(value)
+    return shadows
 
 
 def flat_segments(params: list[paddle.Tensor], shadows: list[paddle.Tensor], threads: FlatThreads) -> list[FlatSegment]:

@@ -385,6 +385,47 @@ def test_a_replaced_shadow_tensor_is_updated():
     assert ema.shadow["head.bias"] is replacement
 
 
+
+@pytest.mark.parametrize("replacement, error, match", [
+    (lambda shadow: paddle.zeros([2]), ValueError, r"ema.shadow\['head.bias'\] has shape \[2\], the parameter has shape \[3\]"),
+    (lambda shadow: paddle.zeros([2, 3]), ValueError, r"has shape \[2, 3\], the parameter has shape \[3\]"),
+    (lambda shadow: shadow.astype("int32"), TypeError, r"ema.shadow\['head.bias'\] must be a floating-point paddle.Tensor, got dtype"),
+    (lambda shadow: shadow.numpy(), TypeError, r"must be a floating-point paddle.Tensor, got ndarray"),
+])
+def test_a_shadow_replaced_by_one_of_another_shape_or_kind_is_refused_by_name_changing_nothing(replacement, error, match):
+    paddle.seed(11)
+    model = Blocks()
+    ema = ExponentialMovingAverage(model, 0.5)
+    ema.register()
+    ema.update()
+    before = {name: shadow.numpy().copy() for name, shadow in ema.shadow.items()}
+    ema.shadow["head.bias"] = replacement(ema.shadow["head.bias"])
+    with pytest.raises(error, match=match):
+        ema.update()
+    assert ema.num_updates == 1
+    for name, shadow in ema.shadow.items():
+        if name != "head.bias":
+            np.testing.assert_array_equal(shadow.numpy(), before[name], err_msg=name)
+
+
+def test_a_float64_shadow_a_user_assigns_is_updated_in_float64():
+    paddle.seed(11)
+    name = "blocks.0.0.bias"  # (a float32 parameter)
+    model = Blocks()
+    ema = ExponentialMovingAverage(model, 0.9)
+    ema.register()
+    ema.shadow[name] = ema.shadow[name].astype("float64")
+    expected = ema.shadow[name].numpy()
+    for _ in range(3):
+        with paddle.no_grad():
+            model.blocks[0][0].bias.set_value(model.blocks[0][0].bias * 0.5 + 0.25)
+        ema.update()
+        value = model.blocks[0][0].bias.numpy().astype(np.float64)
+        expected = (expected * (0.9 / (1.0 - 0.9)) + value) * (1.0 - 0.9)  # update_flat's three ops, in float64
+    assert ema.shadow[name].dtype == paddle.float64
+    np.testing.assert_array_equal(ema.shadow[name].numpy(), expected)
+
+
 # ---------------------------------------------------------------- Paddle's ops
 def test_with_the_operator_off_paddles_ops_give_the_same_bits():
     """Tests of this file in a process with ``PADDLE_LLRD_FUSED=0``: the EMA's update by Paddle's
@@ -397,5 +438,7 @@ def test_with_the_operator_off_paddles_ops_give_the_same_bits():
         "test_parameters_in_adamwdls_flat_buffers_match_the_per_tensor_bits[0.9-False-3]",
         "test_steps_that_move_the_parameters_are_followed",
         "test_set_state_dict_writes_into_the_shadows_then_updates",
+        "test_a_shadow_replaced_by_one_of_another_shape_or_kind_is_refused_by_name_changing_nothing",
+        "test_a_float64_shadow_a_user_assigns_is_updated_in_float64",
     ]
     rerun_with_the_operator_off(*(f"{__file__}::{test}" for test in tests))

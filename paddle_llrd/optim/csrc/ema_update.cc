@@ -78,8 +78,14 @@ std::vector<paddle::Tensor> EmaUpdateForward(std::vector<paddle::Tensor>& shadow
   };
   std::vector<Item> items;
   for (size_t v = 0; v < values.size(); ++v) {
-    PD_CHECK(values[v].is_cpu() && shadows[spans[2 * v]].is_cpu(), "paddle_llrd EMA: CPU tensors only");
+    PD_CHECK(spans[2 * v] >= 0 && spans[2 * v] < static_cast<int64_t>(shadows.size()),
+             "paddle_llrd EMA: a span names no shadow buffer");
+    const paddle::Tensor& shadow = shadows[spans[2 * v]];
+    PD_CHECK(values[v].is_cpu() && shadow.is_cpu(), "paddle_llrd EMA: CPU tensors only");
     const int64_t n = values[v].numel();
+    PD_CHECK((shadow.dtype() == paddle::DataType::FLOAT32 || shadow.dtype() == paddle::DataType::FLOAT64) &&
+                 spans[2 * v + 1] >= 0 && spans[2 * v + 1] + n <= shadow.numel(),
+             "paddle_llrd EMA: a shadow buffer does not hold its values (dtype or size)");
     for (int64_t start = 0; start < n; start += kPiece) {
       EmaPiece piece{static_cast<int64_t>(v), start, std::min(kPiece, n - start)};
       items.push_back({spans[2 * v], spans[2 * v + 1] + start, piece});
