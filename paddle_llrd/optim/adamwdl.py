@@ -275,7 +275,7 @@ class AdamWDL(AdamW):
                 grad_clip=self._grad_clip if group is None else group.get("grad_clip"),
                 params=params, grads=grads, names=names, lr_factors=_lr_factors(params), ratios=ratios,
                 decays=self._decay_answers(names),
-                need_clip=list(map(getattr, params, repeat("need_clip"), repeat(True))),
+                need_clip=list(map(is_not, map(getattr, params, repeat("need_clip"), repeat(True)), repeat(False))),
                 regularizers=list(map(getattr, params, repeat("regularizer"), repeat(None))),
             ))
         return batches

@@ -251,8 +251,7 @@ class FlatLayout:
             for param, lr_factor, ratio, decays, need_clip in zip(batch.params, batch.lr_factors, batch.ratios,
                                                                   batch.decays, batch.need_clip):
                 state = state_of(param)
-                segment = (float(lr_factor), float(lr_factor) * ratio, bool(decays), need_clip is not False,
-                           len(param.shape) == 0)
+                segment = (float(lr_factor), float(lr_factor) * ratio, bool(decays), need_clip, len(param.shape) == 0)
                 members.setdefault(_bank_key(group, param, state), {}).setdefault(segment, []).append((param, state))
         previous = {id(t): t for bank in self.banks for t in bank.tensors}
         self.banks = [Bank(key[0], by_segment) for key, by_segment in members.items()]
@@ -369,8 +368,8 @@ def multi_tensor_step(layout: FlatLayout | None, batches: Sequence[UpdateBatch],
         layout.lay_out(batches, state_of)
     else:
         layout.laid_out()
-    clips = [NONE if batch.grad_clip is None else group_clip(batch.grad_clip, list(compress(
-        batch.grads, map(is_not, batch.need_clip, repeat(False)))), _cpu_threads(layout, group))
+    clips = [NONE if batch.grad_clip is None else group_clip(
+        batch.grad_clip, list(compress(batch.grads, batch.need_clip)), _cpu_threads(layout, group))
         for group, batch in enumerate(batches)]
     fused, other, reason = [], [], None
     for bank in layout.banks:

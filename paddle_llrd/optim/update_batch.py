@@ -86,8 +86,9 @@ class UpdateBatch(NamedTuple):
     every update (not pure in the name)."""
     decays: list[bool]
     """``apply_decay_param_fun``'s answers (all True without one)."""
-    need_clip: list[Any]
-    """Each parameter's ``need_clip`` as it is (Paddle leaves out those that are ``False``)."""
+    need_clip: list[bool]
+    """Whether Paddle's clip takes each parameter: its ``need_clip`` is not ``False`` (Paddle
+    tests ``is False``: a ``0`` or ``numpy.False_`` is clipped)."""
     regularizers: list[Any]
     """Each parameter's ``regularizer`` (None: none)."""
 

@@ -115,8 +115,9 @@ class World:
         if isinstance(groups[0], dict):
             groups[group % len(groups)]["grad_clip"] = clip(kind)
 
-    def _need_clip(self, name: str, value: bool) -> None:
-        self.by_name[name].need_clip = value
+    def _need_clip(self, left_out: frozenset[str], off: Any, on: Any) -> None:
+        for name, param in self.by_name.items():
+            param.need_clip = off if name in left_out else on
 
     def _regularizer(self, name: str, coeff: float | None) -> None:
         self.by_name[name].regularizer = None if coeff is None else paddle.regularizer.L2Decay(coeff)

@@ -113,6 +113,14 @@ SCENARIOS = {
     "need_clip_turned_off": dict(CLIP="paddle.nn.ClipGradByGlobalNorm(0.05)", CHANGE="""
     if step == 2:
         model.head.weight.need_clip = False"""),
+    # Paddle leaves a parameter out of the clip only where its need_clip `is False`: 0 (as from a
+    # mask of ints) is clipped
+    "need_clip_false_then_zero_then_false": dict(CLIP="paddle.nn.ClipGradByGlobalNorm(0.05)",
+                                                 SETUP="model.head.weight.need_clip = False", CHANGE="""
+    if step == 2:
+        model.head.weight.need_clip = 0
+    if step == 4:
+        model.head.weight.need_clip = False"""),
     "regularizer_given": dict(CHANGE="""
     if step == 2:
         model.head.weight.regularizer = paddle.regularizer.L2Decay(5.0)
