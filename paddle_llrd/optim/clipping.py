@@ -29,6 +29,7 @@ import operator
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+import numpy as np
 import paddle
 from paddle import _C_ops
 from paddle.nn.clip import _squared_l2_norm
@@ -140,11 +141,30 @@ def group_clip(grad_clip: Any, clipped_grads: Sequence[paddle.Tensor], threads: 
     if grad_clip is None or (not clipped_grads and type(grad_clip) is paddle.nn.ClipGradByGlobalNorm):
         return NONE  # (clip.py:768-775: all filtered out, the gradients are returned as they are)
     if type(grad_clip) is paddle.nn.ClipGradByValue:
+        if clipped_grads:
+            _check_bounds(grad_clip.min, grad_clip.max, clipped_grads)
         return GroupClip(VALUE, low=grad_clip.min, high=grad_clip.max)
     if type(grad_clip) is paddle.nn.ClipGradByNorm:
+        if clipped_grads and not np.float32(grad_clip.clip_norm) > 0:  # (the kernel's float attribute)
+            raise ValueError(f"ClipGradByNorm: `clip_norm` must be > 0, got {grad_clip.clip_norm}; Paddle's "
+                             "clip_by_norm kernel refuses it too (no parameter was updated)")
         return GroupClip(NORM, max_norm=grad_clip.clip_norm)
     scale = _global_norm_scale(grad_clip, clipped_grads, threads)
     return NONE if scale is None else GroupClip(SCALE, scale=scale)
+
+
+_AS_NUMPY = {paddle.float64: np.float64, paddle.float16: np.float16}  # (bfloat16 compared as float32)
+
+
+def _check_bounds(low: Any, high: Any, clipped_grads: Sequence[paddle.Tensor]) -> None:
+    """Refuse ``ClipGradByValue`` bounds that Paddle's ``clip`` kernel refuses: ``min > max`` in
+    the dtype of a clipped gradient (the kernel casts them to it), before anything is updated."""
+    if low <= high:  # (the casts keep the order)
+        return
+    as_numpy = {_AS_NUMPY.get(grad.dtype, np.float32) for grad in clipped_grads}
+    if any(not np.asarray(low, dtype) <= np.asarray(high, dtype) for dtype in as_numpy):
+        raise ValueError(f"ClipGradByValue: `max` ({high}) must be >= `min` ({low}); Paddle's clip kernel "
+                         "refuses it too (no parameter was updated)")
 
 
 def _add_n(tensors: list[paddle.Tensor]) -> paddle.Tensor:

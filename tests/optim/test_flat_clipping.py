@@ -172,6 +172,54 @@ def test_with_layer_ratios_it_is_the_float64_reference_of_clip_then_adamwdl() ->
                                            err_msg=f"{name} after step {step}")
 
 
+REFUSED_BY_PADDLES_KERNELS = {
+    "value_min_above_max": lambda: nn.ClipGradByValue(max=0.01, min=0.02),
+    "norm_zero": lambda: nn.ClipGradByNorm(0.0),
+    "norm_negative": lambda: nn.ClipGradByNorm(-1.0),
+    "norm_zero_as_float32": lambda: nn.ClipGradByNorm(1e-50),
+}
+
+
+@pytest.mark.parametrize("clip", sorted(REFUSED_BY_PADDLES_KERNELS))
+def test_a_clip_that_paddles_kernels_refuse_is_refused_before_any_update_as_adamw_refuses_it(clip: str) -> None:
+    def refused(make_optimizer: Any) -> str:
+        with unique_name.guard():
+            model, _ = model_and_names()
+            before = [p.numpy().copy() for p in model.parameters()]
+            optimizer = make_optimizer(model)
+            backward(model, 0)
+            with pytest.raises(ValueError) as raised:
+                optimizer.step()
+            for param, value in zip(model.parameters(), before):
+                np.testing.assert_array_equal(param.numpy(), value, err_msg=param.name)
+        return str(raised.value)
+
+    refused(lambda model: paddle.optimizer.AdamW(0.01, parameters=model.parameters(),
+                                                 grad_clip=REFUSED_BY_PADDLES_KERNELS[clip]()))
+    # (the multi-tensor step's own refusal, and on the per-parameter path Paddle's clip kernel's)
+    messages = {
+        "value": ("ClipGradByValue: `max` (0.01) must be >= `min` (0.02)", "max should be greater than or equal"),
+        "norm": ("ClipGradByNorm: `clip_norm` must be > 0", "max_norm should be greater than 0"),
+    }
+    for use_multi_tensor, expected in zip((None, False), messages[clip.split("_")[0]]):
+        message = refused(lambda model: AdamWDL(0.01, parameters=model.parameters(), set_param_lr_fun=None,
+                                                grad_clip=REFUSED_BY_PADDLES_KERNELS[clip](),
+                                                use_multi_tensor=use_multi_tensor))
+        assert expected in message, message
+
+
+def test_bounds_equal_in_float32_are_clipped_as_paddle_clips_them() -> None:
+    low = float(np.nextafter(np.float64(-0.004), 0.0))  # above -0.004 in float64, -0.004 in float32
+    make = lambda: nn.ClipGradByValue(max=-0.004, min=low)  # noqa: E731
+    assert low > -0.004 and np.float32(low) == np.float32(-0.004)
+    expected, _ = train(lambda model, names: paddle.optimizer.AdamW(0.01, parameters=model.parameters(),
+                                                                    grad_clip=make()))
+    got, paths = train(lambda model, names: AdamWDL(0.01, parameters=model.parameters(), grad_clip=make(),
+                                                    set_param_lr_fun=None))
+    assert paths == [flat_path()] * STEPS
+    assert_bitwise(got, expected)
+
+
 def test_with_the_operator_off_paddles_kernels_clip_with_the_same_bits() -> None:
     """The tests against AdamW in a process with ``PADDLE_LLRD_FUSED=0``: each step reports
     ``("multi_tensor", "PADDLE_LLRD_FUSED=0")`` and gives AdamW's bits (on 3 threads, the
@@ -181,5 +229,7 @@ def test_with_the_operator_off_paddles_kernels_clip_with_the_same_bits() -> None
         "test_a_parameter_with_need_clip_false_is_left_out_as_paddle_leaves_it[global_norm]",
         "test_parameter_groups_clip_each_group_by_its_own_norm_as_paddle_does",
         "test_a_group_with_its_own_clip_is_clipped_as_paddle_clips_it[norm]",
+        "test_a_clip_that_paddles_kernels_refuse_is_refused_before_any_update_as_adamw_refuses_it[value_min_above_max]",
+        "test_bounds_equal_in_float32_are_clipped_as_paddle_clips_them",
     ]
     rerun_with_the_operator_off(*(f"{__file__}::{test}" for test in tests))
