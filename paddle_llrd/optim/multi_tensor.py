@@ -379,11 +379,16 @@ def multi_tensor_step(layout: FlatLayout | None, batches: Sequence[UpdateBatch],
         else:
             other.append(bank)
             reason = reason or why
+    other_grads = [bank.gradients(batches[bank.group]) for bank in other]
+    for bank, grads in zip(other, other_grads):  # (before any update: Paddle's kernels check one at a time)
+        mismatch = _mismatched_gradient(bank.params, grads)
+        if mismatch is not None:
+            raise mismatch
     if fused:
         _fused_call(layout, fused, batches, clips, global_lr, with_ratio)
-    for bank in other:
+    for bank, grads in zip(other, other_grads):
         batch = batches[bank.group]
-        paddle_kernels_update(layout, bank, bank.gradients(batch), batch.settings, clips[bank.group], global_lr,
+        paddle_kernels_update(layout, bank, grads, batch.settings, clips[bank.group], global_lr,
                               _routes(bank, batch.settings.coeff, with_ratio))
     if other and layout.operator_reason is not None:
         warn_unavailable(layout.operator_reason)
@@ -457,14 +462,20 @@ def _fused_call(layout: FlatLayout, banks: list[Bank], batches: Sequence[Any], c
             segment_ints += [index, segment.start, segment.stop, flags]
             segment_scalars += [segment.update_scale, route.fused_coeff or 0.0,
                                 1.0 if route.separate_decay_scale is None else route.separate_decay_scale]
-    fused_adamw(
-        [bank.param_flat for bank in banks], grads, [bank.moment1 for bank in banks],
-        [bank.moment2 for bank in banks],
-        [bank.moment2_max if amsgrad else bank.moment2 for bank in banks],
-        [bank.master_flat if bank.master else bank.param_flat for bank in banks],
-        [bank.beta1_pows for bank in banks], [bank.beta2_pows for bank in banks], clip_values, param_starts,
-        global_lr, ints + segment_ints, scalars + segment_scalars,
-    )
+    try:
+        fused_adamw(
+            [bank.param_flat for bank in banks], grads, [bank.moment1 for bank in banks],
+            [bank.moment2 for bank in banks],
+            [bank.moment2_max if amsgrad else bank.moment2 for bank in banks],
+            [bank.master_flat if bank.master else bank.param_flat for bank in banks],
+            [bank.beta1_pows for bank in banks], [bank.beta2_pows for bank in banks], clip_values, param_starts,
+            global_lr, ints + segment_ints, scalars + segment_scalars,
+        )
+    except OSError as error:  # (it checks each gradient before it writes; which one, it cannot say)
+        mismatch = _mismatched_gradient([param for bank in banks for param in bank.params], grads)
+        if mismatch is None:
+            raise
+        raise mismatch from error
     # Paddle's custom-operator call hands the operator a contiguous copy of a strided gradient
     # (that of a weight read as W.T): the operator scaled the copy, and Paddle's clip scales p.grad.
     for clip, clipped in written:
@@ -472,3 +483,15 @@ def _fused_call(layout: FlatLayout, banks: list[Bank], batches: Sequence[Any], c
             kernel_gradient(clip, grad, writes=True)
 
 
+
+
+def _mismatched_gradient(params: list[Any], grads: list[Any]) -> ValueError | None:
+    """The error naming the first of ``params`` whose gradient is not like it (a gradient hook
+    that returned another size), or None."""
+    for param, grad in zip(params, grads):
+        if grad.dtype != param.dtype or numel(grad) != numel(param) or grad.place != param.place:
+            return ValueError(
+                f"AdamWDL: the gradient of parameter {param.name!r} is {grad.dtype} {list(grad.shape)}, the parameter "
+                f"{param.dtype} {list(param.shape)} (a gradient hook that returns another size?); nothing was updated "
+                "(paddle.optimizer.AdamW would read past the gradient's end)")
+    return None

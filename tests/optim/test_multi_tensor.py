@@ -534,6 +534,22 @@ def test_data_parallel_single_process() -> None:
     assert_every_step_flat(both_paths(scenario).paths)
 
 
+def test_a_gradient_hook_that_returns_another_size_is_refused_naming_the_parameter_before_any_update() -> None:
+    paddle.seed(0)
+    model = nn.Sequential(*[nn.Linear(8, 8) for _ in range(3)])
+    optimizer = AdamWDL(0.01, parameters=model.parameters(), set_param_lr_fun=None)
+    model(paddle.ones([2, 8])).sum().backward()
+    optimizer.step()
+    optimizer.clear_grad()
+    model[1].weight.register_hook(lambda grad: grad[:4])  # (paddle.optimizer.AdamW reads past its end)
+    model(paddle.ones([2, 8])).sum().backward()
+    before = [param.numpy().copy() for param in model.parameters()]
+    with pytest.raises(ValueError, match=rf"the gradient of parameter '{model[1].weight.name}' is paddle.float32 "
+                                         r"\[4, 8\], the parameter paddle.float32 \[8, 8\]"):
+        optimizer.step()
+    for param, value in zip(model.parameters(), before):
+        np.testing.assert_array_equal(param.numpy(), value, err_msg=param.name)
+
 # ------------------------------------------------------ Paddle's kernels
 def test_with_the_operator_off_paddles_kernels_give_the_same_bits() -> None:
     """The numbers tests of this file in a process with ``PADDLE_LLRD_FUSED=0``: every step reports
@@ -548,6 +564,7 @@ def test_with_the_operator_off_paddles_kernels_give_the_same_bits() -> None:
         "test_clearing_between_backward_and_clear_grad",
         "test_freezing_and_unfreezing",
         "test_amp_o2_decorate_after_construction[float16-3]",
+        "test_a_gradient_hook_that_returns_another_size_is_refused_naming_the_parameter_before_any_update",
     ]
     rerun_with_the_operator_off(*(f"{__file__}::{test}" for test in tests))
 

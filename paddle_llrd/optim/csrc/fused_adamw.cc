@@ -394,16 +394,6 @@ void run_banks_of_type(const std::vector<int64_t>& banks_of_type, std::vector<pa
     if (!wanted[b]) continue;
     const int64_t* ints = layout.data() + kHeader + b * kBankInts;
     const double* bank_scalars = reinterpret_cast<const double*>(scalars.data()) + b * kBankScalars;
-    // (a state buffer that is not the bank's would be read out of bounds, or through no data at all)
-    const int64_t n = params[b].numel();
-    const paddle::DataType state_dtype = std::is_same<T, double>::value ? paddle::DataType::FLOAT64
-                                                                        : paddle::DataType::FLOAT32;
-    for (const paddle::Tensor* state : {&moment1[b], &moment2[b], &moment2_max[b], &masters[b]}) {
-      if (state == &masters[b] && !kMaster) continue;
-      PD_CHECK(state->initialized() && state->is_dense_tensor() && state->is_cpu() &&
-                   state->dtype() == state_dtype && state->numel() == n,
-               "paddle_llrd fused AdamW: a bank's moments or master weights do not match its parameters");
-    }
     Bank<P>& bank = banks[b];
     bank.param = params[b].data<P>();
     bank.master = kMaster ? masters[b].data<float>() : nullptr;
@@ -415,12 +405,6 @@ void run_banks_of_type(const std::vector<int64_t>& banks_of_type, std::vector<pa
     bank.param_starts = param_starts[b].data<int64_t>();
     bank.clip = bank_clip<P>(ints[0], bank_scalars, clip_values[b]);
     if (ints[0] == kNorm) bank.squared_norms = clip_values[b].data<float>();
-    for (int64_t k = 0; k < bank.params; ++k) {  // each gradient where its parameter's range says
-      const paddle::Tensor& grad = grads[bank.first_grad + k];
-      PD_CHECK(grad.is_dense_tensor() && grad.is_cpu() && grad.dtype() == params[b].dtype() &&
-                   grad.numel() == bank.param_starts[k + 1] - bank.param_starts[k],
-               "paddle_llrd fused AdamW: a gradient does not match its parameter (dtype, size or place)");
-    }
   }
   std::vector<Segment> segments;
   std::vector<StepScalars<T>> step;
@@ -479,6 +463,43 @@ void advance_bank_pows(const std::vector<int64_t>& layout, const std::vector<int
   }
 }
 
+// Every bank's tensors checked before any bank is written: a state buffer or a gradient that
+// is not what the layout says would be read out of bounds, or through no data at all.
+void check_banks(const std::vector<paddle::Tensor>& params, const std::vector<paddle::Tensor>& grads,
+                 const std::vector<paddle::Tensor>& moment1, const std::vector<paddle::Tensor>& moment2,
+                 const std::vector<paddle::Tensor>& moment2_max, const std::vector<paddle::Tensor>& masters,
+                 const std::vector<paddle::Tensor>& param_starts, const std::vector<int64_t>& layout) {
+  const int64_t n_banks = layout[0];
+  for (int64_t b = 0; b < n_banks; ++b) {
+    const int64_t* ints = layout.data() + kHeader + b * kBankInts;
+    const bool master = ints[1] != 0;
+    PD_CHECK(params[b].initialized() && params[b].is_cpu(), "paddle_llrd fused AdamW: CPU tensors only");
+    const int64_t n = params[b].numel();
+    const paddle::DataType state_dtype =
+        params[b].dtype() == paddle::DataType::FLOAT64 ? paddle::DataType::FLOAT64 : paddle::DataType::FLOAT32;
+    for (const paddle::Tensor* state : {&moment1[b], &moment2[b], &moment2_max[b], &masters[b]}) {
+      if (state == &masters[b] && !master) continue;
+      PD_CHECK(state->initialized() && state->is_dense_tensor() && state->is_cpu() &&
+                   state->dtype() == state_dtype && state->numel() == n,
+               "paddle_llrd fused AdamW: a bank's moments or master weights do not match its parameters");
+    }
+    const paddle::Tensor& starts = param_starts[b];
+    const int64_t n_params = ints[2], first_grad = ints[3];
+    PD_CHECK(starts.initialized() && starts.is_cpu() && starts.dtype() == paddle::DataType::INT64 &&
+                 starts.numel() == n_params + 1 && first_grad >= 0 &&
+                 first_grad + n_params <= static_cast<int64_t>(grads.size()),
+             "paddle_llrd fused AdamW: malformed parameter ranges");
+    const int64_t* at = starts.data<int64_t>();
+    PD_CHECK(at[0] >= 0 && at[n_params] <= n, "paddle_llrd fused AdamW: malformed parameter ranges");
+    for (int64_t k = 0; k < n_params; ++k) {  // each gradient where its parameter's range says
+      const paddle::Tensor& grad = grads[first_grad + k];
+      PD_CHECK(grad.initialized() && grad.is_dense_tensor() && grad.is_cpu() && grad.dtype() == params[b].dtype() &&
+                   grad.numel() == at[k + 1] - at[k],
+               "paddle_llrd fused AdamW: a gradient does not match its parameter (dtype, size or place)");
+    }
+  }
+}
+
 void FusedAdamW(std::vector<paddle::Tensor>& params, const std::vector<paddle::Tensor>& grads,
                 std::vector<paddle::Tensor>& moment1, std::vector<paddle::Tensor>& moment2,
                 std::vector<paddle::Tensor>& moment2_max, std::vector<paddle::Tensor>& masters,
@@ -496,10 +517,10 @@ void FusedAdamW(std::vector<paddle::Tensor>& params, const std::vector<paddle::T
   for (const std::vector<paddle::Tensor>* per_bank : per_bank_inputs) {
     PD_CHECK(static_cast<int64_t>(per_bank->size()) == n_banks, "paddle_llrd fused AdamW: one tensor per bank");
   }
+  check_banks(params, grads, moment1, moment2, moment2_max, masters, param_starts, layout);
   std::vector<int64_t> f32, f64, bf16_master, f16_master;
   for (int64_t b = 0; b < n_banks; ++b) {
     const bool master = layout[kHeader + b * kBankInts + 1] != 0;
-    PD_CHECK(params[b].is_cpu(), "paddle_llrd fused AdamW: CPU tensors only");
     switch (params[b].dtype()) {
       case paddle::DataType::FLOAT32: f32.push_back(b); break;
       case paddle::DataType::FLOAT64: f64.push_back(b); break;
