@@ -483,8 +483,6 @@ def _fused_call(layout: FlatLayout, banks: list[Bank], batches: Sequence[Any], c
             kernel_gradient(clip, grad, writes=True)
 
 
-
-
 def _mismatched_gradient(params: list[Any], grads: list[Any]) -> ValueError | None:
     """The error naming the first of ``params`` whose gradient has another dtype or size (a
     gradient hook that returned a slice), or None. (Not the place: Paddle 3.0's places compare
