@@ -498,11 +498,11 @@ class AdamWDL(AdamW):
                                    WEIGHT_DECAY_SCHEDULE_KEY)
         self._sync_weight_decay()
 
+    @framework.non_static_only  # (AdamW's check: dygraph and to_static only)
     @runs_eagerly_under_sot
     def clear_grad(self, set_to_zero: bool = True) -> None:
-        """As ``paddle.optimizer.AdamW.clear_grad``: each trained parameter's
-        ``clear_gradient(set_to_zero)`` (the gradients are always Paddle's own tensors), by
-        one C-level pass; run eagerly under ``to_static``."""
+        """As ``paddle.optimizer.AdamW.clear_grad``: each trained parameter's ``clear_gradient(set_to_zero)``
+        (the gradients are always Paddle's own tensors), by one C-level pass; run eagerly under ``to_static``."""
         params = self._listed_parameters()
         clear = methodcaller("clear_gradient", set_to_zero)
         for _ in map(clear, compress(params, map(not_, map(_STOP_GRADIENT, params)))):

@@ -310,6 +310,19 @@ def test_clear_grad_zeroes_every_gradient() -> None:
     assert_every_step_flat(both_paths(scenario).paths)
 
 
+def test_clear_grad_is_refused_outside_dygraph_as_adamw_refuses_it() -> None:
+    model = nn.Linear(2, 2)
+    ours = AdamWDL(learning_rate=0.01, parameters=model.parameters(), layerwise_decay=1.0, n_layers=1)
+    adamw = paddle.optimizer.AdamW(learning_rate=0.01, parameters=model.parameters())
+    paddle.enable_static()
+    try:
+        for optimizer in (adamw, ours):
+            with pytest.raises(AssertionError, match=r"We only support 'clear_grad\(\)' in dynamic graph mode"):
+                optimizer.clear_grad()
+    finally:
+        paddle.disable_static()
+
+
 @pytest.mark.parametrize(
     "clear",
     [
