@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from itertools import compress, repeat
-from operator import and_, attrgetter, is_not, itemgetter, methodcaller, not_
+from operator import and_, attrgetter, is_not, itemgetter, not_
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import paddle
@@ -44,6 +44,7 @@ from .per_parameter import (
 )
 from .ratios import LayerRatios, LrScale, is_pure_in_name, lr_attributes, resolve_update_scales
 from .scheduled_decay import ScheduledDecay
+from .threads import clear_gradients
 from .update_batch import AdamSettings, UpdateBatch, UpdatePath
 
 if TYPE_CHECKING:
@@ -501,12 +502,11 @@ class AdamWDL(AdamW):
     @framework.non_static_only  # (AdamW's check: dygraph and to_static only)
     @runs_eagerly_under_sot
     def clear_grad(self, set_to_zero: bool = True) -> None:
-        """As ``paddle.optimizer.AdamW.clear_grad``: each trained parameter's ``clear_gradient(set_to_zero)``
-        (the gradients are always Paddle's own tensors), by one C-level pass; run eagerly under ``to_static``."""
+        """As ``paddle.optimizer.AdamW.clear_grad``: each trained parameter's ``clear_gradient(set_to_zero)``,
+        the large CPU gradients zeroed on the flat step's threads; run eagerly under ``to_static``."""
         params = self._listed_parameters()
-        clear = methodcaller("clear_gradient", set_to_zero)
-        for _ in map(clear, compress(params, map(not_, map(_STOP_GRADIENT, params)))):
-            pass
+        trained = list(compress(params, map(not_, map(_STOP_GRADIENT, params))))
+        clear_gradients(trained, set_to_zero, None if self._flat is None else self._flat.threads)
 
     load_state_dict = set_state_dict
 

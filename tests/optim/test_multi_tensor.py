@@ -310,6 +310,53 @@ def test_clear_grad_zeroes_every_gradient() -> None:
     assert_every_step_flat(both_paths(scenario).paths)
 
 
+def _negative_zero_backward(model: nn.Layer) -> None:
+    """A backward whose gradient is -0.0 everywhere: one that replaces a cleared gradient keeps
+    the sign (Paddle's ``clear_gradient`` marks it so), one added to a zero buffer loses it."""
+    sum((p * paddle.full(p.shape, -0.0, p.dtype)).sum() for p in model.parameters()).backward()
+
+
+def _gradient_bits(model: nn.Layer) -> dict[str, bytes | None]:
+    return {name: None if p.grad is None else p.grad.numpy().tobytes() for name, p in model.named_parameters()}
+
+
+@pytest.mark.parametrize("num_threads", THREADS)
+def test_clear_grad_leaves_every_gradient_as_adamw_does_on_any_number_of_threads(
+    small_chunks: None, num_threads: int
+) -> None:
+    """clear_grad zeroes or releases each trained gradient as AdamW's does (the large ones shared
+    among the step's threads: here every gradient of 16 elements and up), down to the sign of the
+    next backward's zeros, and the weights after each step are AdamW's."""
+    clears = {
+        "zero": lambda optimizer: optimizer.clear_grad(),
+        "release": lambda optimizer: optimizer.clear_grad(set_to_zero=False),
+        "zero_twice": lambda optimizer: (optimizer.clear_grad(), optimizer.clear_grad(True)),
+    }
+
+    def run(make: Callable[[], tuple[nn.Layer, Any]]) -> list[Any]:
+        with unique_name.guard():
+            model, optimizer = make()
+        seen: list[Any] = []
+        for step, clear in enumerate(["zero", "release", "zero", "zero_twice", "zero", "zero"]):
+            loss_of(model, step).backward()
+            optimizer.step()
+            seen.append({name: p.numpy().tobytes() for name, p in model.named_parameters()})
+            clears[clear](optimizer)
+            seen.append(_gradient_bits(model))
+            _negative_zero_backward(model)
+            seen.append(_gradient_bits(model))
+            optimizer.clear_grad()
+        return seen
+
+    ours = run(lambda: build(None, set_param_lr_fun=None, num_threads=num_threads))
+    adamw = run(_adamw)
+    assert len(ours) == len(adamw) == 18
+    for index, (got, expected) in enumerate(zip(ours, adamw)):
+        assert got == expected, f"record {index}: {[name for name in got if got[name] != expected[name]]}"
+    negative_zeros = np.frombuffer(ours[2]["classifier.weight"], dtype=np.float32)
+    assert np.signbit(negative_zeros).all() and not negative_zeros.any()  # (the sign survived the clear)
+
+
 def test_clear_grad_is_refused_outside_dygraph_as_adamw_refuses_it() -> None:
     model = nn.Linear(2, 2)
     ours = AdamWDL(learning_rate=0.01, parameters=model.parameters(), layerwise_decay=1.0, n_layers=1)
