@@ -6,9 +6,10 @@ one core, and its op calls release the GIL: two Python threads each calling
 time of one call, and an elementwise op gives the same bits however its range
 is split. The multi-tensor step (:mod:`~paddle_llrd.optim.multi_tensor`)
 and the EMA's flat update (:mod:`~paddle_llrd.optim.ema`) hand their
-large CPU ranges to :class:`FlatThreads`; ranges under the crossover, and
-every range on another place (GPU kernels are parallel already), stay on the
-calling thread, as before.
+large CPU ranges to :class:`FlatThreads`, and ``AdamWDL.clear_grad`` its
+large CPU gradients (:func:`clear_gradients`: Paddle zeroes each on one core
+too); ranges under the crossover, and every range on another place (GPU
+kernels are parallel already), stay on the calling thread, as before.
 
 The thread count (:func:`resolve_num_threads`): an argument, else the
 environment variable :data:`NUM_THREADS_ENV`, else the cores this process may
@@ -314,8 +315,7 @@ def clear_gradients(params: Sequence[Any], set_to_zero: bool, threads: FlatThrea
                  if numel >= threads.min_chunk_numel]
         large = [params[index] for _, index in sorted(sized, reverse=True) if _on_cpu(params[index].place)]
     if len(large) < 2:
-        for _ in map(clear, params):
-            pass
+        _clear_each(clear, params)
         return
     shared = set(map(id, large))
     rest = [param for param in params if id(param) not in shared]
