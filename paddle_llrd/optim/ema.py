@@ -19,7 +19,7 @@ import paddle
 from ..checks import checked_choice, checked_count, checked_in_range, checked_positive, is_real_number
 from ..warning_classes import CheckpointMatchWarning, stacklevel_outside_package
 from .eager import runs_eagerly_under_sot
-from .ema_layout import FlatSegment, checked_shadows, flat_segments, fused_update
+from .ema_layout import FlatSegment, check_shadow_shape, checked_shadows, flat_segments, fused_update
 from .threads import FlatThreads
 
 __all__ = ["WARMUP_STYLES", "ExponentialMovingAverage", "checked_ema_decay", "ema_horizon", "warmup_decay"]
@@ -119,8 +119,7 @@ def _loaded_shadow(name: str, value: Any, param: paddle.Tensor) -> paddle.Tensor
         raise TypeError(f"{where} must be a paddle.Tensor or numpy.ndarray, got {type(value).__name__}")
     if not real:
         raise TypeError(f"{where} must hold real numbers (a float or int dtype), got dtype {value.dtype}")
-    if list(value.shape) != list(param.shape):
-        raise ValueError(f"{where} has shape {list(value.shape)}, the parameter has shape {list(param.shape)}")
+    check_shadow_shape(where, value, param)
     dtype = _shadow_dtype(param)
     if isinstance(value, np.ndarray):
         return paddle.to_tensor(value, dtype=dtype, place=param.place)

@@ -20,7 +20,10 @@ from .buffers import alias_of_run, gathered, numel, share_flat, storage_runs
 from .fused_operator import ema_update, unavailable_reason, warn_unavailable
 from .threads import FlatThreads
 
-__all__ = ["UPDATED_ALONE_NUMEL", "FlatSegment", "checked_shadows", "flat_segments", "fused_update", "update_flat"]
+__all__ = [
+    "UPDATED_ALONE_NUMEL", "FlatSegment", "check_shadow_shape", "checked_shadows", "flat_segments", "fused_update",
+    "update_flat",
+]
 
 # A parameter this large that does not share a buffer with its neighbours is
 # updated in place on its own: three more ops cost less than copying it
@@ -117,11 +120,15 @@ def checked_shadows(params: dict[str, paddle.Tensor], shadow: dict[str, Any]) ->
         if not isinstance(value, paddle.Tensor) or not value.is_floating_point():
             kind = f"dtype {value.dtype}" if isinstance(value, paddle.Tensor) else type(value).__name__
             raise TypeError(f"ema.shadow[{name!r}] must be a floating-point paddle.Tensor, got {kind}")
-        if list(value.shape) != list(param.shape):
-            raise ValueError(f"ema.shadow[{name!r}] has shape {list(value.shape)}, "
-                             f"the parameter has shape {list(param.shape)}")
+        check_shadow_shape(f"ema.shadow[{name!r}]", value, param)
         shadows.append(value)
     return shadows
+
+
+def check_shadow_shape(where: str, value: Any, param: paddle.Tensor) -> None:
+    """Raise ValueError, naming ``where``, if the shadow ``value`` is not of ``param``'s shape."""
+    if list(value.shape) != list(param.shape):
+        raise ValueError(f"{where} has shape {list(value.shape)}, the parameter has shape {list(param.shape)}")
 
 
 def flat_segments(params: list[paddle.Tensor], shadows: list[paddle.Tensor], threads: FlatThreads) -> list[FlatSegment]:
