@@ -385,7 +385,6 @@ def test_a_replaced_shadow_tensor_is_updated():
     assert ema.shadow["head.bias"] is replacement
 
 
-
 @pytest.mark.parametrize("replacement, error, match", [
     (lambda shadow: paddle.zeros([2]), ValueError, r"ema.shadow\['head.bias'\] has shape \[2\], the parameter has shape \[3\]"),
     (lambda shadow: paddle.zeros([2, 3]), ValueError, r"has shape \[2, 3\], the parameter has shape \[3\]"),

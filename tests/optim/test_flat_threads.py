@@ -2,8 +2,9 @@
 how many, refusal of bad settings by name, the split of a range and the pool
 of Paddle's kernels (where the fused operator is off), a task's error reaching
 the caller, gradients cleared on the threads as Paddle clears them, and a
-training process that exits promptly with no thread left, the operator's or the pool's. The bits of threaded steps and EMA updates are
-checked in ``test_multi_tensor.py`` and ``test_ema_flat_update.py``."""
+training process that exits promptly with no thread left, the operator's or
+the pool's. The bits of threaded steps and EMA updates are checked in
+``test_multi_tensor.py`` and ``test_ema_flat_update.py``."""
 from __future__ import annotations
 
 import os
