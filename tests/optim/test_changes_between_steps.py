@@ -12,8 +12,9 @@ transposed (``x @ W.T``, which leaves ``W`` a strided gradient), ``set_lr``,
 ``layerwise_decay`` and ``set_param_lr_fun`` assigned, a second optimizer over some of the
 parameters; on 1 and 2 threads, with and without parameter groups and layer ratios. It
 runs ``PADDLE_LLRD_STATEFUL_EXAMPLES`` examples (50 in ``make test``; set it higher for a
-soak), in this process (the fused operator where it is built) and, for a fifth of them, in
-a process with the operator off (Paddle's kernels on the same layout).
+soak), in this process (the fused operator where it is built) and, a fifth of them each,
+in processes with the operator off (Paddle's kernels on the same layout) and with the work
+cut into the smallest chunks the threads share (``PADDLE_LLRD_MIN_CHUNK_NUMEL=16``).
 """
 from __future__ import annotations
 
@@ -148,9 +149,20 @@ ChangesBetweenSteps.TestCase.settings = settings(
 test_changes_between_steps_keep_the_default_step_bit_identical = ChangesBetweenSteps.TestCase
 
 
-def test_with_the_fused_operator_off_too(tmp_path: Path) -> None:
-    """The same test in a process where the fused operator is off: Paddle's kernels serve the layout."""
-    environment = dict(os.environ, PADDLE_LLRD_FUSED="0", PADDLE_LLRD_STATEFUL_EXAMPLES=str(max(1, EXAMPLES // 5)))
+# Other processes: the operator off (Paddle's kernels on the same layout), and the work cut into
+# the smallest pieces the threads share (each bank's kernel calls split into chunks, and
+# clear_grad's gradients cleared on the threads), with the operator on and off.
+OTHER_PROCESSES = {
+    "operator_off": {"PADDLE_LLRD_FUSED": "0"},
+    "smallest_thread_chunks": {"PADDLE_LLRD_MIN_CHUNK_NUMEL": "16"},
+    "operator_off_smallest_thread_chunks": {"PADDLE_LLRD_FUSED": "0", "PADDLE_LLRD_MIN_CHUNK_NUMEL": "16"},
+}
+
+
+@pytest.mark.parametrize("variables", OTHER_PROCESSES.values(), ids=OTHER_PROCESSES.keys())
+def test_the_same_holds_with_the_operator_off_and_with_the_smallest_thread_chunks(variables: dict[str, str]) -> None:
+    """The same test (a fifth of its examples) in a process with other settings of the step."""
+    environment = dict(os.environ, **variables, PADDLE_LLRD_STATEFUL_EXAMPLES=str(max(1, EXAMPLES // 5)))
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "ignore::UserWarning",
          f"{__file__}::test_changes_between_steps_keep_the_default_step_bit_identical"],
