@@ -31,7 +31,7 @@ from .checkpoint import (
     STRUCTURED_NAMES_KEY, WEIGHT_DECAY_SCHEDULE_KEY, has_saved_state, matched_state_dict, with_extra_entries,
 )
 from .eager import runs_eagerly_under_sot
-from .kernels import check_learning_rate_dtype, is_tensor
+from .kernels import check_kernel_inputs, is_tensor
 from .multi_tensor import PER_PARAMETER_ONLY, FlatLayout, foreign_gradients, multi_tensor_step
 from .optimizer_checks import (
     check_added_group, check_layerwise_arguments, checked_adamwdl_arguments, group_with_weight_decay,
@@ -243,7 +243,7 @@ class AdamWDL(AdamW):
             with_ratio=self._decay_with_ratio)
         result = None
         if path.path == "per_parameter":
-            check_learning_rate_dtype((p for batch in batches for p in batch.params), global_lr.dtype)
+            check_kernel_inputs(batches, global_lr.dtype)
             self._pass = self._new_pass(batches)
             try:
                 result = paddle_pass()

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 import operator
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import paddle
@@ -26,7 +27,8 @@ from paddle.base.framework import Variable, in_dynamic_or_pir_mode
 
 __all__ = [
     "MIN_ROW_SIZE_TO_USE_MULTITHREAD", "adamw_kernel", "adamw_update", "advance_beta_pows", "bound_adamw_kernel",
-    "check_learning_rate_dtype", "decay_factor", "decoupled_decay", "is_tensor", "legacy_adamw_op", "start_beta_pows",
+    "check_kernel_inputs", "check_learning_rate_dtype", "decay_factor", "decoupled_decay", "is_tensor", "legacy_adamw_op",
+    "mismatched_gradient", "start_beta_pows",
 ]
 
 # Paddle's own AdamW passes the same value.
@@ -348,6 +350,59 @@ def check_learning_rate_dtype(params: Iterable[Any], lr_dtype: Any) -> None:
 
 
 _DTYPE = operator.attrgetter("dtype")
+_SHAPE = operator.attrgetter("shape")
+
+
+def mismatched_gradient(params: Sequence[Any], grads: Sequence[Any], *, dtypes: bool = True) -> ValueError | None:
+    """The error naming the first of ``params`` whose dense gradient has another number of
+    elements than it (a gradient hook that returned a slice) or, with ``dtypes``, another
+    dtype; None where every gradient fits.
+
+    An ``adamw`` kernel reads as many gradient elements as its parameter has: past the end
+    of a shorter gradient, the first elements of a longer one. (Not the place: Paddle 3.0's
+    places compare by identity, and the kernels refuse another place themselves.)
+
+    Examples:
+        >>> import paddle
+        >>> w = paddle.create_parameter([2, 3], "float32", name="hooked")
+        >>> mismatched_gradient([w], [paddle.zeros([3, 2])]) is None  # (the same elements)
+        True
+        >>> print(mismatched_gradient([w], [paddle.zeros([2, 2])]))
+        AdamWDL: the gradient of parameter 'hooked' is paddle.float32 [2, 2], the parameter paddle.float32 [2, 3] (...
+    """
+    fits = list(map(operator.eq, map(_SHAPE, params), map(_SHAPE, grads)))
+    if dtypes:
+        fits = list(map(operator.and_, fits, map(operator.is_, map(_DTYPE, params), map(_DTYPE, grads))))
+    if all(fits):  # (by C-level passes: every step takes this check)
+        return None
+    for param, grad in itertools.compress(zip(params, grads), map(operator.not_, fits)):
+        size, grad_size = math.prod(param.shape), math.prod(grad.shape)
+        if dtypes and grad.dtype != param.dtype:
+            other, effect = "dtype", "raises: its adamw kernel takes a gradient of the parameter's dtype"
+        elif size != grad_size and not grad.is_selected_rows():
+            other, effect = "size", ("would read past the gradient's end" if grad_size < size
+                                     else f"would update it from the gradient's first {size} elements")
+        else:
+            continue
+        return ValueError(
+            f"AdamWDL: the gradient of parameter {param.name!r} is {grad.dtype} {list(grad.shape)}, the parameter "
+            f"{param.dtype} {list(param.shape)} (a gradient hook that returns another {other}?); nothing was "
+            f"updated (paddle.optimizer.AdamW {effect})")
+    return None
+
+
+def check_kernel_inputs(batches: Iterable[Any], lr_dtype: Any) -> None:
+    """Refuse, before anything changes, a per-parameter update of ``batches``
+    (:class:`~paddle_llrd.optim.update_batch.UpdateBatch` per group) that Paddle's kernels
+    would update in part and then refuse (:func:`check_learning_rate_dtype`), or with a
+    gradient of another size (:func:`mismatched_gradient`; one of another dtype is left to the
+    kernels, which take a float32 ``main_grad`` of a half-precision parameter on a GPU)."""
+    batches = list(batches)
+    check_learning_rate_dtype((param for batch in batches for param in batch.params), lr_dtype)
+    for batch in batches:
+        mismatch = mismatched_gradient(batch.params, batch.grads, dtypes=False)
+        if mismatch is not None:
+            raise mismatch
 
 
 def _computes_in(dtype: Any) -> str:

@@ -43,7 +43,7 @@ from .clipping import (NO_CLIP, NONE, NORM, SCALE, GroupClip, flat_clip_refusal,
                        squared_norms)
 from .flat_kernels import paddle_kernels_update
 from .fused_operator import fused_adamw, unavailable_reason, warn_unavailable
-from .kernels import check_learning_rate_dtype, is_tensor
+from .kernels import check_learning_rate_dtype, is_tensor, mismatched_gradient
 from .per_parameter import decay_route
 from .threads import FlatThreads
 from .update_batch import FUSED, MULTI_TENSOR, UpdateBatch, UpdatePath
@@ -381,7 +381,7 @@ def multi_tensor_step(layout: FlatLayout | None, batches: Sequence[UpdateBatch],
             reason = reason or why
     other_grads = [bank.gradients(batches[bank.group]) for bank in other]
     for bank, grads in zip(other, other_grads):  # (before any update: Paddle's kernels check one at a time)
-        mismatch = _mismatched_gradient(bank.params, grads)
+        mismatch = mismatched_gradient(bank.params, grads)
         if mismatch is not None:
             raise mismatch
     if fused:
@@ -472,7 +472,7 @@ def _fused_call(layout: FlatLayout, banks: list[Bank], batches: Sequence[Any], c
             global_lr, ints + segment_ints, scalars + segment_scalars,
         )
     except OSError as error:  # (it checks each gradient before it writes; which one, it cannot say)
-        mismatch = _mismatched_gradient([param for bank in banks for param in bank.params], grads)
+        mismatch = mismatched_gradient([param for bank in banks for param in bank.params], grads)
         if mismatch is None:
             raise
         raise mismatch from error
@@ -481,16 +481,3 @@ def _fused_call(layout: FlatLayout, banks: list[Bank], batches: Sequence[Any], c
     for clip, clipped in written:
         for grad in filterfalse(_IS_CONTIGUOUS, clipped):
             kernel_gradient(clip, grad, writes=True)
-
-
-def _mismatched_gradient(params: list[Any], grads: list[Any]) -> ValueError | None:
-    """The error naming the first of ``params`` whose gradient has another dtype or size (a
-    gradient hook that returned a slice), or None. (Not the place: Paddle 3.0's places compare
-    by identity; the kernels refuse another place themselves.)"""
-    for param, grad in zip(params, grads):
-        if grad.dtype != param.dtype or numel(grad) != numel(param):
-            return ValueError(
-                f"AdamWDL: the gradient of parameter {param.name!r} is {grad.dtype} {list(grad.shape)}, the parameter "
-                f"{param.dtype} {list(param.shape)} (a gradient hook that returns another size?); nothing was updated "
-                "(paddle.optimizer.AdamW would read past the gradient's end)")
-    return None

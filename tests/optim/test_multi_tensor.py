@@ -594,21 +594,61 @@ def test_data_parallel_single_process() -> None:
     assert_every_step_flat(both_paths(scenario).paths)
 
 
-def test_a_gradient_hook_that_returns_another_size_is_refused_naming_the_parameter_before_any_update() -> None:
+# A hook that returns a slice (paddle.optimizer.AdamW reads past its end), or twice the gradient
+# (AdamW updates from its first elements).
+OTHER_SIZES = {"shorter": (lambda grad: grad[:4], r"\[4, 8\]", "read past the gradient's end"),
+               "longer": (lambda grad: paddle.concat([grad, grad]), r"\[16, 8\]", "from the gradient's first 64")}
+
+
+@pytest.mark.parametrize("size", OTHER_SIZES)
+@pytest.mark.parametrize("hooked_after_a_step", [False, True], ids=["from_the_start", "after_a_step"])
+@pytest.mark.parametrize("use_multi_tensor", [None, False], ids=["default", "per_parameter"])
+def test_a_gradient_hook_that_returns_another_size_is_refused_naming_the_parameter_before_any_update(
+        size, hooked_after_a_step, use_multi_tensor) -> None:
+    hook, shape, effect = OTHER_SIZES[size]
     paddle.seed(0)
     model = nn.Sequential(*[nn.Linear(8, 8) for _ in range(3)])
-    optimizer = AdamWDL(0.01, parameters=model.parameters(), set_param_lr_fun=None)
-    model(paddle.ones([2, 8])).sum().backward()
-    optimizer.step()
-    optimizer.clear_grad()
-    model[1].weight.register_hook(lambda grad: grad[:4])  # (paddle.optimizer.AdamW reads past its end)
+    optimizer = AdamWDL(0.01, parameters=model.parameters(), set_param_lr_fun=None, use_multi_tensor=use_multi_tensor)
+    if hooked_after_a_step:
+        model(paddle.ones([2, 8])).sum().backward()
+        optimizer.step()
+        optimizer.clear_grad()
+    model[1].weight.register_hook(hook)
     model(paddle.ones([2, 8])).sum().backward()
     before = [param.numpy().copy() for param in model.parameters()]
     with pytest.raises(ValueError, match=rf"the gradient of parameter '{model[1].weight.name}' is paddle.float32 "
-                                         r"\[4, 8\], the parameter paddle.float32 \[8, 8\]"):
+                                         rf"{shape}, the parameter paddle.float32 \[8, 8\] .*nothing was updated "
+                                         rf"\(paddle.optimizer.AdamW would .*{effect}"):
         optimizer.step()
     for param, value in zip(model.parameters(), before):
         np.testing.assert_array_equal(param.numpy(), value, err_msg=param.name)
+
+
+def test_a_gradient_hook_that_reshapes_keeps_adamws_numbers() -> None:
+    """The same elements in another shape: Paddle's kernels read them in order, on every path."""
+    def scenario(model, optimizer, step):
+        if step == 0:
+            model[1].weight.register_hook(lambda grad: grad.reshape([4, 16]))
+        inputs = paddle.to_tensor(np.random.default_rng(step).standard_normal((5, 8)).astype("float32"))
+        model(inputs).square().mean().backward()
+        optimizer.step()
+        optimizer.clear_grad()
+
+    def run(kind):
+        paddle.seed(0)
+        model = nn.Sequential(*[nn.Linear(8, 8) for _ in range(3)])
+        options = dict(learning_rate=0.01, parameters=model.parameters(), weight_decay=0.1)
+        optimizer = (paddle.optimizer.AdamW(**options) if kind == "adamw" else
+                     AdamWDL(**options, set_param_lr_fun=None, use_multi_tensor=None if kind == "default" else False))
+        for step in range(4):
+            scenario(model, optimizer, step)
+        return [param.numpy() for param in model.parameters()]
+
+    expected = run("adamw")
+    for kind in ("default", "per_parameter"):
+        for param, value in zip(run(kind), expected):
+            np.testing.assert_array_equal(param, value, err_msg=kind)
+
 
 # ------------------------------------------------------ Paddle's kernels
 def test_with_the_operator_off_paddles_kernels_give_the_same_bits() -> None:
@@ -625,6 +665,7 @@ def test_with_the_operator_off_paddles_kernels_give_the_same_bits() -> None:
         "test_freezing_and_unfreezing",
         "test_amp_o2_decorate_after_construction[float16-3]",
         "test_a_gradient_hook_that_returns_another_size_is_refused_naming_the_parameter_before_any_update",
+        "test_a_gradient_hook_that_reshapes_keeps_adamws_numbers",
     ]
     rerun_with_the_operator_off(*(f"{__file__}::{test}" for test in tests))
 
