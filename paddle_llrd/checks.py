@@ -34,11 +34,13 @@ Examples:
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import difflib
 import math
 import numbers
 import os
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 __all__ = [
     "checked_bool",
@@ -49,13 +51,42 @@ __all__ = [
     "checked_non_negative",
     "checked_positive",
     "checked_step_index",
+    "checks_named",
     "did_you_mean",
     "environment_count",
     "is_integer",
     "is_non_negative_number",
     "is_real_number",
+    "optimizer_name",
     "refusal",
 ]
+
+# The optimizer AdamWDL's messages name: AdamWDL, or the subclass whose code runs (checks_named).
+_OPTIMIZER_NAME: contextvars.ContextVar[str] = contextvars.ContextVar("paddle_llrd_optimizer_name", default="AdamWDL")
+
+
+@contextlib.contextmanager
+def checks_named(optimizer: str) -> Iterator[None]:
+    """Within the block, the optimizer's checks and refusals name ``optimizer`` (a subclass of
+    AdamWDL, as ``paddle_llrd.AdamW`` runs AdamWDL's constructor and step) instead of AdamWDL.
+
+    Examples:
+        >>> with checks_named("AdamW"):
+        ...     optimizer_name()
+        'AdamW'
+        >>> optimizer_name()
+        'AdamWDL'
+    """
+    token = _OPTIMIZER_NAME.set(optimizer)
+    try:
+        yield
+    finally:
+        _OPTIMIZER_NAME.reset(token)
+
+
+def optimizer_name() -> str:
+    """The optimizer the messages name now (:func:`checks_named`)."""
+    return _OPTIMIZER_NAME.get()
 
 
 def is_real_number(value: Any) -> bool:

@@ -13,9 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..checks import is_non_negative_number, is_real_number
+from ..checks import checks_named, is_non_negative_number, is_real_number
 from .adamwdl import AdamWDL
-from .optimizer_checks import checks_named
 from .ratios import is_pure_in_name
 
 if TYPE_CHECKING:
@@ -176,3 +175,7 @@ class AdamW(AdamWDL):
     def _add_param_group(self, param_group: dict[str, Any]) -> None:
         with checks_named("AdamW"):  # a group added later is refused naming AdamW too
             super()._add_param_group(param_group)
+
+    def _update(self, *args: Any, **kwargs: Any) -> Any:
+        with checks_named("AdamW"):  # a step's refusals name AdamW too
+            return super()._update(*args, **kwargs)

@@ -25,6 +25,8 @@ from paddle import _C_ops, pir
 from paddle.base import core, framework, unique_name
 from paddle.base.framework import Variable, in_dynamic_or_pir_mode
 
+from ..checks import optimizer_name
+
 __all__ = [
     "MIN_ROW_SIZE_TO_USE_MULTITHREAD", "adamw_kernel", "adamw_update", "advance_beta_pows", "bound_adamw_kernel",
     "check_kernel_inputs", "check_learning_rate_dtype", "decay_factor", "decoupled_decay", "is_tensor", "legacy_adamw_op",
@@ -342,8 +344,8 @@ def check_learning_rate_dtype(params: Iterable[Any], lr_dtype: Any) -> None:
         if _computes_in(dtype) != expected:
             name = next(param.name for param in params if param.dtype == dtype)
             raise ValueError(
-                f"AdamWDL: parameter {name!r} is {_computes_in(dtype)} but the learning rate is {expected} (the "
-                "dtype of the optimizer's first parameter); Paddle's adamw kernels take no other, and "
+                f"{optimizer_name()}: parameter {name!r} is {_computes_in(dtype)} but the learning rate is {expected} "
+                "(the dtype of the optimizer's first parameter); Paddle's adamw kernels take no other, and "
                 "paddle.optimizer.AdamW would raise after updating the parameters before it: give the "
                 "parameters of each dtype an optimizer of their own (nothing was updated)"
             )
@@ -385,8 +387,8 @@ def mismatched_gradient(params: Sequence[Any], grads: Sequence[Any], *, dtypes: 
         else:
             continue
         return ValueError(
-            f"AdamWDL: the gradient of parameter {param.name!r} is {grad.dtype} {list(grad.shape)}, the parameter "
-            f"{param.dtype} {list(param.shape)} (a gradient hook that returns another {other}?); nothing was "
+            f"{optimizer_name()}: the gradient of parameter {param.name!r} is {grad.dtype} {list(grad.shape)}, the "
+            f"parameter {param.dtype} {list(param.shape)} (a gradient hook that returns another {other}?); nothing was "
             f"updated (paddle.optimizer.AdamW {effect})")
     return None
 

@@ -10,22 +10,20 @@ the group by its index; the constructor checks every group before the first
 is applied, and a group added later is checked before it changes anything.
 
 The messages name the optimizer: ``AdamWDL``, or the class whose constructor
-runs the checks under :func:`checks_named` (``paddle_llrd.AdamW`` runs
+runs the checks under :func:`~paddle_llrd.checks.checks_named` (``paddle_llrd.AdamW`` runs
 AdamWDL's constructor, and so its checks, once, named ``AdamW``). Each check
 is made of the primitives of :mod:`paddle_llrd.checks`.
 """
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from paddle.base import framework
 from paddle.optimizer.lr import LRScheduler
 
-from ..checks import checked_in_range, checked_non_negative, is_real_number, refusal
+from ..checks import checked_in_range, checked_non_negative, is_real_number, optimizer_name, refusal
 from ..layer_decay.layer_maps import checked_n_layers
 from ..layer_decay.layerwise import (
     NAME_DICT_ADVICE,
@@ -39,30 +37,9 @@ from ..layer_decay.layerwise import (
 from .kernels import is_tensor
 from ..schedules.weight_decay import WeightDecaySchedule, check_unclaimed
 
-# The optimizer the messages name: AdamWDL, or the subclass whose constructor runs (checks_named).
-_OWNER: contextvars.ContextVar[str] = contextvars.ContextVar("paddle_llrd_optimizer_owner", default="AdamWDL")
-
-
-@contextlib.contextmanager
-def checks_named(owner: str) -> Iterator[None]:
-    """Within the block, the checks of this module name ``owner`` (a subclass of AdamWDL) in their messages.
-
-    Examples:
-        >>> with checks_named("AdamW"):
-        ...     check_use_multi_tensor("yes")
-        Traceback (most recent call last):
-        ...
-        TypeError: AdamW: `use_multi_tensor` must be None, True or False, got 'yes'.
-    """
-    token = _OWNER.set(owner)
-    try:
-        yield
-    finally:
-        _OWNER.reset(token)
-
 
 def _named(owner: str | None) -> str:
-    return _OWNER.get() if owner is None else owner
+    return optimizer_name() if owner is None else owner
 
 
 class MissingParametersError(TypeError, AttributeError):

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 import paddle
 from paddle.base import framework
 
+from ..checks import optimizer_name
 from .kernels import is_tensor
 
 __all__ = ["UNSET_BETA_POW", "ParamState", "cast_refusal", "initial_beta_pow", "missing_accumulator", "on_cpu",
@@ -59,7 +60,7 @@ def missing_accumulator(accumulators: Mapping[str, Mapping[str, Any]], kinds: Se
     why = ("amsgrad was turned on after its moments were made: pass amsgrad=True when building the optimizer"
            if kind == kinds[2] else "its state was removed from the optimizer")
     name = names[list(keys).index(key)]
-    return RuntimeError(f"AdamWDL: parameter {name!r} has no {kind} accumulator ({why}); "
+    return RuntimeError(f"{optimizer_name()}: parameter {name!r} has no {kind} accumulator ({why}); "
                         "paddle.optimizer.AdamW raises too")
 
 
@@ -76,7 +77,7 @@ def cast_refusal(param: Any, moment_dtype: Any, *, state_dtype: Any, wants_maste
     held = f"{moment_dtype} moments" + (" and a float32 master weight" if has_master else "")
     was = "float16 or bfloat16" if has_master else moment_dtype  # (what the state was made for)
     return (
-        f"AdamWDL: parameter {param.name!r} was cast from {was} to {param.dtype} after the optimizer "
+        f"{optimizer_name()}: parameter {param.name!r} was cast from {was} to {param.dtype} after the optimizer "
         f"created its state ({held}), which cannot serve a {param.dtype} parameter; cast the model before "
         "building the optimizer."
     )

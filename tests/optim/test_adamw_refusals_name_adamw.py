@@ -1,6 +1,6 @@
 """``paddle_llrd.AdamW`` checks its arguments with AdamWDL's checks, and every refusal names
-``AdamW``, never ``AdamWDL``: in the constructor and for a parameter group added later
-(docs/adamwdl.rst)."""
+``AdamW``, never ``AdamWDL``: in the constructor, for a parameter group added later, and at a
+step, on either update path."""
 from __future__ import annotations
 
 import paddle
@@ -41,3 +41,51 @@ def test_a_group_added_later_is_refused_naming_adamw():
     with pytest.raises(ValueError, match=r"^AdamW: parameter group 1's `beta1` must be in \[0, 1\), got 2.0"):
         optimizer._add_param_group({"params": second.parameters(), "beta1": 2.0})
     assert len(optimizer._param_groups) == 1
+
+
+
+def _hooked_to_a_slice(model: paddle.nn.LayerList, optimizer: AdamW) -> None:
+    model[0].weight.register_hook(lambda grad: grad[:1])
+
+
+def _second_layer_float64(model: paddle.nn.LayerList, optimizer: AdamW) -> None:
+    model[1].to(dtype="float64")
+
+
+def _amsgrad_switched_on(model: paddle.nn.LayerList, optimizer: AdamW) -> None:
+    optimizer._amsgrad = True
+
+
+# What a user does after the first step, and the start of the step's refusal.
+STEP_REFUSALS = {
+    "gradient_of_another_size": (_hooked_to_a_slice, ValueError,
+                                 r"^AdamW: the gradient of parameter 'linear_\d+\.w_0' is paddle.float32 \[1, 2\]"),
+    "parameters_of_two_dtypes": (_second_layer_float64, ValueError,
+                                 r"^AdamW: parameter 'linear_\d+\.w_0' is float64 but the learning rate is float32"),
+    "amsgrad_switched_on_later": (_amsgrad_switched_on, RuntimeError,
+                                  r"^AdamW: parameter 'linear_\d+\.w_0' has no moment2_max accumulator"),
+}
+
+
+def _backward(model: paddle.nn.LayerList) -> None:
+    hidden = model[0](paddle.ones([1, 2]))
+    model[1](hidden.astype(model[1].weight.dtype)).sum().backward()
+
+
+@pytest.mark.parametrize("tensor_epsilon", [False, True], ids=["multi_tensor", "per_parameter"])
+@pytest.mark.parametrize("change", STEP_REFUSALS)
+def test_a_refused_step_names_adamw_on_either_path(change, tensor_epsilon):
+    make_change, error, message = STEP_REFUSALS[change]
+    paddle.seed(0)
+    model = paddle.nn.LayerList([paddle.nn.Linear(2, 2), paddle.nn.Linear(2, 2)])
+    epsilon = paddle.to_tensor(1e-8) if tensor_epsilon else 1e-8  # (a Tensor epsilon: the per-parameter path)
+    optimizer = AdamW(learning_rate=0.01, epsilon=epsilon, parameters=model.parameters())
+    _backward(model)
+    optimizer.step()
+    optimizer.clear_grad()
+    assert (optimizer.last_update_path.path == "per_parameter") == tensor_epsilon
+    make_change(model, optimizer)
+    _backward(model)
+    with pytest.raises(error, match=message) as raised:
+        optimizer.step()
+    assert "AdamWDL" not in str(raised.value)
