@@ -43,7 +43,6 @@ def test_a_group_added_later_is_refused_naming_adamw():
     assert len(optimizer._param_groups) == 1
 
 
-
 def _hooked_to_a_slice(model: paddle.nn.LayerList, optimizer: AdamW) -> None:
     model[0].weight.register_hook(lambda grad: grad[:1])
 

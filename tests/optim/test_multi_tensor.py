@@ -625,7 +625,8 @@ def test_a_gradient_hook_that_returns_another_size_is_refused_naming_the_paramet
 
 
 def test_a_gradient_hook_that_reshapes_keeps_adamws_numbers() -> None:
-    """The same elements in another shape: Paddle's kernels read them in order, on every path."""
+    """The same elements in another shape: AdamW's numbers, from the default step (which takes the
+    per-parameter path for a gradient shaped unlike its parameter) and with ``use_multi_tensor=False``."""
     def scenario(model, optimizer, step):
         if step == 0:
             model[1].weight.register_hook(lambda grad: grad.reshape([4, 16]))
