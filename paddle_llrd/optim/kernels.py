@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import math
 import operator
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -26,6 +25,7 @@ from paddle.base import core, framework, unique_name
 from paddle.base.framework import Variable, in_dynamic_or_pir_mode
 
 from ..checks import optimizer_name
+from .buffers import numel
 
 __all__ = [
     "MIN_ROW_SIZE_TO_USE_MULTITHREAD", "adamw_kernel", "adamw_update", "advance_beta_pows", "bound_adamw_kernel",
@@ -378,7 +378,7 @@ def mismatched_gradient(params: Sequence[Any], grads: Sequence[Any], *, dtypes: 
     if all(fits):  # (by C-level passes: every step takes this check)
         return None
     for param, grad in itertools.compress(zip(params, grads), map(operator.not_, fits)):
-        size, grad_size = math.prod(param.shape), math.prod(grad.shape)
+        size, grad_size = numel(param), numel(grad)
         if dtypes and grad.dtype != param.dtype:
             other, effect = "dtype", "raises: its adamw kernel takes a gradient of the parameter's dtype"
         elif size != grad_size and not grad.is_selected_rows():
