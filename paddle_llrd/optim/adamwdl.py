@@ -506,7 +506,7 @@ class AdamWDL(AdamW):
         the large CPU gradients zeroed on the flat step's threads; run eagerly under ``to_static``."""
         params = self._listed_parameters()
         trained = list(compress(params, map(not_, map(_STOP_GRADIENT, params))))
-        clear_gradients(trained, set_to_zero, None if self._flat is None else self._flat.threads)
+        (clear_gradients if self._flat is None else self._flat.clear_gradients)(trained, set_to_zero)
 
     load_state_dict = set_state_dict
 

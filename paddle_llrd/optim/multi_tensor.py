@@ -45,7 +45,7 @@ from .flat_kernels import paddle_kernels_update
 from .fused_operator import fused_adamw, unavailable_reason, warn_unavailable
 from .kernels import check_learning_rate_dtype, is_tensor, mismatched_gradient
 from .per_parameter import decay_route
-from .threads import FlatThreads
+from .threads import FlatThreads, clear_gradients
 from .update_batch import FUSED, MULTI_TENSOR, UpdateBatch, UpdatePath
 
 __all__ = ["MAX_CONSECUTIVE_LAYOUTS", "PER_PARAMETER_ONLY", "Bank", "FlatLayout", "Segment", "choose_update_path",
@@ -194,11 +194,14 @@ class FlatLayout:
         self.needs_layout = True  # (what choose_update_path found at this step)
         self.operator_reason: str | None = None  # why the fused operator cannot run (lay_out asks)
         self.lr_tables: dict[int, Any] = {}  # flat_update's, per group, made once per layout
+        #: The laid-out CPU parameters of at least the crossover, largest first (None: no layout):
+        #: which clear_grad shares among the threads (:func:`~paddle_llrd.optim.threads.clear_gradients`).
+        self.large_params: list[Any] | None = None
 
     def drop(self) -> None:
         """Forget the banks (their tensors stay views until the next layout): the optimizer's
         state was replaced (``set_state_dict``)."""
-        self.banks, self._description, self.lr_tables = [], [], {}
+        self.banks, self._description, self.lr_tables, self.large_params = [], [], {}, None
 
     # ---------------------------------------------------------------- the check
     def serves(self, batches: Sequence[Any]) -> bool:
@@ -265,8 +268,14 @@ class FlatLayout:
         self._description = [(list(b.params), list(b.lr_factors), None if b.ratios is None else list(b.ratios),
                               list(b.decays), list(b.need_clip), bool(b.settings.amsgrad)) for b in batches]
         self.lr_tables = {}
+        self.large_params = _largest_first(self.banks, self.threads.min_chunk_numel)
         # (once loaded or refused, the operator's availability holds for the whole process)
         self.operator_reason = unavailable_reason()
+
+    def clear_gradients(self, params: Sequence[Any], set_to_zero: bool) -> None:
+        """:func:`~paddle_llrd.optim.threads.clear_gradients` of ``params`` on the layout's threads,
+        with the large parameters the layout knows (no pass over the shapes)."""
+        clear_gradients(params, set_to_zero, self.threads, self.large_params)
 
     def laid_out(self) -> None:
         """The step used a layout it did not have to make: the run of layouts ends."""
@@ -274,6 +283,14 @@ class FlatLayout:
 
     def banks_of(self, group: int) -> list[Bank]:
         return [bank for bank in self.banks if bank.group == group]
+
+
+def _largest_first(banks: list[Bank], min_numel: int) -> list[Any]:
+    """The CPU parameters of ``banks`` with at least ``min_numel`` elements, largest first."""
+    sized = [(stop - start, param) for bank in banks if bank.param_flat.place.is_cpu_place()
+             for param, start, stop in zip(bank.params, bank.offsets, bank.offsets[1:] + [bank.numel])
+             if stop - start >= min_numel]
+    return [param for _, param in sorted(sized, key=lambda pair: pair[0], reverse=True)]
 
 
 # ------------------------------------------------------------------ the choice

@@ -123,6 +123,19 @@ def test_gradients_cleared_on_the_threads_are_left_as_paddles_clear_gradient_lea
     assert all(np.array(signs).all() for signs in expected[len(shapes):])  # (each zero replaced, sign kept)
 
 
+@pytest.mark.parametrize("named", ["the_large_ones", "a_stale_list"])
+def test_the_large_parameters_a_caller_names_change_which_thread_clears_not_what_is_cleared(named) -> None:
+    """A layout's list of large parameters only moves work between threads: a parameter it names
+    but the call does not is left alone, a large one it misses is cleared all the same."""
+    params = [paddle.create_parameter(shape, "float32") for shape in ([40, 3], [200], [7], [64, 2])]
+    outside = paddle.create_parameter([100], "float32")
+    sum((p * float(i + 1)).sum() for i, p in enumerate(params + [outside])).backward()
+    large = params[:2] if named == "the_large_ones" else [outside, params[1]]
+    clear_gradients(params, True, FlatThreads(2, min_chunk_numel=64), large)
+    assert [float(p.grad.abs().max()) for p in params] == [0.0] * len(params)
+    np.testing.assert_array_equal(outside.grad.numpy(), np.full([100], 5.0, "float32"))
+
+
 def test_an_error_in_one_task_reaches_the_caller_after_every_task_ran() -> None:
     ran = []
 
