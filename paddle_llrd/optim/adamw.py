@@ -179,3 +179,10 @@ class AdamW(AdamWDL):
     def _update(self, *args: Any, **kwargs: Any) -> Any:
         with checks_named("AdamW"):  # a step's refusals name AdamW too
             return super()._update(*args, **kwargs)
+
+    def set_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """As ``AdamWDL.set_state_dict``, its refusals and warnings naming AdamW."""
+        with checks_named("AdamW"):
+            super().set_state_dict(state_dict)
+
+    load_state_dict = set_state_dict

@@ -48,6 +48,7 @@ import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..checks import optimizer_name
 from ..warning_classes import CheckpointMatchWarning, stacklevel_outside_package
 
 __all__ = ["EXTRA_STATE_KEYS", "MASTER_WEIGHTS_KEY", "STRUCTURED_NAMES_KEY", "WEIGHT_DECAY_SCHEDULE_KEY",
@@ -216,7 +217,7 @@ def matched_state_dict(
     parameters: Iterable[Any],
     *,
     name_dict: Mapping[str, str] | None = None,
-    owner: str = "AdamWDL",
+    owner: str | None = None,
 ) -> dict[str, Any]:
     """``state_dict`` with each parameter's state under the parameter's Paddle name now, checked.
 
@@ -225,7 +226,8 @@ def matched_state_dict(
     name where ``state_dict``'s :data:`STRUCTURED_NAMES_KEY` record and
     ``name_dict`` both name the parameter, by Paddle name otherwise (see the
     module docstring). The result leaves out the record and the entries no
-    parameter consumes; ``state_dict`` itself is not changed.
+    parameter consumes; ``state_dict`` itself is not changed. ``owner``: the
+    optimizer the messages name (None: :func:`~paddle_llrd.checks.optimizer_name`).
 
     Raises:
         ValueError: some entries match no parameter and some parameter has no
@@ -250,6 +252,7 @@ def matched_state_dict(
         >>> list(matched) == [f"{linear.weight.name}_moment1_0"]
         True
     """
+    owner = optimizer_name() if owner is None else owner
     record = _checked_record(state_dict.get(STRUCTURED_NAMES_KEY), owner)
     state = {key: value for key, value in state_dict.items() if key != STRUCTURED_NAMES_KEY}
     saved = saved_parameter_names(optimizer, state)

@@ -17,6 +17,7 @@ from typing import Any
 
 from paddle.base import framework
 
+from ..checks import optimizer_name
 from ..schedules.weight_decay import WeightDecaySchedule
 from ..warning_classes import CheckpointMatchWarning
 
@@ -29,6 +30,8 @@ class ScheduledDecay:
     Args:
         schedule (WeightDecaySchedule|None): The schedule given as ``weight_decay``; None:
             a fixed coefficient, which nothing here changes.
+        owner (str|None): The optimizer its messages name; None: the one being built
+            (:func:`~paddle_llrd.checks.optimizer_name`, ``AdamW`` for ``paddle_llrd.AdamW``).
 
     Examples:
         >>> from paddle_llrd import WeightDecaySchedule
@@ -41,8 +44,9 @@ class ScheduledDecay:
         True
     """
 
-    def __init__(self, schedule: WeightDecaySchedule | None) -> None:
+    def __init__(self, schedule: WeightDecaySchedule | None, owner: str | None = None) -> None:
         self.schedule = schedule
+        self.owner = optimizer_name() if owner is None else owner
         self.groups: list[dict[str, Any]] = []
 
     def follow(self, group: dict[str, Any]) -> None:
@@ -71,7 +75,7 @@ class ScheduledDecay:
         """``NotImplementedError`` when building a static program: it would fix the coefficient."""
         if self.schedule is not None and not framework.in_dygraph_mode():
             raise NotImplementedError(
-                "AdamWDL: a WeightDecaySchedule as `weight_decay` needs dygraph execution "
+                f"{self.owner}: a WeightDecaySchedule as `weight_decay` needs dygraph execution "
                 "(eager, or paddle.jit.to_static, whose optimizer step runs eagerly): a static "
                 "program fixes the weight-decay coefficient when it is built. Give a float "
                 "`weight_decay` for static programs."
@@ -87,7 +91,7 @@ class ScheduledDecay:
             return
         if schedule_state is None:
             warnings.warn(
-                f"AdamWDL.set_state_dict: the checkpoint has no {key!r} entry; the weight-decay "
+                f"{self.owner}.set_state_dict: the checkpoint has no {key!r} entry; the weight-decay "
                 f"schedule stays at step {self.schedule.current_step}.", CheckpointMatchWarning, stacklevel=3)
             load_optimizer_state()
             return

@@ -1,12 +1,15 @@
-"""``paddle_llrd.AdamW`` checks its arguments with AdamWDL's checks, and every refusal names
-``AdamW``, never ``AdamWDL``: in the constructor, for a parameter group added later, and at a
-step, on either update path."""
+"""``paddle_llrd.AdamW`` checks its arguments with AdamWDL's checks, and every refusal and
+warning names ``AdamW``, never ``AdamWDL``: in the constructor, for a parameter group added
+later, at a step on either update path, building a static program, and loading a checkpoint."""
 from __future__ import annotations
+
+import warnings
 
 import paddle
 import pytest
 
-from paddle_llrd import AdamW
+from paddle_llrd import AdamW, CheckpointMatchWarning, WeightDecaySchedule
+from paddle_llrd.optim.checkpoint import STRUCTURED_NAMES_KEY
 
 
 @pytest.mark.parametrize(
@@ -88,3 +91,33 @@ def test_a_refused_step_names_adamw_on_either_path(change, tensor_epsilon):
     with pytest.raises(error, match=message) as raised:
         optimizer.step()
     assert "AdamWDL" not in str(raised.value)
+
+
+def test_a_static_program_refuses_a_weight_decay_schedule_naming_adamw():
+    paddle.enable_static()
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    with paddle.static.program_guard(main, startup):
+        loss = paddle.mean(paddle.nn.Linear(4, 2)(paddle.static.data("x", [-1, 4], "float32")))
+        optimizer = AdamW(learning_rate=0.01, weight_decay=WeightDecaySchedule(0.0, 0.1, 5, style="linear"))
+        with pytest.raises(NotImplementedError, match=r"^AdamW: a WeightDecaySchedule as `weight_decay` needs "
+                                                      r"dygraph execution"):
+            optimizer.minimize(loss)
+
+
+@pytest.mark.parametrize("load", ["set_state_dict", "load_state_dict"])
+def test_a_refused_checkpoint_names_adamw(load):
+    optimizer = AdamW(parameters=paddle.nn.Linear(2, 2).parameters())
+    with pytest.raises(ValueError, match=r"^AdamW\.set_state_dict: the checkpoint's '\w+' entry must map") as raised:
+        getattr(optimizer, load)({STRUCTURED_NAMES_KEY: ["not", "a", "mapping"]})
+    assert "AdamWDL" not in str(raised.value)
+
+
+def test_a_checkpoint_without_the_schedules_position_warns_naming_adamw():
+    linear = paddle.nn.Linear(2, 2)
+    saved = AdamW(parameters=linear.parameters()).state_dict()
+    optimizer = AdamW(parameters=linear.parameters(), weight_decay=WeightDecaySchedule(0.0, 0.1, 5, style="linear"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        optimizer.set_state_dict(saved)
+    messages = [str(w.message) for w in caught if issubclass(w.category, CheckpointMatchWarning)]
+    assert len(messages) == 1 and messages[0].startswith("AdamW.set_state_dict: the checkpoint has no "), messages
