@@ -19,7 +19,7 @@ from paddle.base import framework
 
 from ..checks import optimizer_name
 from ..schedules.weight_decay import WeightDecaySchedule
-from ..warning_classes import CheckpointMatchWarning
+from ..warning_classes import CheckpointMatchWarning, stacklevel_outside_package
 
 __all__ = ["ScheduledDecay"]
 
@@ -92,7 +92,8 @@ class ScheduledDecay:
         if schedule_state is None:
             warnings.warn(
                 f"{self.owner}.set_state_dict: the checkpoint has no {key!r} entry; the weight-decay "
-                f"schedule stays at step {self.schedule.current_step}.", CheckpointMatchWarning, stacklevel=3)
+                f"schedule stays at step {self.schedule.current_step}.", CheckpointMatchWarning,
+                stacklevel=stacklevel_outside_package())
             load_optimizer_state()
             return
         previous_step = self.schedule.current_step

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..checks import checked_count, checked_non_negative
-from ..warning_classes import CheckpointMatchWarning
+from ..warning_classes import CheckpointMatchWarning, stacklevel_outside_package
 
 __all__ = ["WEIGHT_DECAY_STYLES", "WeightDecaySchedule", "check_unclaimed", "claim_schedule"]
 
@@ -209,7 +209,7 @@ class WeightDecaySchedule:
                 + "; the schedule keeps its own settings and resumes at step "
                 f"{current_step}.",
                 CheckpointMatchWarning,
-                stacklevel=2,
+                stacklevel=stacklevel_outside_package(),  # (the user's line, also through an optimizer's load)
             )
         self.current_step = current_step
 

@@ -119,5 +119,6 @@ def test_a_checkpoint_without_the_schedules_position_warns_naming_adamw():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         optimizer.set_state_dict(saved)
-    messages = [str(w.message) for w in caught if issubclass(w.category, CheckpointMatchWarning)]
-    assert len(messages) == 1 and messages[0].startswith("AdamW.set_state_dict: the checkpoint has no "), messages
+    matched = [w for w in caught if issubclass(w.category, CheckpointMatchWarning)]
+    assert len(matched) == 1 and str(matched[0].message).startswith("AdamW.set_state_dict: the checkpoint has no ")
+    assert matched[0].filename == __file__  # (the line that loads, not AdamW's override)

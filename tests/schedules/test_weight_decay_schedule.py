@@ -122,6 +122,19 @@ def test_state_dict_round_trip_restores_position_only():
     assert changed.current_step == 6 and changed.end_wd == 0.2
 
 
+@pytest.mark.parametrize("load", ["the_schedule", "the_optimizer"])
+def test_a_checkpoint_of_other_schedule_settings_warns_at_the_line_that_loads_it(load):
+    linear = nn.Linear(2, 2)
+    saved = AdamWDL(parameters=linear.parameters(), weight_decay=WeightDecaySchedule(0.0, 0.1, 5, style="linear"))
+    optimizer = AdamWDL(parameters=linear.parameters(), weight_decay=WeightDecaySchedule(0.0, 0.2, 5, style="linear"))
+    with pytest.warns(CheckpointMatchWarning, match="end_wd") as caught:
+        if load == "the_schedule":
+            optimizer.weight_decay_schedule.set_state_dict(saved.weight_decay_schedule.state_dict())
+        else:
+            optimizer.set_state_dict(saved.state_dict())
+    assert [w.filename for w in caught if "end_wd" in str(w.message)] == [__file__]
+
+
 @pytest.mark.parametrize(
     "state, error, match",
     [({}, KeyError, "current_step"), ({"current_step": -1}, ValueError, "current_step"), ([6], TypeError, "state_dict")],
