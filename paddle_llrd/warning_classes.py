@@ -27,6 +27,7 @@ however deep in the package it is given.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 
@@ -44,6 +45,9 @@ __all__ = [
 ]
 
 _PACKAGE_DIRECTORY = os.path.dirname(os.path.abspath(__file__)) + os.sep
+# Frames a warning passes through on its way to the user's line: the package's own, and
+# contextlib's (Paddle's no_grad decorator on the optimizer's step runs there).
+_PASSED_THROUGH = (_PACKAGE_DIRECTORY, contextlib.__file__)
 
 
 class LLRDWarning(UserWarning):
@@ -88,7 +92,8 @@ class TrainerSettingWarning(LLRDWarning):
 
 
 def stacklevel_outside_package() -> int:
-    """The ``stacklevel`` for :func:`warnings.warn` that points at the first caller outside ``paddle_llrd``.
+    """The ``stacklevel`` for :func:`warnings.warn` that points at the first caller outside ``paddle_llrd``
+    (past ``contextlib``'s frames, where Paddle's ``no_grad`` decorator runs the optimizer's step).
 
     Call it in the argument list of ``warnings.warn``: the warning then names
     the user's line however deep in the package it was given (a registry
@@ -96,7 +101,7 @@ def stacklevel_outside_package() -> int:
     """
     level = 1
     frame = sys._getframe(1)  # the function that warns
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIRECTORY):
+    while frame is not None and frame.f_code.co_filename.startswith(_PASSED_THROUGH):
         frame = frame.f_back
         level += 1
     return level

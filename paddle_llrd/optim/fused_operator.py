@@ -44,7 +44,7 @@ from typing import Any, Iterator
 
 import paddle
 
-from ..warning_classes import FusedOperatorWarning
+from ..warning_classes import FusedOperatorWarning, stacklevel_outside_package
 from .fused_check import norms_mismatch, operator_mismatch
 
 __all__ = [
@@ -242,7 +242,7 @@ def warn_unavailable(reason: str) -> None:
     warnings.warn(
         f"paddle_llrd: {reason}; the multi-tensor step runs Paddle's own kernels instead, with the same "
         "numbers (docs: installation, 'The fused operator').",
-        FusedOperatorWarning, stacklevel=3,
+        FusedOperatorWarning, stacklevel=stacklevel_outside_package(),
     )
 
 

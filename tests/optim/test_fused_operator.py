@@ -243,7 +243,9 @@ with warnings.catch_warnings(record=True) as caught:
         optimizer.step()
         optimizer.clear_grad()
 json.dump({"weights": [p.numpy().tolist() for p in model.parameters()], "path": list(optimizer.last_update_path),
-           "warnings": [f"{w.category.__name__}: {w.message}" for w in caught]}, open(sys.argv[1], "w"))
+           "warnings": [f"{w.category.__name__}: {w.message}" for w in caught],
+           "warned_at": [w.filename for w in caught if w.category.__name__ == "FusedOperatorWarning"]},
+          open(sys.argv[1], "w"))
 '''
 
 
@@ -284,6 +286,7 @@ def test_without_a_compiler_it_trains_on_paddles_kernels_with_the_same_numbers_a
     assert fused["weights"] == hidden["weights"]
     said = [w for w in hidden["warnings"] if w.startswith("FusedOperatorWarning")]
     assert len(said) == 1 and "/bin/false" in said[0] and "same numbers" in said[0]
+    assert hidden["warned_at"] == [str(tmp_path / "train.py")]  # (the script's own line, not the package's)
 
 
 def test_a_forked_child_and_dataloader_workers_train_beside_the_operator(tmp_path):
