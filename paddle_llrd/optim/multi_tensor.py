@@ -45,7 +45,7 @@ from .flat_kernels import paddle_kernels_update
 from .fused_operator import fused_adamw, unavailable_reason, warn_unavailable
 from .kernels import check_learning_rate_dtype, is_tensor, mismatched_gradient
 from .per_parameter import decay_route
-from .threads import FlatThreads, clear_gradients
+from .threads import FlatThreads, clear_gradients, large_parameters
 from .update_batch import FUSED, MULTI_TENSOR, UpdateBatch, UpdatePath
 
 __all__ = ["MAX_CONSECUTIVE_LAYOUTS", "PER_PARAMETER_ONLY", "Bank", "FlatLayout", "Segment", "choose_update_path",
@@ -268,7 +268,10 @@ class FlatLayout:
         self._description = [(list(b.params), list(b.lr_factors), None if b.ratios is None else list(b.ratios),
                               list(b.decays), list(b.need_clip), bool(b.settings.amsgrad)) for b in batches]
         self.lr_tables = {}
-        self.large_params = _largest_first(self.banks, self.threads.min_chunk_numel)
+        params = [param for bank in self.banks for param in bank.params]
+        sizes = [stop - start for bank in self.banks
+                 for start, stop in zip(bank.offsets, bank.offsets[1:] + [bank.numel])]
+        self.large_params = large_parameters(params, sizes, self.threads.min_chunk_numel)
         # (once loaded or refused, the operator's availability holds for the whole process)
         self.operator_reason = unavailable_reason()
 
@@ -283,14 +286,6 @@ class FlatLayout:
 
     def banks_of(self, group: int) -> list[Bank]:
         return [bank for bank in self.banks if bank.group == group]
-
-
-def _largest_first(banks: list[Bank], min_numel: int) -> list[Any]:
-    """The CPU parameters of ``banks`` with at least ``min_numel`` elements, largest first."""
-    sized = [(stop - start, param) for bank in banks if bank.param_flat.place.is_cpu_place()
-             for param, start, stop in zip(bank.params, bank.offsets, bank.offsets[1:] + [bank.numel])
-             if stop - start >= min_numel]
-    return [param for _, param in sorted(sized, key=lambda pair: pair[0], reverse=True)]
 
 
 # ------------------------------------------------------------------ the choice

@@ -33,14 +33,14 @@ import operator
 import os
 import queue
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ..checks import checked_count, environment_count
 
 __all__ = [
     "CHUNK_ALIGN", "MIN_CHUNK_NUMEL", "MIN_CHUNK_NUMEL_ENV", "NUM_THREADS_ENV", "FlatThreads",
-    "available_cores", "chunk_bounds", "clear_gradients", "local_ranks", "resolve_min_chunk_numel",
+    "available_cores", "chunk_bounds", "clear_gradients", "large_parameters", "local_ranks", "resolve_min_chunk_numel",
     "resolve_num_threads",
 ]
 
@@ -319,9 +319,7 @@ def clear_gradients(params: Sequence[Any], set_to_zero: bool, threads: FlatThrea
     if not set_to_zero or threads is None or threads.count == 1:
         large = []
     elif large is None:
-        sized = [(numel, index) for index, numel in enumerate(map(math.prod, map(_SHAPE, params)))
-                 if numel >= threads.min_chunk_numel]
-        large = [params[index] for _, index in sorted(sized, reverse=True) if _on_cpu(params[index].place)]
+        large = large_parameters(params, map(math.prod, map(_SHAPE, params)), threads.min_chunk_numel)
     elif large:
         listed = set(map(id, params))
         large = [param for param in large if id(param) in listed and _on_cpu(param.place)]
@@ -332,6 +330,21 @@ def clear_gradients(params: Sequence[Any], set_to_zero: bool, threads: FlatThrea
     rest = [param for param in params if id(param) not in shared]
     threads.run([functools.partial(clear, param) for param in large]
                 + [functools.partial(_clear_each, clear, rest)])
+
+
+def large_parameters(params: Sequence[Any], sizes: Iterable[int], min_numel: int) -> list[Any]:
+    """The CPU parameters of ``params`` with at least ``min_numel`` elements (``sizes``, in
+    their order), largest first: those whose gradients :func:`clear_gradients` shares among
+    the threads.
+
+    Examples:
+        >>> import paddle
+        >>> params = [paddle.zeros([4]), paddle.zeros([9]), paddle.zeros([2])]
+        >>> [list(p.shape) for p in large_parameters(params, [4, 9, 2], min_numel=3)]
+        [[9], [4]]
+    """
+    sized = [(size, index) for index, size in enumerate(sizes) if size >= min_numel]
+    return [params[index] for _, index in sorted(sized, reverse=True) if _on_cpu(params[index].place)]
 
 
 def _clear_each(clear: Callable[[Any], Any], params: list[Any]) -> None:
