@@ -11,6 +11,7 @@ segment) or, where that cannot run, :meth:`FlatSegment.update` per segment
 from __future__ import annotations
 
 import functools
+import operator
 from typing import Any
 
 import paddle
@@ -22,7 +23,7 @@ from .threads import FlatThreads
 
 __all__ = [
     "UPDATED_ALONE_NUMEL", "FlatSegment", "check_shadow_shape", "checked_shadows", "flat_segments", "fused_update",
-    "update_flat",
+    "storage", "update_flat",
 ]
 
 # A parameter this large that does not share a buffer with its neighbours is
@@ -129,6 +130,16 @@ def check_shadow_shape(where: str, value: Any, param: paddle.Tensor) -> None:
     """Raise ValueError, naming ``where``, if the shadow ``value`` is not of ``param``'s shape."""
     if list(value.shape) != list(param.shape):
         raise ValueError(f"{where} has shape {list(value.shape)}, the parameter has shape {list(param.shape)}")
+
+
+_DTYPE = operator.attrgetter("dtype")
+
+
+def storage(tensors: list[paddle.Tensor]) -> tuple[list[int], list[Any]]:
+    """Where each of ``tensors`` holds its values, and as what: its data pointer and dtype, by
+    C-level passes. A segment reads its tensors there; ``paddle.assign`` of another dtype into a
+    tensor changes its dtype in place, at a new pointer or at the same one."""
+    return list(map(paddle.Tensor.data_ptr, tensors)), list(map(_DTYPE, tensors))
 
 
 def flat_segments(params: list[paddle.Tensor], shadows: list[paddle.Tensor], threads: FlatThreads) -> list[FlatSegment]:

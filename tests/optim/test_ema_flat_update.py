@@ -425,6 +425,65 @@ def test_a_float64_shadow_a_user_assigns_is_updated_in_float64():
     np.testing.assert_array_equal(ema.shadow[name].numpy(), expected)
 
 
+@pytest.mark.parametrize("registered, written", [("float32", "float64"), ("float64", "float32")])
+def test_a_shadow_given_another_dtype_in_place_is_updated_in_it(registered, written):
+    """``paddle.assign`` of a tensor of another dtype into a shadow changes the shadow's dtype in
+    place (float64 into float32 at a new pointer, float32 into float64 at the same one); the
+    next updates average into the shadow as it now is."""
+    paddle.seed(12)
+    name = "blocks.1.0.weight"
+    model = Blocks()
+    optimizer = adamwdl(model)
+    ema = ExponentialMovingAverage(model, 0.5)
+    ema.register()
+    ema.shadow[name] = ema.shadow[name].astype(registered)
+    elementwise_step(model, optimizer, 0)
+    ema.update()
+    shadow = ema.shadow[name]
+    with paddle.no_grad():
+        paddle.assign(paddle.full(shadow.shape, 3.0, dtype=written), output=shadow)
+    assert ema.shadow[name] is shadow and shadow.dtype == getattr(paddle, written)
+    references = References(model)
+    with paddle.no_grad():
+        for shadow_name, value in ema.shadow.items():
+            references.per_tensor[shadow_name] = value.clone()
+            references.float64[shadow_name] = value.numpy().astype(np.float64)
+    for n in range(1, 4):
+        elementwise_step(model, optimizer, n)
+        ema.update()
+        references.update(0.5)
+        references.check(ema, f"update {n} after the assign")
+    assert ema.shadow[name] is shadow and not np.isclose(shadow.numpy(), 3.0).any()  # (it moved from 3.0)
+
+
+def test_a_float64_shadow_is_loaded_as_float64_and_resumes_like_an_uninterrupted_average(tmp_path):
+    paddle.seed(13)
+    name = "blocks.0.1.weight"
+    model = Blocks()
+    optimizer = adamwdl(model)
+    ema = ExponentialMovingAverage(model, 0.8)
+    ema.register()
+    ema.shadow[name] = ema.shadow[name].astype("float64")
+    for n in range(2):
+        elementwise_step(model, optimizer, n)
+        ema.update()
+    saved = {shadow_name: value.numpy().copy() for shadow_name, value in ema.shadow.items()}
+    paddle.save(ema.state_dict(), str(tmp_path / "ema.pdparams"))
+    ema.set_state_dict(paddle.load(str(tmp_path / "ema.pdparams")))
+    assert ema.shadow[name].dtype == paddle.float64
+    np.testing.assert_array_equal(ema.shadow[name].numpy(), saved[name])  # (float64 bits, not rounded)
+    references = References(model)
+    with paddle.no_grad():
+        for shadow_name, value in saved.items():
+            references.per_tensor[shadow_name] = paddle.to_tensor(value)
+            references.float64[shadow_name] = value.astype(np.float64)
+    for n in range(2, 5):
+        elementwise_step(model, optimizer, n)
+        ema.update()
+        references.update(0.8)
+        references.check(ema, f"update {n + 1}, resumed")
+
+
 # ---------------------------------------------------------------- Paddle's ops
 def test_with_the_operator_off_paddles_ops_give_the_same_bits():
     """Tests of this file in a process with ``PADDLE_LLRD_FUSED=0``: the EMA's update by Paddle's
