@@ -302,12 +302,11 @@ class AdamWDL(AdamW):
         """The :class:`AdamSettings` of ``group`` (None: the optimizer's current settings),
         read without selecting the group in the optimizer."""
         dygraph = framework.in_dygraph_mode()
-        if group is None:
-            beta1, beta2, epsilon, lazy_mode, coeff = (
-                self._beta1, self._beta2, self._epsilon, self._lazy_mode, self._weight_decay)
-        else:
-            defaults = self._default_dict
-            beta1, beta2, epsilon, lazy_mode, coeff = (group.get(key, defaults[key]) for key in _GROUP_SETTINGS)
+        beta1, beta2, epsilon, lazy_mode, coeff = (
+            (self._beta1, self._beta2, self._epsilon, self._lazy_mode, self._weight_decay) if group is None
+            else [group.get(key, self._default_dict[key]) for key in _GROUP_SETTINGS])
+        if dygraph and type(coeff) is not float and is_tensor(coeff):  # (Paddle's AdamW: its kernel's float attribute)
+            coeff = float(coeff)
         return AdamSettings(beta1, beta2, _beta_value(beta1, dygraph), _beta_value(beta2, dygraph), epsilon, lazy_mode,
                             self._amsgrad, None if dygraph else self._get_auxiliary_var("found_inf"), dygraph, coeff)
 

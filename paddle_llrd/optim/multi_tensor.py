@@ -62,7 +62,8 @@ _IS_CONTIGUOUS = paddle.Tensor.is_contiguous
 _GRAD_OF = paddle.Tensor._grad_ivar
 #: The path of an optimizer built with ``use_multi_tensor=False``.
 PER_PARAMETER_ONLY = UpdatePath("per_parameter", "use_multi_tensor=False")
-_SETTINGS_FIELDS = (("beta1", "beta1"), ("beta2", "beta2"), ("epsilon", "epsilon"), ("coeff", "weight_decay"))
+# The settings a Tensor of keeps a step on Paddle's pass (the weight decay's value is read: AdamSettings.coeff).
+_TENSOR_SETTINGS = ("beta1", "beta2", "epsilon")
 _FUSED_DTYPES = (paddle.float32, paddle.float64)
 _HALF = (paddle.float16, paddle.bfloat16)
 # The fused operator's segment flags (csrc/fused_adamw.cc).
@@ -331,8 +332,8 @@ def _refusal(batches: Sequence[UpdateBatch], layout: FlatLayout | None, *, overf
         clip_reason = None if batch.grad_clip is None else flat_clip_refusal(batch.grad_clip, batch.grads)
         if clip_reason is not None:
             return clip_reason
-        for field, name in _SETTINGS_FIELDS:
-            value = getattr(batch.settings, field)
+        for name in _TENSOR_SETTINGS:
+            value = getattr(batch.settings, name)
             if type(value) is not float and is_tensor(value):
                 return f"a Tensor {name}"
         if any(map(is_not, batch.regularizers, repeat(None))):

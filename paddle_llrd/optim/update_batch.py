@@ -64,7 +64,7 @@ class AdamSettings(NamedTuple):
     """The AMP overflow flag of a static program (None in dygraph, which skips the whole pass)."""
     dygraph: bool
     coeff: Any
-    """The group's weight decay :math:`\\lambda`."""
+    """The group's weight decay :math:`\\lambda` (a dygraph Tensor's value, as Paddle's AdamW reads it)."""
 
 
 class UpdateBatch(NamedTuple):

@@ -149,6 +149,13 @@ else:
     head = AdamWDL(learning_rate=0.02, parameters=model.head.parameters(), weight_decay=0.1,
                    set_param_lr_fun=None, use_multi_tensor=KIND == "default")""",
         CHANGE="", STEP="    optimizer.step()\n    head.step()"),
+    # Paddle's AdamW hands a Tensor weight decay to its kernel as a number (its value at each step)
+    "weight_decay_tensor_assigned": dict(CHANGE="""
+    if step == 2:
+        optimizer._weight_decay = paddle.to_tensor(0.3)"""),
+    "group_weight_decay_tensor": dict(PARAMETERS=('[{"params": list(model.parameters())[:3]}, {"params": '
+                                                  'list(model.parameters())[3:], "weight_decay": paddle.to_tensor(0.3)}]'),
+                                      CHANGE=""),
     # AMSGrad switched off and on again (its maximum moments exist: it was on at the first step)
     "amsgrad_switched_off_and_on_again": dict(SETUP="optimizer._amsgrad = True", CHANGE="""
     if step == 2:
