@@ -91,6 +91,7 @@ from .optim.adamwdl import AdamWDL  # noqa: E402
 from .optim.ema import ExponentialMovingAverage  # noqa: E402
 from .schedules.weight_decay import WeightDecaySchedule  # noqa: E402
 from .warning_classes import (  # noqa: E402
+    AdamWDifferenceWarning,
     CheckpointMatchWarning,
     DecayAboveOneWarning,
     DetachedSchedulerWarning,
@@ -107,6 +108,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AdamW",
     "AdamWDL",
+    "AdamWDifferenceWarning",
     "CheckpointMatchWarning",
     "ConstScheduleWithWarmup",
     "CosineAnnealingWithWarmupDecay",

@@ -31,7 +31,10 @@ import contextlib
 import os
 import sys
 
+import paddle
+
 __all__ = [
+    "AdamWDifferenceWarning",
     "CheckpointMatchWarning",
     "DecayAboveOneWarning",
     "DetachedSchedulerWarning",
@@ -45,9 +48,11 @@ __all__ = [
 ]
 
 _PACKAGE_DIRECTORY = os.path.dirname(os.path.abspath(__file__)) + os.sep
-# Frames a warning passes through on its way to the user's line: the package's own, and
-# contextlib's (Paddle's no_grad decorator on the optimizer's step runs there).
-_PASSED_THROUGH = (_PACKAGE_DIRECTORY, contextlib.__file__)
+# Frames a warning passes through on its way to the user's line: the package's own, Paddle's
+# (its optimizer's pass calls into the package) and contextlib's (Paddle's no_grad decorator on
+# the optimizer's step runs there).
+_PASSED_THROUGH = (_PACKAGE_DIRECTORY, os.path.dirname(os.path.abspath(paddle.__file__)) + os.sep,
+                   contextlib.__file__)
 
 
 class LLRDWarning(UserWarning):
@@ -81,6 +86,12 @@ class EMAHorizonWarning(LLRDWarning):
     """A moving average whose horizon, ``1 / (1 - decay)`` updates, is longer than the planned run."""
 
 
+class AdamWDifferenceWarning(LLRDWarning):
+    """An update whose numbers differ from ``paddle.optimizer.AdamW``'s by design (without layer ratios):
+    a Tensor lr factor, which AdamWDL multiplies with the global learning rate, and Tensor betas, whose
+    bias correction AdamWDL starts at their values (docs: adamwdl, "Everything else AdamW does")."""
+
+
 class FusedOperatorWarning(LLRDWarning):
     """The fused CPU operator cannot run here (not built, or its numbers differ from Paddle's
     kernels on this machine): the multi-tensor step runs Paddle's kernels instead, with the same numbers."""
@@ -93,7 +104,8 @@ class TrainerSettingWarning(LLRDWarning):
 
 def stacklevel_outside_package() -> int:
     """The ``stacklevel`` for :func:`warnings.warn` that points at the first caller outside ``paddle_llrd``
-    (past ``contextlib``'s frames, where Paddle's ``no_grad`` decorator runs the optimizer's step).
+    (past Paddle's frames, whose optimizer pass calls into the package, and ``contextlib``'s, where
+    Paddle's ``no_grad`` decorator runs the optimizer's step).
 
     Call it in the argument list of ``warnings.warn``: the warning then names
     the user's line however deep in the package it was given (a registry

@@ -27,6 +27,7 @@ from paddle.optimizer import AdamW
 
 from ..layer_decay.layerwise import layerwise_lr_decay
 from ..schedules.weight_decay import WeightDecaySchedule, claim_schedule
+from .adamw_differences import warn_if_beta_pows_differ
 from .checkpoint import (
     STRUCTURED_NAMES_KEY, WEIGHT_DECAY_SCHEDULE_KEY, has_saved_state, matched_state_dict, with_extra_entries,
 )
@@ -445,14 +446,14 @@ class AdamWDL(AdamW):
                            accumulators=self._accumulators)
 
     def _add_moments_pows(self, p: Any) -> None:
-        """Paddle's accumulators of ``p``, started as an uninterrupted run starts them: with no
-        loaded state for a parameter the loaded checkpoint has none of (it was frozen then;
-        Paddle would assert, the uninterrupted run starts its moments at zero), and with beta
-        powers at a Tensor beta's value (Paddle 3.3.1 starts them at 0.9/0.999)."""
+        """Paddle's accumulators of ``p``, started as an uninterrupted run starts them: with no loaded
+        state for a parameter the loaded checkpoint has none of (it was frozen then; Paddle would assert,
+        the uninterrupted run starts its moments at zero), and with beta powers at a Tensor beta's value."""
         holder, beta1, beta2 = self._accumulators_holder, self._beta1, self._beta2
         if holder and not has_saved_state(holder, p.name):
             self._accumulators_holder = {}
         self._beta1, self._beta2 = initial_beta_pow(beta1), initial_beta_pow(beta2)
+        warn_if_beta_pows_differ(beta1, beta2, (self._beta1, self._beta2))
         try:
             super()._add_moments_pows(p)
         finally:

@@ -23,6 +23,7 @@ from paddle import pir
 from paddle.base import core, framework
 
 from ..checks import is_real_number
+from .adamw_differences import warn_if_tensor_lr_factor
 from .kernels import adamw_kernel, adamw_update, decay_factor, decoupled_decay, is_tensor
 from .param_state import ParamState
 from .ratios import LayerRatios, LrScale, base_scale_of, lr_attributes
@@ -289,6 +290,7 @@ def update_parameter(update: ParameterPass, block: Any, param: Any, grad: Any) -
     if optimize_attr is not None and "learning_rate" not in optimize_attr:
         optimize_attr = None
     base_scale = 1.0 if optimize_attr is None else optimize_attr["learning_rate"]
+    warn_if_tensor_lr_factor(param, base_scale)
     update_scale = update.update_scale(param, optimize_attr, base_scale)
     if optimize_attr is not None:
         optimize_attr["learning_rate"] = update_scale  # for this update only

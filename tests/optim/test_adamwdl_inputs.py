@@ -13,6 +13,7 @@ Tensors' values (Paddle 3.3.1's own AdamW starts its beta powers at
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import numpy as np
@@ -20,7 +21,7 @@ import paddle
 import pytest
 from paddle import nn
 
-from paddle_llrd import AdamWDL, LinearDecayWithWarmup
+from paddle_llrd import AdamWDifferenceWarning, AdamWDL, LinearDecayWithWarmup
 from reference_adamw import ReferenceAdamW, layer_ratio
 from adamwdl_runs import N_LAYERS, bert_like, name_dict_of, train_and_compare, weights_of
 
@@ -110,6 +111,31 @@ def test_scheduler_as_learning_rate_is_still_accepted():
         reference.step(grads, lr)
         for name, param in linear.named_parameters():
             np.testing.assert_allclose(param.numpy(), reference.params[name], rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_a_tensor_lr_factor_multiplies_the_global_lr_and_warns_that_adamw_reads_it_otherwise():
+    """A Tensor in ``optimize_attr['learning_rate']`` is the factor s_p, as a float is; Paddle's
+    AdamW takes a Tensor there as the parameter's whole learning rate, which each step says, at
+    the user's line, naming the parameter."""
+    linear = _linear()
+    linear.weight.optimize_attr["learning_rate"] = paddle.to_tensor(0.5)
+    reference = ReferenceAdamW({n: p.numpy() for n, p in linear.named_parameters()}, weight_decay=0.1)
+    optimizer = AdamWDL(learning_rate=0.02, parameters=linear.parameters(), weight_decay=0.1)
+    rng = np.random.default_rng(2)
+    for _ in range(4):
+        linear(paddle.to_tensor(rng.standard_normal((4, 3)).astype("float32"))).sum().backward()
+        grads = {n: p.grad.numpy() for n, p in linear.named_parameters()}
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            optimizer.step()
+        said = [w for w in caught if issubclass(w.category, AdamWDifferenceWarning)]
+        assert len(said) == 1 and said[0].filename == __file__, [str(w.message) for w in caught]
+        assert f"parameter {linear.weight.name!r} has a Tensor optimize_attr['learning_rate']" in str(said[0].message)
+        assert "paddle.optimizer.AdamW as the parameter's whole learning rate" in str(said[0].message)
+        optimizer.clear_grad()
+        reference.step(grads, 0.02, lr_scale={"weight": 0.5, "bias": 1.0})
+        for name, param in linear.named_parameters():
+            np.testing.assert_allclose(param.numpy(), reference.params[name], rtol=1e-5, atol=1e-7, err_msg=name)
 
 
 # ---------------------------------------------------------- Tensor betas

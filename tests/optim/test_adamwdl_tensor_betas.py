@@ -7,6 +7,9 @@ compares every weight with the float64 reference (tests/helpers/reference_adamw.
 """
 from __future__ import annotations
 
+import re
+import warnings
+
 import numpy as np
 import paddle
 import pytest
@@ -26,12 +29,33 @@ from adamwdl_runs import (
     weights_of,
 )
 
-from paddle_llrd import AdamWDL
+from paddle_llrd import AdamWDifferenceWarning, AdamWDL
 from decay_routes import separate_decay
 
 BETA1, BETA2 = 0.8, 0.99
 # The betas as float32 Tensors hold these values; the reference uses them.
 BETA1_F32, BETA2_F32 = float(np.float32(BETA1)), float(np.float32(BETA2))
+
+
+@pytest.mark.parametrize("betas, as_tensors, said", [
+    ((BETA1, BETA2), True, ["beta1", "beta2"]),
+    ((0.9, BETA2), True, ["beta2"]),
+    ((0.9, 0.999), True, []),  # where Paddle's AdamW starts a Tensor beta's power
+    ((BETA1, BETA2), False, []),
+])
+def test_tensor_betas_whose_powers_paddles_adamw_starts_elsewhere_warn_naming_them(betas, as_tensors, said):
+    """Paddle's AdamW starts a Tensor beta's power at 0.9 or 0.999: a Tensor holding another value
+    gives other numbers than AdamW's, said at the first step, at the user's line."""
+    model = nn.Linear(3, 2)
+    beta1, beta2 = (paddle.to_tensor(beta) for beta in betas) if as_tensors else betas
+    optimizer = AdamWDL(0.01, beta1=beta1, beta2=beta2, parameters=model.parameters())
+    model(paddle.ones([1, 3])).sum().backward()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        optimizer.step()
+    differences = [w for w in caught if issubclass(w.category, AdamWDifferenceWarning)]
+    assert sorted({re.match(r"AdamWDL: (beta\d) is a Tensor", str(w.message)).group(1) for w in differences}) == said
+    assert all(w.filename == __file__ for w in differences)
 
 
 @pytest.mark.parametrize("general", [False, True], ids=["fused", "general"])
