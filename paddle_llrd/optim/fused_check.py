@@ -54,14 +54,16 @@ def _adamw_mismatch(fused_adamw: Callable[..., None], amsgrad: bool) -> str | No
     rng = np.random.default_rng(7)
     total = sum(_SIZES)
     start = rng.standard_normal(total).astype("float32")
-    flat = [paddle.to_tensor(start), paddle.zeros([total]), paddle.zeros([total]), paddle.zeros([total])]
-    pows = [paddle.full([len(_SIZES)], 0.9), paddle.full([len(_SIZES)], 0.999)]
+    # (float32 given: a default dtype of float64 must not fail the check of float32 kernels)
+    flat = [paddle.to_tensor(start)] + [paddle.zeros([total], "float32") for _ in range(3)]
+    pows = [paddle.full([len(_SIZES)], 0.9, "float32"), paddle.full([len(_SIZES)], 0.999, "float32")]
     pieces, offset = [], 0
     for size in _SIZES:
-        pieces.append([paddle.to_tensor(start[offset:offset + size]), paddle.zeros([size]), paddle.zeros([size]),
-                       paddle.zeros([size]), paddle.full([1], 0.9), paddle.full([1], 0.999)])
+        pieces.append([paddle.to_tensor(start[offset:offset + size])]
+                      + [paddle.zeros([size], "float32") for _ in range(3)]
+                      + [paddle.full([1], 0.9, "float32"), paddle.full([1], 0.999, "float32")])
         offset += size
-    lr = paddle.full([1], 1e-3)
+    lr = paddle.full([1], 1e-3, "float32")
     layout = [1, len(_SIZES), int(amsgrad), 0, 2, 1, 0, len(_SIZES), 0]  # one bank of three parameters
     scalars = [0.9, 0.999, 1e-8, 0.0, 0.0, _COEFF]
     offset = 0
@@ -71,7 +73,7 @@ def _adamw_mismatch(fused_adamw: Callable[..., None], amsgrad: bool) -> str | No
         offset += size
     for step in range(3):
         grads = rng.standard_normal(total).astype("float32") * np.float32(10.0 ** (step - 1))
-        clip_scale = paddle.full([1], 0.75)
+        clip_scale = paddle.full([1], 0.75, "float32")
         starts = np.cumsum((0,) + _SIZES)
         own_grads = [paddle.to_tensor(grads[a:b]) for a, b in zip(starts, starts[1:])]
         fused_adamw([flat[0]], own_grads, [flat[1]], [flat[2]], [flat[3] if amsgrad else flat[2]], [flat[0]],
@@ -107,13 +109,13 @@ def _master_cast_mismatch(fused_adamw: Callable[..., None], dtype: str) -> str |
     master = paddle.to_tensor(rng.standard_normal(size).astype("float32"))
     param = paddle.cast(master, dtype)
     grad = paddle.cast(paddle.to_tensor(rng.standard_normal(size).astype("float32")), dtype)
-    moments = [paddle.zeros([size]), paddle.zeros([size])]
-    pows = [paddle.full([1], 0.9), paddle.full([1], 0.999)]
+    moments = [paddle.zeros([size], "float32"), paddle.zeros([size], "float32")]
+    pows = [paddle.full([1], 0.9, "float32"), paddle.full([1], 0.999, "float32")]
     starts = paddle.to_tensor([0, size], dtype="int64")
     layout = [1, 1, 0, 0, 1, 0, 1, 1, 0, 0, 0, size, 1]  # one bank with master weights, one decayed segment
     scalars = [0.9, 0.999, 1e-8, 0.0, 0.0, _COEFF, 1.0, _COEFF, 1.0]
     fused_adamw([param], [grad], [moments[0]], [moments[1]], [moments[1]], [master], [pows[0]], [pows[1]], [starts],
-                [starts], paddle.full([1], 1e-3), layout, scalars)
+                [starts], paddle.full([1], 1e-3, "float32"), layout, scalars)
     if not np.array_equal(param.numpy().view(np.int16), paddle.cast(master, dtype).numpy().view(np.int16)):
         return f"the cast of float32 master weights into {dtype} parameters"
     return None

@@ -289,6 +289,40 @@ def test_without_a_compiler_it_trains_on_paddles_kernels_with_the_same_numbers_a
     assert hidden["warned_at"] == [str(tmp_path / "train.py")]  # (the script's own line, not the package's)
 
 
+def test_a_float64_default_dtype_leaves_the_operator_serving_float32_parameters(tmp_path):
+    """``paddle.set_default_dtype("float64")`` before the first step: the operator's first-use check
+    makes its own tensors float32, and a float32 model takes the fused step with AdamW's bits."""
+    script = tmp_path / "default_dtype.py"
+    script.write_text(textwrap.dedent('''
+        import warnings
+        import numpy as np
+        import paddle
+        from paddle_llrd import AdamWDL
+
+        paddle.seed(0)
+        models = [paddle.nn.Linear(8, 4), paddle.nn.Linear(8, 4)]
+        models[1].set_state_dict(models[0].state_dict())
+        paddle.set_default_dtype("float64")
+        adamw = paddle.optimizer.AdamW(0.01, parameters=models[0].parameters())
+        adamwdl = AdamWDL(0.01, parameters=models[1].parameters(), set_param_lr_fun=None)
+        rng = np.random.default_rng(0)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for step in range(4):
+                x = paddle.to_tensor(rng.standard_normal([5, 8]).astype("float32"))
+                for model, optimizer in zip(models, (adamw, adamwdl)):
+                    model(x).pow(2).mean().backward()
+                    optimizer.step()
+                    optimizer.clear_grad()
+        same = all(np.array_equal(a.numpy().view(np.int32), b.numpy().view(np.int32))
+                   for a, b in zip(models[0].parameters(), models[1].parameters()))
+        print(adamwdl.last_update_path.path, same, [w.category.__name__ for w in caught if "paddle_llrd" in str(w.category)])
+        '''))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split("\n")[-2] == "fused True []", done.stdout + done.stderr[-2000:]
+
+
 def test_a_forked_child_and_dataloader_workers_train_beside_the_operator(tmp_path):
     """A child forked after the operator ran its threads trains on one thread (an OpenMP team does not
     survive a fork), and forked DataLoader workers feed a loop whose numbers are AdamW's."""
