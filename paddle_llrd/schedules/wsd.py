@@ -95,9 +95,10 @@ def _total_and_decay(warmup: int, num_training_steps: Any, num_decay_steps: Any,
     total = checked_step_count(num_training_steps, "num_training_steps", minimum=1)
     decay_steps = _wsd_decay_steps(num_decay_steps, decay_ratio, total)
     if warmup + decay_steps > total:
-        given = "num_decay_steps" if num_decay_steps is not None else "decay_ratio"
+        given = ("`num_decay_steps`" if num_decay_steps is not None
+                 else "`decay_ratio`" if decay_ratio is not None else "`decay_ratio`'s default of 0.1")
         raise ValueError(
-            f"`num_warmup_steps` ({warmup}) plus the decay steps ({decay_steps}, from `{given}`) must not exceed "
+            f"`num_warmup_steps` ({warmup}) plus the decay steps ({decay_steps}, from {given}) must not exceed "
             f"`num_training_steps` ({total}): the decay stage is the end of training, after warmup."
         )
     return total, decay_steps

@@ -456,6 +456,12 @@ def test_bad_arguments_raise_naming_them(call, error, arguments):
         assert f"`{argument}`" in str(info.value), (argument, str(info.value))
 
 
+def test_a_wsd_warmup_leaving_no_room_for_the_default_decay_names_that_default():
+    """W = T leaves no room for the decay stage, whose D = floor(0.1 T) = 1 here though no decay was asked."""
+    with pytest.raises(ValueError, match=r"decay steps \(1, from `decay_ratio`'s default of 0.1\)"):
+        get_scheduler("warmup_stable_decay", 1e-3, num_warmup_steps=10, num_training_steps=10)
+
+
 def test_wsd_style_error_lists_the_styles():
     with pytest.raises(ValueError) as info:
         get_wsd_schedule(1e-3, 2, 20, decay_style="Cosine")
