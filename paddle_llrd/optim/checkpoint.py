@@ -31,7 +31,9 @@ anything is loaded:
 * a trainable parameter the checkpoint's record does not list (neither with
   state nor frozen when saved): a :class:`~paddle_llrd.CheckpointMatchWarning`
   naming it; it starts afresh. A parameter the record lists without state
-  was frozen when saved and starts afresh silently, as in the uninterrupted run;
+  was frozen when saved and starts afresh silently, as in the uninterrupted run
+  (in an optimizer that holds no state for it yet: one that does, rolled back
+  in the same process, is refused with a ``ValueError`` naming it);
 * a trainable parameter without state in a checkpoint without the record
   (``paddle.optimizer.AdamW``'s, PaddleNLP's, an older AdamWDL's): a
   :class:`~paddle_llrd.CheckpointMatchWarning` naming it. Nothing tells a
@@ -52,8 +54,8 @@ from ..checks import optimizer_name
 from ..warning_classes import CheckpointMatchWarning, stacklevel_outside_package
 
 __all__ = ["EXTRA_STATE_KEYS", "MASTER_WEIGHTS_KEY", "STRUCTURED_NAMES_KEY", "WEIGHT_DECAY_SCHEDULE_KEY",
-           "with_extra_entries", "has_saved_state", "matched_state_dict", "saved_parameter_names",
-           "structured_names_record"]
+           "with_extra_entries", "has_saved_state", "matched_state_dict",
+           "saved_parameter_names", "structured_names_record"]
 
 # The entry of Paddle's state dict that maps parameter names to float32 master weights.
 MASTER_WEIGHTS_KEY = "master_weights"
@@ -231,7 +233,9 @@ def matched_state_dict(
 
     Raises:
         ValueError: some entries match no parameter and some parameter has no
-            state (names both), or the record is not a mapping of names.
+            state (names both), the record is not a mapping of names, or the
+            optimizer holds state for a parameter ``state_dict`` has none of
+            (saved while it was frozen: a rollback in the same process; names it).
 
     Warns:
         CheckpointMatchWarning: some entries match no parameter while every
@@ -321,7 +325,9 @@ def matched_state_dict(
                 CheckpointMatchWarning,
                 stacklevel=stacklevel_outside_package(),
             )
-    return _renamed(state, saved, owners)
+    matched = _renamed(state, saved, owners)
+    _check_no_state_left_behind(optimizer, params, matched, owner)
+    return matched
 
 
 def _renamed(state: dict[str, Any], saved: Mapping[str, list[str]], owners: Mapping[str, str | None]) -> dict[str, Any]:
@@ -357,6 +363,31 @@ def _renamed(state: dict[str, Any], saved: Mapping[str, list[str]], owners: Mapp
         if new is not None:
             renamed[new + key[len(old):]] = value
     return renamed
+
+
+def _check_no_state_left_behind(optimizer: Any, parameters: Iterable[Any], state: Mapping[str, Any],
+                                owner: str) -> None:
+    """Refuse, before anything is loaded, a ``state`` (matched: keyed by the parameters' names now)
+    that holds no state for some of ``parameters`` while the optimizer holds some for them.
+
+    They were frozen, or not trained yet, when ``state`` was saved: a freshly built optimizer
+    starts them afresh, as the run that saved it did, but Paddle's loading into this one asserts
+    on the first state it lacks, with the others loaded (an in-process rollback, say).
+
+    Raises:
+        ValueError: names the parameters and what to do.
+    """
+    behind = [param.name for param in parameters
+              if any(optimizer._accumulator_key(param) in kind for kind in optimizer._accumulators.values())
+              and not has_saved_state(state, optimizer._accumulator_key(param))]
+    if behind:
+        raise ValueError(
+            f"{owner}.set_state_dict: the checkpoint holds no state for "
+            f"{len(behind)} parameters this optimizer has state for ({_shown(behind)}): they were frozen, or not "
+            "trained yet, when it was saved. A freshly built optimizer starts them afresh, as the run that saved "
+            "it did; this one cannot, holding their state from this run. Build the optimizer anew (as resuming "
+            "in a new process does) and load the checkpoint into it."
+        )
 
 
 def has_saved_state(holder: Mapping[str, Any], param_name: str) -> bool:

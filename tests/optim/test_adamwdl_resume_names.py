@@ -206,6 +206,34 @@ def test_a_parameter_frozen_when_saved_still_starts_afresh_without_a_warning():
         assert beta1_pow.item() == pytest.approx(0.9 ** 2)  # one update taken (Paddle stores beta1^(t+1)): afresh
 
 
+def test_a_checkpoint_without_state_this_optimizer_holds_is_refused_before_anything_is_loaded():
+    """A rollback in the same process to a checkpoint saved while a parameter was frozen, after it
+    trained: a ValueError names it (Paddle's loading would assert with the other state loaded),
+    the optimizer is left as it was, and a freshly built one loads the checkpoint without a word."""
+    with fresh_names():
+        model = tiny_bert()
+        model.classifier.weight.stop_gradient = True
+        optimizer = AdamWDL(learning_rate=0.01, parameters=model.parameters())
+        for step, (ids, labels) in enumerate(batches(2)):
+            nn.functional.cross_entropy(model(ids), labels).backward()
+            optimizer.step()
+            optimizer.clear_grad()
+            if step == 0:
+                checkpoint = optimizer.state_dict()
+                model.classifier.weight.stop_gradient = False
+        state = {k: v.numpy().copy() for k, v in optimizer.state_dict().items() if isinstance(v, paddle.Tensor)}
+        with pytest.raises(ValueError, match=rf"no state for 1 parameters this optimizer has state for "
+                                             rf"\('{model.classifier.weight.name}'\).*Build the optimizer anew"):
+            optimizer.set_state_dict(checkpoint)
+        after = {k: v.numpy() for k, v in optimizer.state_dict().items() if isinstance(v, paddle.Tensor)}
+        assert after.keys() == state.keys()
+        for key in state:
+            np.testing.assert_array_equal(after[key], state[key])
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            AdamWDL(learning_rate=0.01, parameters=model.parameters()).set_state_dict(checkpoint)
+
+
 def test_name_dict_names_the_parameters_in_the_error():
     with fresh_names():
         model, optimizer = _trained()
