@@ -30,7 +30,8 @@ PADDLE_TENSOR_BETA_POWS = (0.9, 0.999)
 
 
 def warn_if_tensor_lr_factor(param: Any, factor: Any) -> None:
-    """Warn if ``factor``, ``param``'s ``optimize_attr['learning_rate']``, is a Tensor.
+    """Warn if ``factor``, ``param``'s ``optimize_attr['learning_rate']``, is a Tensor (the caller
+    tests ``type(factor) is float`` first, which saves a call per parameter).
 
     Examples:
         >>> warn_if_tensor_lr_factor(None, 0.5)  # a float factor: both optimizers read it alike

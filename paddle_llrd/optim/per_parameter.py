@@ -290,7 +290,8 @@ def update_parameter(update: ParameterPass, block: Any, param: Any, grad: Any) -
     if optimize_attr is not None and "learning_rate" not in optimize_attr:
         optimize_attr = None
     base_scale = 1.0 if optimize_attr is None else optimize_attr["learning_rate"]
-    warn_if_tensor_lr_factor(param, base_scale)
+    if type(base_scale) is not float and is_tensor(base_scale):
+        warn_if_tensor_lr_factor(param, base_scale)
     update_scale = update.update_scale(param, optimize_attr, base_scale)
     if optimize_attr is not None:
         optimize_attr["learning_rate"] = update_scale  # for this update only
