@@ -125,6 +125,15 @@ class World:
     def _decay_rule(self, decayed: frozenset[str] | None) -> None:
         self.optimizer._apply_decay_param_fun = None if decayed is None else decay_rule(decayed, self.name_dict)
 
+    def _weight_decay(self, group: int, value: float | None) -> None:
+        """The optimizer's weight decay (a group's, where grouped), None: a Tensor (Paddle's AdamW reads its value)."""
+        coeff = paddle.to_tensor(0.3) if value is None else value
+        groups = self.optimizer._param_groups
+        if isinstance(groups[0], dict):
+            groups[group % len(groups)]["weight_decay"] = coeff
+        else:
+            self.optimizer._weight_decay = coeff
+
     def _set_value(self, name: str, seed: int) -> None:
         param = self.by_name[name]
         value = np.random.default_rng(seed).standard_normal(param.shape).astype("float32")

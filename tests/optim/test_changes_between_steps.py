@@ -7,7 +7,7 @@ accumulation, two ``step()`` calls on one backward, gradients carried past a ste
 cleared in either way) with changes drawn from a menu: the optimizer's ``_grad_clip``
 assigned, cleared or swapped for another class (as fleet's wrappers assign it), a group's
 ``grad_clip``, ``need_clip``, a ``regularizer``, ``apply_decay_param_fun`` given, replaced
-or taken away, ``set_value``, freezing and unfreezing, a branch used or not, weights read
+or taken away, the weight decay (the optimizer's or a group's, a float or a Tensor), ``set_value``, freezing and unfreezing, a branch used or not, weights read
 transposed (``x @ W.T``, which leaves ``W`` a strided gradient), ``set_lr``,
 ``layerwise_decay`` and ``set_param_lr_fun`` assigned, a second optimizer over some of the
 parameters; on 1 and 2 threads, with and without parameter groups and layer ratios. It
@@ -99,6 +99,10 @@ class ChangesBetweenSteps(RuleBasedStateMachine):
     @rule(decayed=st.none() | st.frozensets(st.sampled_from(PARAMETERS)), training=TRAINING)
     def decay_rule(self, decayed, training) -> None:
         self._all("decay_rule", decayed, training)
+
+    @rule(group=st.integers(0, 1), value=st.sampled_from([0.0, 0.05, None]), training=TRAINING)
+    def weight_decay(self, group, value, training) -> None:
+        self._all("weight_decay", group, value, training)
 
     @rule(name=st.sampled_from(PARAMETERS), seed=st.integers(0, 1000), training=TRAINING)
     def set_value(self, name, seed, training) -> None:
