@@ -289,8 +289,18 @@ def make_layerwise_fn(model: nn.Layer, n_layers: int | None = None, family: str 
     >>> fn, name_dict = make_layerwise_fn(model)
     >>> opt = AdamWDL(parameters=model.parameters(), layerwise_decay=0.9,
     ...               n_layers=fn.n_layers, name_dict=name_dict, set_param_lr_fun=fn)
+    >>> make_layerwise_fn(model, family="vit")  # (no ``blocks.N`` in a BERT)
+    Traceback (most recent call last):
+    ...
+    ValueError: layer_map=LayerMap(family='vit', pattern=None): no parameter name has a block index ...
+
+    The map is :func:`resolve_layer_map`'s, as every other entry point's: a
+    model in which the family or ``pattern`` finds no block is refused (every
+    ratio would be 1), and ``n_layers`` below the block count too.
     """
-    layer_map = LayerMap.from_model(model, n_layers=n_layers, family=family, pattern=pattern)
+    layer_map = _pipeline_layer_map(model, n_layers, family, pattern)
+    if layer_map is None:
+        layer_map = resolve_layer_map(LayerMap(family=family, pattern=pattern), model, n_layers)
     return layer_map, build_name_dict(model)
 
 

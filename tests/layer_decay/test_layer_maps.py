@@ -93,6 +93,20 @@ def test_optimizer_n_layers_must_match_the_map():
         AdamWDL(parameters=model.parameters(), layerwise_decay=0.5, name_dict=name_dict, set_param_lr_fun=layer_map)
 
 
+@pytest.mark.parametrize("arguments", [dict(family="vit"), dict(pattern=r"^stages\.(\d+)\.")])
+def test_make_layerwise_fn_refuses_a_model_in_which_it_finds_no_block(arguments):
+    """Every ratio would be 1 (n_layers 0): refused as layer_decay_param_groups refuses it, naming the map."""
+    model = build_skeleton("llama", 2)
+    with pytest.raises(ValueError, match=r"no parameter name has a block index this map recognises "
+                                         r"\(names seen: 'model\.embed_tokens\.weight'"):
+        make_layerwise_fn(model, **arguments)
+
+
+def test_make_layerwise_fn_refuses_n_layers_below_the_block_count():
+    with pytest.raises(ValueError, match="n_layers must be at least 2"):
+        make_layerwise_fn(build_skeleton("llama", 2), n_layers=1)
+
+
 def test_adamwdl_with_layer_map_scales_updates_by_ratio():
     """Zero weight decay, equal grads: after several steps each parameter moved
     by lr * ratio * (Adam's normalised step); with a constant gradient g the
