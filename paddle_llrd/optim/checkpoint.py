@@ -54,8 +54,8 @@ from ..checks import optimizer_name
 from ..warning_classes import CheckpointMatchWarning, stacklevel_outside_package
 
 __all__ = ["EXTRA_STATE_KEYS", "MASTER_WEIGHTS_KEY", "STRUCTURED_NAMES_KEY", "WEIGHT_DECAY_SCHEDULE_KEY",
-           "with_extra_entries", "has_saved_state", "matched_state_dict",
-           "saved_parameter_names", "structured_names_record"]
+           "with_extra_entries", "has_saved_state", "matched_state_dict", "saved_parameter_names",
+           "structured_names_record"]
 
 # The entry of Paddle's state dict that maps parameter names to float32 master weights.
 MASTER_WEIGHTS_KEY = "master_weights"
@@ -377,9 +377,10 @@ def _check_no_state_left_behind(optimizer: Any, parameters: Iterable[Any], state
     Raises:
         ValueError: names the parameters and what to do.
     """
-    behind = [param.name for param in parameters
-              if any(optimizer._accumulator_key(param) in kind for kind in optimizer._accumulators.values())
-              and not has_saved_state(state, optimizer._accumulator_key(param))]
+    kinds = list(optimizer._accumulators.values())
+    keys = {param.name: optimizer._accumulator_key(param) for param in parameters}
+    behind = [name for name, key in keys.items()
+              if any(key in kind for kind in kinds) and not has_saved_state(state, key)]
     if behind:
         raise ValueError(
             f"{owner}.set_state_dict: the checkpoint holds no state for "

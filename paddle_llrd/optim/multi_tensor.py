@@ -62,7 +62,8 @@ _IS_CONTIGUOUS = paddle.Tensor.is_contiguous
 _GRAD_OF = paddle.Tensor._grad_ivar
 #: The path of an optimizer built with ``use_multi_tensor=False``.
 PER_PARAMETER_ONLY = UpdatePath("per_parameter", "use_multi_tensor=False")
-# The settings a Tensor of keeps a step on Paddle's pass (the weight decay's value is read: AdamSettings.coeff).
+# Settings that, given as a Tensor, keep a step on Paddle's pass (a Tensor weight decay is read as its value:
+# AdamSettings.coeff).
 _TENSOR_SETTINGS = ("beta1", "beta2", "epsilon")
 _FUSED_DTYPES = (paddle.float32, paddle.float64)
 _HALF = (paddle.float16, paddle.bfloat16)
