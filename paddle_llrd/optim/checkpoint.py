@@ -260,9 +260,10 @@ def matched_state_dict(
     record = _checked_record(state_dict.get(STRUCTURED_NAMES_KEY), owner)
     state = {key: value for key, value in state_dict.items() if key != STRUCTURED_NAMES_KEY}
     saved = saved_parameter_names(optimizer, state)
-    if not saved:
-        return state  # no parameter state at all (a fresh optimizer's state dict, an lr schedule only)
     params = list(parameters)
+    if not saved:  # no parameter state at all (a fresh optimizer's state dict, an lr schedule only)
+        _check_no_state_left_behind(optimizer, params, state, owner)
+        return state
     current = structured_names_record(params, name_dict)
     owners, by_structure = _owners(set(saved) | set(record or ()), record, current)
     unmatched = [entry for name, entries in saved.items() if owners[name] is None for entry in entries]

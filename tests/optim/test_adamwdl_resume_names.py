@@ -234,6 +234,23 @@ def test_a_checkpoint_without_state_this_optimizer_holds_is_refused_before_anyth
             AdamWDL(learning_rate=0.01, parameters=model.parameters()).set_state_dict(checkpoint)
 
 
+def test_a_fresh_optimizers_state_loaded_into_one_that_stepped_is_refused_leaving_its_schedule():
+    """No parameter state at all (saved before the first step) into an optimizer that has stepped:
+    the ValueError comes before Paddle's loading, which would set the lr schedule, then assert."""
+    with fresh_names():
+        model = tiny_bert()
+        scheduler = paddle.optimizer.lr.StepDecay(0.01, step_size=1)
+        optimizer = AdamWDL(learning_rate=scheduler, parameters=model.parameters())
+        fresh = optimizer.state_dict()
+        ids, labels = batches(1)[0]
+        nn.functional.cross_entropy(model(ids), labels).backward()
+        optimizer.step()
+        scheduler.step()
+        with pytest.raises(ValueError, match=r"the checkpoint holds no state for \d+ parameters"):
+            optimizer.set_state_dict(fresh)
+        assert scheduler.last_epoch == 1 and optimizer.get_lr() == pytest.approx(0.001)
+
+
 def test_name_dict_names_the_parameters_in_the_error():
     with fresh_names():
         model, optimizer = _trained()
