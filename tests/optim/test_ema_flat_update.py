@@ -444,10 +444,7 @@ def test_a_shadow_given_another_dtype_in_place_is_updated_in_it(registered, writ
         paddle.assign(paddle.full(shadow.shape, 3.0, dtype=written), output=shadow)
     assert ema.shadow[name] is shadow and shadow.dtype == getattr(paddle, written)
     references = References(model)
-    with paddle.no_grad():
-        for shadow_name, value in ema.shadow.items():
-            references.per_tensor[shadow_name] = value.clone()
-            references.float64[shadow_name] = value.numpy().astype(np.float64)
+    references.restart_from({shadow_name: value.numpy() for shadow_name, value in ema.shadow.items()})
     for n in range(1, 4):
         elementwise_step(model, optimizer, n)
         ema.update()
@@ -473,10 +470,7 @@ def test_a_float64_shadow_is_loaded_as_float64_and_resumes_like_an_uninterrupted
     assert ema.shadow[name].dtype == paddle.float64
     np.testing.assert_array_equal(ema.shadow[name].numpy(), saved[name])  # (float64 bits, not rounded)
     references = References(model)
-    with paddle.no_grad():
-        for shadow_name, value in saved.items():
-            references.per_tensor[shadow_name] = paddle.to_tensor(value)
-            references.float64[shadow_name] = value.astype(np.float64)
+    references.restart_from(saved)
     for n in range(2, 5):
         elementwise_step(model, optimizer, n)
         ema.update()
