@@ -87,6 +87,22 @@ CONFIG_NAMES = {"clipped": CLIP_DESCRIPTION, "bare": "no clipping"}
 BENCHMARKS = {"clipped": ("training_loop",), "bare": ("training_loop", "adamwdl", "ema")}
 
 
+def cpu_description() -> dict[str, Any]:
+    """The CPU's model name and whether it has AVX-512F: where it has, Paddle's CPU AdamW (and the
+    fused operator, to keep its bits) runs phi's generated float32 kernel, elsewhere its reference
+    loop, whose double-precision last line is compute-bound on one thread."""
+    fields: dict[str, str] = {}
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            for line in cpuinfo:
+                key, _, value = line.partition(":")
+                fields.setdefault(key.strip(), value.strip())  # (the first core's)
+    except OSError:
+        pass
+    return {"cpu": fields.get("model name") or platform.processor() or platform.machine(),
+            "avx512f": "avx512f" in fields.get("flags", "").split()}
+
+
 def run_in_own_interpreter(bench: str, argv: list[str]) -> dict:
     """``bench_<bench>.main(argv)`` in a new Python process, its results back as JSON.
 
@@ -316,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
     results: dict = {
         "machine": {
             "platform": platform.platform(), "cpus": os.cpu_count(), "cores_available": available_cores(),
-            "paddle": paddle.__version__,
+            "paddle": paddle.__version__, **cpu_description(),
         },
     }
     # The configuration users run first: in the JSON, the table and the figure.
