@@ -52,6 +52,7 @@ from bench_common import CLIP_DESCRIPTION, REGIMES, describe_norms, describe_pat
 
 import paddle  # noqa: E402
 
+from paddle_llrd.optim.fused_operator import cpu_info  # noqa: E402
 from paddle_llrd.optim.threads import available_cores  # noqa: E402
 
 OUT_DIR = os.path.join(HERE, "..", "docs", "_static")
@@ -91,14 +92,7 @@ def cpu_description() -> dict[str, Any]:
     """The CPU's model name and whether it has AVX-512F: where it has, Paddle's CPU AdamW (and the
     fused operator, to keep its bits) runs phi's generated float32 kernel, elsewhere its reference
     loop, whose double-precision last line is compute-bound on one thread."""
-    fields: dict[str, str] = {}
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
-            for line in cpuinfo:
-                key, _, value = line.partition(":")
-                fields.setdefault(key.strip(), value.strip())  # (the first core's)
-    except OSError:
-        pass
+    fields = cpu_info()
     return {"cpu": fields.get("model name") or platform.processor() or platform.machine(),
             "avx512f": "avx512f" in fields.get("flags", "").split()}
 

@@ -48,8 +48,8 @@ from ..warning_classes import FusedOperatorWarning, stacklevel_outside_package
 from .fused_check import norms_mismatch, operator_mismatch
 
 __all__ = [
-    "DISABLE_ENV", "OPERATOR_DIR_ENV", "build", "cache_directory", "doubles_as_ints", "ema_update", "fused_adamw",
-    "norms_unavailable_reason", "squared_norms", "unavailable_reason", "warn_unavailable",
+    "DISABLE_ENV", "OPERATOR_DIR_ENV", "build", "cache_directory", "cpu_info", "doubles_as_ints", "ema_update",
+    "fused_adamw", "norms_unavailable_reason", "squared_norms", "unavailable_reason", "warn_unavailable",
 ]
 
 DISABLE_ENV = "PADDLE_LLRD_FUSED"
@@ -95,16 +95,27 @@ def _compiler() -> str:
     return os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++") or "c++"
 
 
-def _cpu_signature() -> str:
-    """The CPU the build is for (``-march=native``): its flags where Linux lists them."""
+def cpu_info() -> dict[str, str]:
+    """The first CPU's fields in Linux's ``/proc/cpuinfo`` (``model name``, ``flags``, ...);
+    empty where there is none. Its flags say, among others, whether the CPU has AVX-512F, which
+    decides the arithmetic of Paddle's CPU AdamW and so of the fused operator."""
+    fields: dict[str, str] = {}
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
             for line in cpuinfo:
-                if line.startswith(("flags", "Features")):
-                    return line
+                if not line.strip():
+                    break  # (the first CPU's fields end at the first blank line)
+                key, _, value = line.partition(":")
+                fields[key.strip()] = value.strip()
     except OSError:
         pass
-    return platform.processor() or platform.machine()
+    return fields
+
+
+def _cpu_signature() -> str:
+    """The CPU the build is for (``-march=native``): its flags where Linux lists them."""
+    fields = cpu_info()
+    return fields.get("flags") or fields.get("Features") or platform.processor() or platform.machine()
 
 
 def _build_key() -> str:
