@@ -26,7 +26,7 @@ import bench_memory  # noqa: E402
 import bench_torch  # noqa: E402
 import bench_training_loop  # noqa: E402
 from operator_off import flat_path  # noqa: E402
-from kernel_formulas import generated_step  # noqa: E402
+from kernel_formulas import generated_step, reference_step  # noqa: E402
 
 TINY = ["--layers", "1", "--hidden", "32", "--steps", "2"]
 OPTIMIZERS = ("adamw", "adamwdl_multi_tensor", "adamwdl_per_parameter")
@@ -203,6 +203,32 @@ def test_settle_freed_memory_stops_at_the_first_fast_allocation(monkeypatch):
 def test_training_loop_benchmark_refuses_zero_threads():
     with pytest.raises(SystemExit):
         bench_training_loop.main(["--regime", "small-params", "--num-threads", "0"])
+
+
+def test_the_machine_description_names_the_arithmetic_paddles_adamw_runs_here():
+    """``make bench``'s JSON says whether the CPU has AVX-512F because that decides the arithmetic
+    of Paddle's CPU AdamW (and so what the fused operator computes): one step of AdamW has the bits
+    of phi's generated kernel where it says so, of the reference loop elsewhere."""
+    import run_all
+
+    rng = np.random.default_rng(5)
+    n, lr, coeff = 700, 0.003, 0.2
+    start = rng.standard_normal(n).astype("float32")
+    grad = (rng.standard_normal(n) * 10.0 ** rng.uniform(-3, 1, n)).astype("float32")
+    param = paddle.create_parameter([n], "float32", default_initializer=paddle.nn.initializer.Assign(start))
+    optimizer = paddle.optimizer.AdamW(learning_rate=lr, parameters=[param], weight_decay=coeff)
+    (param * paddle.to_tensor(grad)).sum().backward()  # the gradient is ``grad`` exactly
+    optimizer.step()
+    zero, b1p, b2p = np.float32(0), np.float32(0.9), np.float32(0.999)
+    formulas = {
+        arithmetic: np.array([step(p, g, zero, zero, lr, 0.9, 0.999, 1e-8, coeff, b1p, b2p)[0]
+                              for p, g in zip(start, grad)], dtype=np.float32).view(np.int32)
+        for arithmetic, step in ((True, generated_step), (False, reference_step))
+    }
+    assert not np.array_equal(formulas[True], formulas[False])  # the step tells the two apart
+    described = run_all.cpu_description()
+    assert described["cpu"]
+    assert np.array_equal(param.numpy().view(np.int32), formulas[described["avx512f"]])
 
 
 def test_run_all_refuses_a_regime_or_clip_flag():
