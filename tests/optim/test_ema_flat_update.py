@@ -201,6 +201,17 @@ def test_plain_adamw_training_keeps_the_shadows_and_their_storage():
 
 
 # ---------------------------------------------------------------- AdamWDL's flat buffers
+def train_and_check(model: nn.Layer, optimizer, ema: ExponentialMovingAverage, references: References,
+                    steps: range, decay: float, when: str) -> None:
+    """``elementwise_step`` for each of ``steps``, then ``ema.update()`` and the references' update by
+    ``decay``, the EMA checked against them after each."""
+    for n in steps:
+        elementwise_step(model, optimizer, n)
+        ema.update()
+        references.update(decay)
+        references.check(ema, f"{when}, update at step {n}")
+
+
 def adamwdl(model: nn.Layer, **options) -> AdamWDL:
     params = list(trainable(model).values())
     groups = [{"params": params[:3]}, {"params": params[3:], "learning_rate": 0.5}]
@@ -331,11 +342,7 @@ def test_set_state_dict_writes_into_the_shadows_then_updates():
     assert shadow_pointers(ema) == pointers  # written into the shadows' storage
     references = References(model)
     references.restart_from(values)
-    for n in range(1, 4):
-        elementwise_step(model, optimizer, n)
-        ema.update()
-        references.update(0.6)
-        references.check(ema, f"update {n} after set_state_dict")
+    train_and_check(model, optimizer, ema, references, range(1, 4), 0.6, "after set_state_dict")
 
 
 def test_swaps_keep_the_shadows_and_the_optimizers_path():
@@ -445,11 +452,7 @@ def test_a_shadow_given_another_dtype_in_place_is_updated_in_it(registered, writ
     assert ema.shadow[name] is shadow and shadow.dtype == getattr(paddle, written)
     references = References(model)
     references.restart_from({shadow_name: value.numpy() for shadow_name, value in ema.shadow.items()})
-    for n in range(1, 4):
-        elementwise_step(model, optimizer, n)
-        ema.update()
-        references.update(0.5)
-        references.check(ema, f"update {n} after the assign")
+    train_and_check(model, optimizer, ema, references, range(1, 4), 0.5, "after the assign")
     assert ema.shadow[name] is shadow and not np.isclose(shadow.numpy(), 3.0).any()  # (it moved from 3.0)
 
 
@@ -471,11 +474,7 @@ def test_a_float64_shadow_is_loaded_as_float64_and_resumes_like_an_uninterrupted
     np.testing.assert_array_equal(ema.shadow[name].numpy(), saved[name])  # (float64 bits, not rounded)
     references = References(model)
     references.restart_from(saved)
-    for n in range(2, 5):
-        elementwise_step(model, optimizer, n)
-        ema.update()
-        references.update(0.8)
-        references.check(ema, f"update {n + 1}, resumed")
+    train_and_check(model, optimizer, ema, references, range(2, 5), 0.8, "resumed")
 
 
 # ---------------------------------------------------------------- Paddle's ops
