@@ -1,13 +1,15 @@
 """The fused CPU operator: built once per machine and Paddle, loaded once per process.
 
-``csrc/`` holds three Paddle custom operators (``PD_BUILD_OP``):
+``csrc/`` holds four Paddle custom operators (``PD_BUILD_OP``):
 ``paddle_llrd_fused_adamw`` (``fused_adamw.cc``), the update of a whole
 :class:`~paddle_llrd.optim.multi_tensor.FlatLayout` (clip, decay, Adam step,
 beta powers) in one pass over memory on a pool of threads of its own;
 ``paddle_llrd_ema_update`` (``ema_update.cc``), the EMA's update in one pass, on
 the same pool (``thread_pool.h``); and ``paddle_llrd_squared_norms``
 (``squared_norms.cc``), the gradients' squared norms and their sum, which a
-clip computes before the update. All compute every
+clip computes before the update; and ``paddle_llrd_zero_fill``
+(``zero_gradients.cc``), ``clear_grad``'s zeroing of large gradients with
+streaming stores (:mod:`~paddle_llrd.optim.gradient_clearing`). All compute every
 value as Paddle's own CPU kernels do, so the bits are theirs.
 
 They are built with ``paddle.utils.cpp_extension`` as one translation unit
@@ -49,18 +51,19 @@ from .fused_check import norms_mismatch, operator_mismatch
 
 __all__ = [
     "DISABLE_ENV", "OPERATOR_DIR_ENV", "build", "cache_directory", "cpu_info", "doubles_as_ints", "ema_update",
-    "fused_adamw", "norms_unavailable_reason", "squared_norms", "unavailable_reason", "warn_unavailable",
+    "fused_adamw", "norms_unavailable_reason", "squared_norms", "unavailable_reason", "warn_unavailable", "zero_gradients",
 ]
 
 DISABLE_ENV = "PADDLE_LLRD_FUSED"
 OPERATOR_DIR_ENV = "PADDLE_LLRD_OPERATOR_DIR"
 CSRC = Path(__file__).resolve().parent / "csrc"
-# operators.cc includes the three operators' files: one translation unit (Paddle's headers compiled once).
+# operators.cc includes the operators' files: one translation unit (Paddle's headers compiled once).
 SOURCE = CSRC / "operators.cc"
 LIBRARY = "paddle_llrd_ops"
 ADAMW_OP = "paddle_llrd_fused_adamw"
 EMA_OP = "paddle_llrd_ema_update"
 NORMS_OP = "paddle_llrd_squared_norms"
+ZERO_OP = "paddle_llrd_zero_fill"
 # -ffp-contract=off: no multiply-add fused that Paddle's kernels do not fuse;
 # -fno-math-errno: sqrt without errno, so that the loops vectorise; -mno-f16c: the
 # float16 conversion of Paddle's headers in software, as Paddle's x86 wheels build it
@@ -279,6 +282,12 @@ def squared_norms(grads: list[Any], squares: Any, total: Any, threads: int) -> N
     (float32, one element), as Paddle's ``squared_l2_norm`` and ``stack(...).sum()`` compute them.
     Where a gradient is not a float32 CPU tensor it writes nothing."""
     paddle._C_ops._run_custom_op(NORMS_OP, grads, squares, total, [threads])
+
+
+def zero_gradients(grads: list[Any], threads: int) -> None:
+    """One call of ``paddle_llrd_zero_fill``: the contiguous, dense, floating-point CPU
+    tensors ``grads`` set to zero (all bits clear) on ``threads`` threads, with streaming stores."""
+    paddle._C_ops._run_custom_op(ZERO_OP, grads, [threads])
 
 
 def build(verbose: bool = True) -> str | None:
