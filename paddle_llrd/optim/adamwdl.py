@@ -45,7 +45,7 @@ from .per_parameter import (
 )
 from .ratios import LayerRatios, LrScale, is_pure_in_name, lr_attributes, resolve_update_scales
 from .scheduled_decay import ScheduledDecay
-from .threads import clear_gradients
+from .gradient_clearing import clear_gradients
 from .update_batch import AdamSettings, UpdateBatch, UpdatePath
 
 if TYPE_CHECKING:

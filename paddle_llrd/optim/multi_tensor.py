@@ -45,7 +45,8 @@ from .flat_kernels import paddle_kernels_update
 from .fused_operator import fused_adamw, unavailable_reason, warn_unavailable
 from .kernels import check_learning_rate_dtype, is_tensor, mismatched_gradient
 from .per_parameter import decay_route
-from .threads import FlatThreads, clear_gradients, large_parameters
+from .gradient_clearing import clear_gradients, large_parameters
+from .threads import FlatThreads
 from .update_batch import FUSED, MULTI_TENSOR, UpdateBatch, UpdatePath
 
 __all__ = ["MAX_CONSECUTIVE_LAYOUTS", "PER_PARAMETER_ONLY", "Bank", "FlatLayout", "Segment", "choose_update_path",
@@ -197,7 +198,8 @@ class FlatLayout:
         self.operator_reason: str | None = None  # why the fused operator cannot run (lay_out asks)
         self.lr_tables: dict[int, Any] = {}  # flat_update's, per group, made once per layout
         #: The laid-out CPU parameters of at least the crossover, largest first (None: no layout):
-        #: which clear_grad shares among the threads (:func:`~paddle_llrd.optim.threads.clear_gradients`).
+        #: those whose gradients clear_grad zeroes by the operators
+        #: (:func:`~paddle_llrd.optim.gradient_clearing.clear_gradients`).
         self.large_params: list[Any] | None = None
 
     def drop(self) -> None:
@@ -278,7 +280,7 @@ class FlatLayout:
         self.operator_reason = unavailable_reason()
 
     def clear_gradients(self, params: Sequence[Any], set_to_zero: bool) -> None:
-        """:func:`~paddle_llrd.optim.threads.clear_gradients` of ``params`` on the layout's threads,
+        """:func:`~paddle_llrd.optim.gradient_clearing.clear_gradients` of ``params`` on the layout's threads,
         with the large parameters the layout knows (no pass over the shapes)."""
         clear_gradients(params, set_to_zero, self.threads, self.large_params)
 

@@ -7,9 +7,11 @@ time of one call, and an elementwise op gives the same bits however its range
 is split. The multi-tensor step (:mod:`~paddle_llrd.optim.multi_tensor`)
 and the EMA's flat update (:mod:`~paddle_llrd.optim.ema`) hand their
 large CPU ranges to :class:`FlatThreads`, and ``AdamWDL.clear_grad`` its
-large CPU gradients (:func:`clear_gradients`: Paddle zeroes each on one core
-too); ranges under the crossover, and every range on another place (GPU
-kernels are parallel already), stay on the calling thread, as before.
+large CPU gradients where the operators are not there
+(:func:`~paddle_llrd.optim.gradient_clearing.clear_gradients`: Paddle
+zeroes each on one core too); ranges under the crossover, and every range on
+another place (GPU kernels are parallel already), stay on the calling
+thread, as before.
 
 The thread count (:func:`resolve_num_threads`): an argument, else the
 environment variable :data:`NUM_THREADS_ENV`, else the cores this process may
@@ -26,21 +28,18 @@ it has finished, so one step never overlaps the next.
 from __future__ import annotations
 
 import atexit
-import functools
 import itertools
-import math
-import operator
 import os
 import queue
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..checks import checked_count, environment_count
 
 __all__ = [
     "CHUNK_ALIGN", "MIN_CHUNK_NUMEL", "MIN_CHUNK_NUMEL_ENV", "NUM_THREADS_ENV", "FlatThreads",
-    "available_cores", "chunk_bounds", "clear_gradients", "large_parameters", "local_ranks", "resolve_min_chunk_numel",
+    "available_cores", "chunk_bounds", "is_cpu_place", "local_ranks", "resolve_min_chunk_numel",
     "resolve_num_threads",
 ]
 
@@ -131,11 +130,11 @@ def chunk_bounds(start: int, stop: int, threads: int, min_chunk: int) -> list[tu
     return [(a, b) for a, b in zip(edges, edges[1:]) if b > a]
 
 
-def _on_cpu(place: Any) -> bool:
+def is_cpu_place(place: Any) -> bool:
     """Whether ``place`` is the CPU: a tensor's ``place``, or ``paddle.CPUPlace()``,
     which has no ``is_cpu_place`` on Paddle 3.0.0."""
-    is_cpu_place = getattr(place, "is_cpu_place", None)
-    return is_cpu_place() if is_cpu_place is not None else type(place).__name__ == "CPUPlace"
+    method = getattr(place, "is_cpu_place", None)
+    return method() if method is not None else type(place).__name__ == "CPUPlace"
 
 
 class _Batch:
@@ -267,7 +266,7 @@ class FlatThreads:
 
     def bounds(self, start: int, stop: int, place: Any) -> list[tuple[int, int]]:
         """The chunks of ``[start, stop)`` on ``place``: one unless it is a CPU place."""
-        if self.count == 1 or not _on_cpu(place):
+        if self.count == 1 or not is_cpu_place(place):
             return [(start, stop)]
         return chunk_bounds(start, stop, self.count, self.min_chunk_numel)
 
@@ -288,65 +287,3 @@ class FlatThreads:
         batch.done.wait()
         if batch.error is not None:
             raise batch.error
-
-
-_SHAPE = operator.attrgetter("shape")
-
-
-def clear_gradients(params: Sequence[Any], set_to_zero: bool, threads: FlatThreads | None = None,
-                    large: Sequence[Any] | None = None) -> None:
-    """``p.clear_gradient(set_to_zero)`` for each of ``params``, the call Paddle's optimizers
-    make in ``clear_grad``, once each. Paddle zeroes a gradient on one core with the GIL
-    released, so where it zeroes and ``threads`` are given, the CPU gradients of at least the
-    crossover are shared among them (the largest first, 438 MB of BERT-base's in 33 ms on two
-    threads against 52 ms on one); the others are cleared together, as one task.
-
-    ``large``: the parameters of at least the crossover, largest first, where the caller
-    knows them (a flat layout's :attr:`~paddle_llrd.optim.multi_tensor.FlatLayout.large_params`);
-    those not among ``params`` are passed over. Which thread clears a gradient changes no
-    value, so a stale list costs time only; None: found from the shapes of ``params``, a
-    pass that takes 0.6 ms over 1,537 parameters.
-
-    Examples:
-        >>> import paddle
-        >>> params = [paddle.create_parameter(shape, "float32") for shape in ([512, 512], [512, 512], [512])]
-        >>> sum(p.sum() for p in params).backward()
-        >>> clear_gradients(params, True, FlatThreads(2))  # (both weights on the threads)
-        >>> [float(p.grad.abs().max()) for p in params]
-        [0.0, 0.0, 0.0]
-    """
-    clear = operator.methodcaller("clear_gradient", set_to_zero)
-    if not set_to_zero or threads is None or threads.count == 1:
-        large = []
-    elif large is None:
-        large = large_parameters(params, map(math.prod, map(_SHAPE, params)), threads.min_chunk_numel)
-    elif large:
-        listed = set(map(id, params))
-        large = [param for param in large if id(param) in listed and _on_cpu(param.place)]
-    if len(large) < 2:
-        _clear_each(clear, params)
-        return
-    shared = set(map(id, large))
-    rest = [param for param in params if id(param) not in shared]
-    threads.run([functools.partial(clear, param) for param in large]
-                + [functools.partial(_clear_each, clear, rest)])
-
-
-def large_parameters(params: Sequence[Any], sizes: Iterable[int], min_numel: int) -> list[Any]:
-    """The CPU parameters of ``params`` with at least ``min_numel`` elements (``sizes``, in
-    their order), largest first: those whose gradients :func:`clear_gradients` shares among
-    the threads.
-
-    Examples:
-        >>> import paddle
-        >>> params = [paddle.zeros([4]), paddle.zeros([9]), paddle.zeros([2])]
-        >>> [list(p.shape) for p in large_parameters(params, [4, 9, 2], min_numel=3)]
-        [[9], [4]]
-    """
-    sized = [(size, index) for index, size in enumerate(sizes) if size >= min_numel]
-    return [params[index] for _, index in sorted(sized, reverse=True) if _on_cpu(params[index].place)]
-
-
-def _clear_each(clear: Callable[[Any], Any], params: list[Any]) -> None:
-    for _ in map(clear, params):
-        pass

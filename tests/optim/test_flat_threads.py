@@ -1,9 +1,8 @@
 """The threads of the multi-tensor step and the EMA (``paddle_llrd/optim/threads.py``):
 how many, refusal of bad settings by name, the split of a range and the pool
 of Paddle's kernels (where the fused operator is off), a task's error reaching
-the caller, gradients cleared on the threads as Paddle clears them, and a
-training process that exits promptly with no thread left, the operator's or
-the pool's. The bits of threaded steps and EMA updates are checked in
+the caller, and a training process that exits promptly with no thread left,
+the operator's or the pool's. The bits of threaded steps and EMA updates are checked in
 ``test_multi_tensor.py`` and ``test_ema_flat_update.py``."""
 from __future__ import annotations
 
@@ -14,13 +13,12 @@ import sys
 import textwrap
 import time
 
-import numpy as np
 import paddle
 import pytest
 
 from paddle_llrd import AdamWDL, ExponentialMovingAverage
 from paddle_llrd.optim import threads
-from paddle_llrd.optim.threads import FlatThreads, chunk_bounds, clear_gradients, resolve_num_threads
+from paddle_llrd.optim.threads import FlatThreads, chunk_bounds, resolve_num_threads
 
 LAUNCH_VARIABLES = ("PADDLE_LLRD_NUM_THREADS", "PADDLE_LOCAL_SIZE", "PADDLE_TRAINERS_NUM", "PADDLE_LLRD_MIN_CHUNK_NUMEL")
 
@@ -100,40 +98,6 @@ def test_chunks_tile_the_range_on_aligned_boundaries(size: int, count: int) -> N
     assert all(a < b for a, b in bounds) and all(b == c for (_, b), (c, _) in zip(bounds, bounds[1:]))
     assert all((a - 5) % threads.CHUNK_ALIGN == 0 for a, _ in bounds)
     assert len(bounds) == max(1, min(count, size // threads.CHUNK_ALIGN))
-
-
-@pytest.mark.parametrize("set_to_zero", [True, False])
-@pytest.mark.parametrize("count", [1, 2, 3])
-def test_gradients_cleared_on_the_threads_are_left_as_paddles_clear_gradient_leaves_them(set_to_zero, count) -> None:
-    """Each gradient cleared once, whichever thread clears it: zeroed (and marked, so that the
-    next backward replaces it: a gradient of -0.0 keeps its sign) or released, as by Paddle's
-    own ``clear_gradient`` called one parameter at a time; a parameter with no gradient is left so."""
-    shapes = [[40, 3], [7], [], [9, 9], [200], [5, 5], [64, 2]]  # (sizes on both sides of the crossover, 64)
-
-    def cleared(clear) -> list:
-        params = [paddle.create_parameter(shape, "float32") for shape in shapes]
-        sum((p * float(i + 1)).sum() for i, p in enumerate(params[:-1])).backward()  # (the last gets none)
-        clear(params)
-        after_clear = [None if p.grad is None else p.grad.numpy().tobytes() for p in params]
-        sum((p * paddle.full(p.shape, -0.0)).sum() for p in params).backward()
-        return after_clear + [np.signbit(p.grad.numpy()).tolist() for p in params]
-
-    expected = cleared(lambda params: [p.clear_gradient(set_to_zero) for p in params])
-    assert cleared(lambda params: clear_gradients(params, set_to_zero, FlatThreads(count, min_chunk_numel=64))) == expected
-    assert all(np.array(signs).all() for signs in expected[len(shapes):])  # (each zero replaced, sign kept)
-
-
-@pytest.mark.parametrize("named", ["the_large_ones", "a_stale_list"])
-def test_the_large_parameters_a_caller_names_change_which_thread_clears_not_what_is_cleared(named) -> None:
-    """A layout's list of large parameters only moves work between threads: a parameter it names
-    but the call does not is left alone, a large one it misses is cleared all the same."""
-    params = [paddle.create_parameter(shape, "float32") for shape in ([40, 3], [200], [7], [64, 2])]
-    outside = paddle.create_parameter([100], "float32")
-    sum((p * float(i + 1)).sum() for i, p in enumerate(params + [outside])).backward()
-    large = params[:2] if named == "the_large_ones" else [outside, params[1]]
-    clear_gradients(params, True, FlatThreads(2, min_chunk_numel=64), large)
-    assert [float(p.grad.abs().max()) for p in params] == [0.0] * len(params)
-    np.testing.assert_array_equal(outside.grad.numpy(), np.full([100], 5.0, "float32"))
 
 
 def test_an_error_in_one_task_reaches_the_caller_after_every_task_ran() -> None:
