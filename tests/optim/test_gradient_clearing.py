@@ -9,6 +9,11 @@ data pointer changes, and a gradient of -0.0 keeps its sign, where adding it to 
 zero would give +0.0). ``set_to_zero=False`` releases the gradient."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 import paddle
 import pytest
@@ -133,3 +138,47 @@ def test_clear_grad_of_large_gradients_matches_adamws_over_steps(zeroing, num_th
     assert got == reference
     assert all(all(kept) and all(replaced) and zeros == [0.0] * len(shapes) for _, _, kept, replaced, zeros in reference)
     assert adamwdl.last_update_path.path == "fused" or unavailable_reason() is not None
+
+
+FIRST_CLEAR_UNDER_NO_GRAD = textwrap.dedent(
+    """
+    import paddle
+    from paddle_llrd import AdamWDL
+
+    model = paddle.nn.Linear(512, 512)
+    optimizer = AdamWDL(0.01, parameters=model.parameters(), set_param_lr_fun=None)
+    for step in range(3):
+        model(paddle.full([4, 512], -1.0)).sum().backward()
+        if step > 0:
+            optimizer.step()
+        pointer = model.weight.grad.data_ptr()
+        with paddle.no_grad():
+            optimizer.clear_grad()
+        zeros = float(model.weight.grad.abs().max()) == 0.0 and model.weight.grad.data_ptr() == pointer
+        model(paddle.zeros([4, 512])).sum().backward()
+        replaced = model.weight.grad.data_ptr() != pointer
+        print(step, zeros, replaced, flush=True)
+        optimizer.clear_grad()
+    print("path", tuple(optimizer.last_update_path))
+
+    from paddle_llrd.optim.gradient_clearing import marking_unavailable_reason
+    print("mark", marking_unavailable_reason())
+    """
+)
+
+
+def test_the_first_clear_grad_of_a_process_may_run_under_no_grad_before_any_step(tmp_path) -> None:
+    """A process whose first ``clear_grad()`` (before any step) runs inside ``paddle.no_grad()``:
+    every large gradient is zeroed in its own buffer and the next backward replaces it, at
+    that call and at the later ones, with the operators' zeroing (the check of Paddle's mark,
+    made at that first call, passes under ``no_grad`` too)."""
+    script = tmp_path / "train.py"
+    script.write_text(FIRST_CLEAR_UNDER_NO_GRAD)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")]))
+    env.pop("PADDLE_LLRD_FUSED", None)
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.splitlines()[:3] == ["0 True True", "1 True True", "2 True True"], result.stdout
+    if unavailable_reason() is None:
+        assert "path ('fused', None)" in result.stdout
+        assert "mark None" in result.stdout
