@@ -32,6 +32,7 @@ from .checkpoint import (
     STRUCTURED_NAMES_KEY, WEIGHT_DECAY_SCHEDULE_KEY, has_saved_state, matched_state_dict, with_extra_entries,
 )
 from .eager import runs_eagerly_under_sot
+from .gradient_clearing import clear_gradients
 from .kernels import check_kernel_inputs, is_tensor
 from .multi_tensor import PER_PARAMETER_ONLY, FlatLayout, foreign_gradients, multi_tensor_step
 from .optimizer_checks import (
@@ -45,7 +46,6 @@ from .per_parameter import (
 )
 from .ratios import LayerRatios, LrScale, is_pure_in_name, lr_attributes, resolve_update_scales
 from .scheduled_decay import ScheduledDecay
-from .gradient_clearing import clear_gradients
 from .update_batch import AdamSettings, UpdateBatch, UpdatePath
 
 if TYPE_CHECKING:

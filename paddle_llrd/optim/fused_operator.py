@@ -5,7 +5,7 @@
 :class:`~paddle_llrd.optim.multi_tensor.FlatLayout` (clip, decay, Adam step,
 beta powers) in one pass over memory on a pool of threads of its own;
 ``paddle_llrd_ema_update`` (``ema_update.cc``), the EMA's update in one pass, on
-the same pool (``thread_pool.h``); and ``paddle_llrd_squared_norms``
+the same pool (``thread_pool.h``); ``paddle_llrd_squared_norms``
 (``squared_norms.cc``), the gradients' squared norms and their sum, which a
 clip computes before the update; and ``paddle_llrd_zero_fill``
 (``zero_gradients.cc``), ``clear_grad``'s zeroing of large gradients with
@@ -51,7 +51,8 @@ from .fused_check import norms_mismatch, operator_mismatch
 
 __all__ = [
     "DISABLE_ENV", "OPERATOR_DIR_ENV", "build", "cache_directory", "cpu_info", "doubles_as_ints", "ema_update",
-    "fused_adamw", "norms_unavailable_reason", "squared_norms", "unavailable_reason", "warn_unavailable", "zero_gradients",
+    "fused_adamw", "norms_unavailable_reason", "squared_norms", "unavailable_reason", "warn_unavailable",
+    "zero_gradients",
 ]
 
 DISABLE_ENV = "PADDLE_LLRD_FUSED"

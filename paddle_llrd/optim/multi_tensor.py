@@ -43,9 +43,9 @@ from .clipping import (NO_CLIP, NONE, NORM, SCALE, GroupClip, flat_clip_refusal,
                        squared_norms)
 from .flat_kernels import paddle_kernels_update
 from .fused_operator import fused_adamw, unavailable_reason, warn_unavailable
+from .gradient_clearing import clear_gradients, large_parameters
 from .kernels import check_learning_rate_dtype, is_tensor, mismatched_gradient
 from .per_parameter import decay_route
-from .gradient_clearing import clear_gradients, large_parameters
 from .threads import FlatThreads
 from .update_batch import FUSED, MULTI_TENSOR, UpdateBatch, UpdatePath
 

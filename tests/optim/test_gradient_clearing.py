@@ -136,7 +136,8 @@ def test_clear_grad_of_large_gradients_matches_adamws_over_steps(zeroing, num_th
                            [float(p.grad.abs().max()) for p in params]))
     (_, _, reference, _), (_, adamwdl, got, _) = runs
     assert got == reference
-    assert all(all(kept) and all(replaced) and zeros == [0.0] * len(shapes) for _, _, kept, replaced, zeros in reference)
+    assert all(all(kept) and all(replaced) and zeros == [0.0] * len(shapes)
+               for _, _, kept, replaced, zeros in reference)
     assert adamwdl.last_update_path.path == "fused" or unavailable_reason() is not None
 
 
