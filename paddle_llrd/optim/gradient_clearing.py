@@ -117,7 +117,7 @@ def marking_unavailable_reason() -> str | None:
 
 def _marking_mismatch() -> str | None:
     with paddle.enable_grad():
-        leaf = paddle.to_tensor([1.0, 2.0], dtype="float32", stop_gradient=False)
+        leaf = paddle.to_tensor([1.0, 2.0], dtype="float32", place=paddle.CPUPlace(), stop_gradient=False)
         (leaf * 3.0).sum().backward()
         grad = _GRAD_OF(leaf)
         pointer = grad.data_ptr()
