@@ -51,10 +51,20 @@ at that bandwidth; clipped, the clip's squared norms alone (one call of the
 operators' squared norms over the model's gradients, 4 bytes per parameter)
 against what ``ClipGradByGlobalNorm`` runs without them (Paddle's
 ``squared_l2_norm`` per gradient, stacked and summed), alternating in the same
-run. The kernel calls alone are reached through AdamWDL's
-internals (no public API runs them); where the steps did not take the
-multi-tensor path, or those internals are gone, the floor is reported as
-None.
+run. The kernel calls alone run the fused operator through its own call
+(``paddle_llrd.optim.fused_operator.fused_adamw``); where it is not built
+here, they are reported as None.
+
+A fourth copy of the model joins the rotation without an optimizer
+(:class:`GradientsAlone`): its timed ``step(); clear_grad()`` only reads
+each gradient, as Paddle's step reads it, hands them to one call of an
+operator, as the default step hands them to the fused update, and clears
+them, as AdamWDL's ``clear_grad`` clears them: what a step over Paddle's
+gradient tensors pays besides the update, measured as the others are.
+With the kernel calls alone it bounds the default step from below (the
+"step floor"); the default step also reads, afresh, what its layout was
+made from (each parameter's lr factor, ratio, decay answer, ``need_clip``,
+regularizer, and that it is still a view of its bank).
 
     python benchmarks/bench_training_loop.py --regime small-params
     python benchmarks/bench_training_loop.py --clip              # as users run it
@@ -71,7 +81,9 @@ from typing import Any
 import paddle
 from paddle import nn
 
-from paddle_llrd.optim.threads import resolve_num_threads
+from paddle_llrd.optim.fused_operator import fused_adamw, unavailable_reason, zero_gradients
+from paddle_llrd.optim.gradient_clearing import clear_gradients, large_parameters
+from paddle_llrd.optim.threads import FlatThreads, resolve_num_threads
 from bench_common import (
     ADAMW_BYTES_PER_PARAMETER, CLIP_DESCRIPTION, MAX_GRAD_NORM, PathTally, add_clip_flag, bert_base_shaped_model,
     describe_norms, describe_paths, grad_clip_name, gradient_global_norm, measured_bandwidth_gbs, model_size_parser,
@@ -87,6 +99,7 @@ TARGET_RATIOS = {("bert-base", True): 0.30, ("bert-base", False): 0.25,
 # from the backward's frees paid first (settle_freed_memory); rounds alternate.
 VARIANTS = ("as_timed", "settled")
 ADAMWDL_NAMES = ("adamwdl_multi_tensor", "adamwdl_per_parameter")
+GRADIENTS_ALONE = "gradients_alone"
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
@@ -123,6 +136,33 @@ class ManyBlocksModel(nn.Layer):
         self.encoder.layers = nn.LayerList([_Block(n) for n in per_block])
 
 
+class GradientsAlone:
+    """A stand-in for an optimizer that updates nothing, for the floor of a step that reads
+    Paddle's gradient tensors afresh: ``step()`` reads each gradient of ``params``
+    (``Tensor._grad_ivar``, as Paddle's step reads them) and hands those that ``clear_grad``
+    leaves to Paddle to one call of an operator (``paddle_llrd_zero_fill``: as the fused
+    update is handed every gradient; it zeroes them, which ``clear_grad`` does next anyway);
+    ``clear_grad()`` clears them as AdamWDL's does
+    (:func:`~paddle_llrd.optim.gradient_clearing.clear_gradients`: the large ones zeroed by
+    the operators on ``threads`` threads). Without the operators, ``step()`` only reads."""
+
+    def __init__(self, params: list[Any], threads: int) -> None:
+        self.params = params
+        self.threads = FlatThreads(threads)
+        self.large = large_parameters(params, [int(p.size) for p in params], self.threads.min_chunk_numel)
+        large_ids = set(map(id, self.large))
+        self.handed = [index for index, param in enumerate(params) if id(param) not in large_ids]
+        self.hands = unavailable_reason() is None
+
+    def step(self) -> None:
+        grads = list(map(paddle.Tensor._grad_ivar, self.params))
+        if self.hands:
+            zero_gradients(list(map(grads.__getitem__, self.handed)), self.threads.count)
+
+    def clear_grad(self) -> None:
+        clear_gradients(self.params, True, self.threads, self.large)
+
+
 def _model(args: argparse.Namespace) -> tuple[nn.Layer, int]:
     if args.regime == "small-params":
         return ManyBlocksModel(max(1, args.small_params // 2), args.blocks), args.blocks
@@ -137,8 +177,6 @@ def _operator_alone(n_parameters: int, threads: int, rounds: int) -> list[float]
     The step adds to it what it reads afresh (the checks of the layout's description and
     views, the gradients' list) and, clipped, the norms.
     """
-    from paddle_llrd.optim.fused_operator import fused_adamw, unavailable_reason
-
     if unavailable_reason() is not None:
         return None
     param, grad = paddle.rand([n_parameters]), paddle.rand([n_parameters]) * 1e-3
@@ -183,7 +221,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = _parse(list(sys.argv[1:] if argv is None else argv))
     rounds = args.steps * (3 if args.regime == "small-params" else 1)
     models: dict[str, nn.Layer] = {}
-    for name in ("adamw", *ADAMWDL_NAMES):
+    for name in ("adamw", *ADAMWDL_NAMES, GRADIENTS_ALONE):
         paddle.seed(0)
         models[name], n_layers = _model(args)
     params = {name: [p for p in model.parameters() if not p.stop_gradient] for name, model in models.items()}
@@ -194,6 +232,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "adamwdl_per_parameter": training_optimizer(
             "adamwdl", models["adamwdl_per_parameter"], n_layers, use_multi_tensor=False, **settings
         ),
+        GRADIENTS_ALONE: GradientsAlone(params[GRADIENTS_ALONE], resolve_num_threads(args.num_threads)),
     }
     tallies = {name: PathTally() for name in ADAMWDL_NAMES}
     global_norm = None
@@ -245,7 +284,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "regime": args.regime,
         "clip": args.clip,
         "max_grad_norm": MAX_GRAD_NORM if args.clip else None,
-        "grad_clip": {name: grad_clip_name(optimizer) for name, optimizer in optimizers.items()},
+        "grad_clip": {name: grad_clip_name(optimizers[name]) for name in ("adamw", *ADAMWDL_NAMES)},
         "gradient_global_norm": global_norm,
         "clip_scales_gradients": args.clip and global_norm > MAX_GRAD_NORM,
         "update_paths": paths,
@@ -267,6 +306,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "kernel_calls_alone_ratio": None if kernels_s is None else kernels_s / adamw_s,
         "kernel_gbs": None if kernels_s is None else step_bytes / kernels_s / 1e9,
         "adamw_gbs": step_bytes / adamw_s / 1e9,
+        "gradients_alone_ms": 1e3 * statistics.median(times["as_timed"][GRADIENTS_ALONE]),
+        "gradients_alone_ratio": ratio(GRADIENTS_ALONE),
+        "settled_gradients_alone_ratio": ratio(GRADIENTS_ALONE, "settled"),
+        "step_floor_ratio": None if kernels_s is None else ratio(GRADIENTS_ALONE) + kernels_s / adamw_s,
         "machine_gbs": machine_gbs,
         "memory_floor_ms": 1e3 * step_bytes / (machine_gbs * 1e9),
         "memory_floor_ratio": step_bytes / (machine_gbs * 1e9) / adamw_s,
@@ -326,8 +369,15 @@ def _print(args: argparse.Namespace, results: dict[str, Any]) -> None:
     else:
         print(
             f"  (the fused operator alone {results['multi_tensor_kernels_ms']:7.2f} ms  "
-            f"{results['kernel_calls_alone_ratio']:.3f}x: the floor of the step, {results['kernel_gbs']:.1f} GB/s)"
+            f"{results['kernel_calls_alone_ratio']:.3f}x: the update's floor, {results['kernel_gbs']:.1f} GB/s)"
         )
+    floor = results["step_floor_ratio"]
+    print(
+        f"  (the gradients alone {results['gradients_alone_ms']:7.2f} ms  {results['gradients_alone_ratio']:.3f}x, "
+        f"{results['settled_gradients_alone_ratio']:.3f}x settled: read, handed to an operator and cleared as the "
+        "default step does"
+        f"{'' if floor is None else f'; with the fused operator alone, the step floor {floor:.3f}x'})"
+    )
     if results["norms_ms"] is not None:
         print(f"  ({describe_norms(results)})")
     print(

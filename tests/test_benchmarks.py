@@ -86,6 +86,15 @@ def test_training_loop_benchmark_runs_the_multi_tensor_path(capsys):
     seconds = results["multi_tensor_kernels_ms"] / 1e3
     assert results["kernel_gbs"] == pytest.approx(28 * results["parameters"] / seconds / 1e9)
     assert results["memory_floor_ms"] == pytest.approx(1e3 * 28 * results["parameters"] / (results["machine_gbs"] * 1e9))
+    # a fourth copy, in the same rotation, only reads, hands and clears its gradients: with the operator
+    # alone, the step's floor
+    for key in ("gradients_alone_ms", "gradients_alone_ratio", "settled_gradients_alone_ratio"):
+        assert _positive_finite(results[key]), key
+    if results["multi_tensor_kernels_ms"] is None:  # (the operator not built here)
+        assert results["step_floor_ratio"] is None
+    else:
+        assert results["step_floor_ratio"] == pytest.approx(
+            results["gradients_alone_ratio"] + results["multi_tensor_kernels_ms"] / results["adamw_ms"])
     # no clip unless asked (and no clip's norms measured); the paths each AdamWDL took, where it reports them
     assert results["clip"] is False and results["grad_clip"] == dict.fromkeys(OPTIMIZERS)
     assert results["norms_ms"] is None and results["paddle_norms_ms"] is None
@@ -96,6 +105,7 @@ def test_training_loop_benchmark_runs_the_multi_tensor_path(capsys):
     out = capsys.readouterr().out
     assert "AdamWDL, default" in out and "time ratio to AdamW (lower is faster)" in out and "on 3 thread(s)" in out
     assert "6 interleaved rounds" in out and "paid before the timer" in out and "no gradient clipping" in out
+    assert "the gradients alone" in out and "the step floor" in out
 
 
 def test_training_loop_benchmark_clips_every_optimizer_as_the_trainers_do(capsys):
