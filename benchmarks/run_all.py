@@ -82,9 +82,9 @@ DETAIL_LABELS = {
     "settled_loop_multi_tensor_ratio": "multi-tensor path, frees settled",
     "settled_loop_per_parameter_ratio": "per-parameter path, frees settled",
     "kernel_calls_alone_ratio": "multi-tensor kernel calls alone (floor)",
-    "gradients_alone_ratio": "gradients read, handed to an operator and cleared alone",
-    "settled_gradients_alone_ratio": "gradients read, handed and cleared alone, frees settled",
-    "step_floor_ratio": "step floor (kernel calls alone + gradients alone)",
+    "gradients_alone_ratio": "gradients alone (read, handed, cleared)",
+    "settled_gradients_alone_ratio": "gradients alone, frees settled",
+    "step_floor_ratio": "step floor (kernel calls + gradients alone)",
     "memory_floor_ratio": "memory floor (28 B/parameter at measured GB/s)",
 }
 CONFIG_NAMES = {"clipped": CLIP_DESCRIPTION, "bare": "no clipping"}
