@@ -191,7 +191,7 @@ class PathTally:
 
     def summary(self) -> dict[str, Any] | None:
         """``{"steps", "multi_tensor", "per_parameter", "reasons"}`` (counts of
-        steps; reasons of the per-parameter steps), or None where unreported."""
+        steps; the reasons of the steps off the fused operator), or None where unreported."""
         if not self.reported:
             return None
         summary: dict[str, Any] = {"steps": sum(self.paths.values())}
