@@ -20,7 +20,10 @@ hits both. Two rows, each against the AdamW step timed beside it:
 
 Where the fused operator is built, the update is one call of it (one pass
 over the shadows and the parameters, on the EMA's threads); without it,
-three of Paddle's elementwise ops per segment.
+three of Paddle's elementwise ops per segment. Each row also gives the
+update's GB/s, at the bytes one pass moves (the shadow read and written, the
+parameter read: 12 bytes per float32 parameter), and the GB/s that an update
+at the target ratio of the AdamW step timed beside it would need.
 
     python benchmarks/bench_ema.py                          # BERT-base shape
     python benchmarks/bench_ema.py --regime small-params    # many small tensors
@@ -71,6 +74,17 @@ def _interleaved(ema: ExponentialMovingAverage, optimizer, repeats: int) -> tupl
     return 1e3 * statistics.median(ema_times), 1e3 * statistics.median(adamw_times), ratio
 
 
+def pass_bytes(ema: ExponentialMovingAverage, model: paddle.nn.Layer) -> int:
+    """The bytes one update moves at the least: each shadow read and written, its parameter read."""
+    params = dict(model.named_parameters())
+    return sum(int(shadow.size) * (2 * shadow.element_size() + params[name].element_size())
+               for name, shadow in ema.shadow.items())
+
+
+def _gbs(moved: int, milliseconds: float) -> float:
+    return moved / (milliseconds / 1e3) / 1e9
+
+
 def main(argv: list[str] | None = None) -> dict:
     """Run the benchmark; returns the settings, medians (ms) and the ratios."""
     args = _parse(list(sys.argv[1:] if argv is None else argv))
@@ -88,6 +102,7 @@ def main(argv: list[str] | None = None) -> dict:
     optimizer.step()  # creates the moments outside the timed runs
     ema.update()
     ema_ms, adamw_ms, ratio = _interleaved(ema, optimizer, repeats)
+    moved = pass_bytes(ema, model)
 
     # AdamWDL's multi-tensor step makes the parameters (and gradients) views of
     # flat buffers; AdamW's in-place step keeps them so. The next update lays the shadows out alike.
@@ -114,8 +129,16 @@ def main(argv: list[str] | None = None) -> dict:
         "multi_tensor_layout_adamw_step_ms": round(laid_out_adamw_ms, 3),
         "update_multi_tensor_layout_vs_adamw_ratio": round(laid_out_ratio, 4),
         "target_ratio": TARGET_RATIOS[args.regime],
+        "pass_bytes": moved,
+        "update_gbs": _gbs(moved, ema_ms),
+        "multi_tensor_layout_update_gbs": _gbs(moved, laid_out_ema_ms),
+        # (the AdamW step timed beside the laid-out update: the one the operator's layout serves)
+        "target_gbs": None if TARGET_RATIOS[args.regime] is None
+        else _gbs(moved, TARGET_RATIOS[args.regime] * laid_out_adamw_ms),
     }
     target = f"(target <= {TARGET_RATIOS[args.regime]})" if TARGET_RATIOS[args.regime] else "(no target)"
+    needed = ("" if results["target_gbs"] is None
+              else f"; at the target, {results['target_gbs']:.1f} GB/s beside that AdamW step")
     print(
         f"EMA update vs AdamW step, {describe(args, len(params), n_params)}, {repeats} interleaved runs each, "
         f"{ema.num_threads} thread(s), {'the fused operator' if results['fused_operator'] else 'Paddle ops'}; "
@@ -123,7 +146,9 @@ def main(argv: list[str] | None = None) -> dict:
         f"  parameters in buffers of their own: "
         f"median update {ema_ms:.2f} ms, AdamW step {adamw_ms:.2f} ms, ratio {ratio:.3f} {target}\n"
         f"  laid out by AdamWDL's multi-tensor step: "
-        f"median update {laid_out_ema_ms:.2f} ms, AdamW step {laid_out_adamw_ms:.2f} ms, ratio {laid_out_ratio:.3f} {target}"
+        f"median update {laid_out_ema_ms:.2f} ms, AdamW step {laid_out_adamw_ms:.2f} ms, ratio {laid_out_ratio:.3f} {target}\n"
+        f"  (one pass moves {moved / 1e6:.1f} MB: the update {results['update_gbs']:.1f} GB/s in own storage, "
+        f"{results['multi_tensor_layout_update_gbs']:.1f} GB/s laid out{needed})"
     )
     return results
 

@@ -23,7 +23,7 @@ the order printed and written:
    backward's frees paid before the timer ("frees settled"), the
    multi-tensor kernel calls alone (floor) and the memory floor, with the
    thread count and the kernels', AdamW's and the machine's GB/s measured in
-   the same run.
+   the same run; the EMA update's GB/s and those its target would need.
 
 Prints those tables and writes ``benchmarks.json`` (the same sections, in
 that order, each with its raw results) and ``benchmarks.png`` (the figure on
@@ -162,6 +162,12 @@ def _bandwidth(sections: dict[str, dict]) -> dict[str, dict[str, dict]]:
     }
 
 
+def _ema_bandwidth(by_regime: dict[str, dict[str, dict]]) -> dict[str, dict[str, float | None]]:
+    """Per regime: the EMA update's GB/s (own storage, laid out) and the GB/s its target would need."""
+    keys = ("update_gbs", "multi_tensor_layout_update_gbs", "target_gbs")
+    return {regime: {key: benches["ema"][key] for key in keys} for regime, benches in by_regime.items()}
+
+
 def _targets(by_regime: dict[str, dict[str, dict]]) -> dict[str, float | None]:
     return {f"{bench} {regime}": results["target_ratio"] for regime, benches in by_regime.items()
             for bench, results in benches.items()}
@@ -234,6 +240,10 @@ def _print(results: dict) -> None:
             )
             if row["norms_ms"] is not None:
                 print(f"    {describe_norms(row)}")
+    for regime, row in detail["ema_bandwidth"].items():
+        needed = "" if row["target_gbs"] is None else f"; its target would need {row['target_gbs']:.1f} GB/s"
+        print(f"  EMA update, {regime}: {row['update_gbs']:.1f} GB/s in own storage, "
+              f"{row['multi_tensor_layout_update_gbs']:.1f} GB/s laid out{needed}")
 
 
 def _default_paths(paths: dict[str, dict[str, Any]]) -> str:
@@ -347,7 +357,8 @@ def main(argv: list[str] | None = None) -> int:
     memory = run_in_own_interpreter("memory", argv)
     results["memory"] = {"title": MEMORY_TITLE, "table": _memory_table(memory), "results": memory}
     sections = {config: results[config] for config in ("clipped", "bare")}
-    results["detail"] = {"title": DETAIL_TITLE, "table": _detail_table(sections), "bandwidth": _bandwidth(sections)}
+    results["detail"] = {"title": DETAIL_TITLE, "table": _detail_table(sections), "bandwidth": _bandwidth(sections),
+                         "ema_bandwidth": _ema_bandwidth(results["bare"]["results"])}
     _print(results)
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, "benchmarks.json"), "w") as handle:

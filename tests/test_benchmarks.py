@@ -49,7 +49,16 @@ def test_adamwdl_benchmark_reports_ratios_and_no_extra_state(capsys):
 def test_ema_benchmark_reports_its_ratio_and_ignores_other_flags(capsys):
     results = bench_ema.main(TINY + ["--layerwise-decay", "0.5"])
     assert results["update_vs_adamw_ratio"] > 0 and results["target_ratio"] == bench_ema.TARGET_RATIOS["bert-base"]
-    assert "ignoring ['--layerwise-decay', '0.5']" in capsys.readouterr().out
+    # one pass over float32 shadows and parameters: the shadow read and written, the parameter read
+    assert results["pass_bytes"] == 12 * results["parameters"]
+    for key, milliseconds in (("update_gbs", "ema_update_ms"),
+                              ("multi_tensor_layout_update_gbs", "multi_tensor_layout_ema_update_ms")):
+        assert results[key] == pytest.approx(12 * results["parameters"] / (results[milliseconds] / 1e3) / 1e9, rel=1e-2)
+    # the bandwidth an update would need to take 0.1x the AdamW step timed beside the laid-out one
+    assert results["target_gbs"] == pytest.approx(
+        12 * results["parameters"] / (0.1 * results["multi_tensor_layout_adamw_step_ms"] / 1e3) / 1e9, rel=1e-2)
+    out = capsys.readouterr().out
+    assert "ignoring ['--layerwise-decay', '0.5']" in out and "GB/s beside that AdamW step" in out
 
 
 def test_benchmarks_refuse_empty_sizes():
@@ -68,6 +77,7 @@ def test_small_params_regime_reports_ratios_and_no_extra_state(capsys):
 def test_ema_small_params_regime_has_no_target():
     results = bench_ema.main(["--regime", "small-params", "--small-params", "48", "--steps", "1"])
     assert results["target_ratio"] is None and results["update_vs_adamw_ratio"] > 0
+    assert results["target_gbs"] is None and _positive_finite(results["update_gbs"])
 
 
 def test_training_loop_benchmark_runs_the_multi_tensor_path(capsys):

@@ -152,6 +152,7 @@ def test_quick_benchmark_run(user_path):
         assert set(bare) == {"training_loop", "adamwdl", "ema"}
         assert set(bare["training_loop"]["grad_clip"].values()) == {None}
         assert results["detail"]["bandwidth"]["bare"][regime]["num_threads"] >= 1
+        assert results["detail"]["ema_bandwidth"][regime]["update_gbs"] == bare["ema"]["update_gbs"] > 0
     assert results["bare"]["results"]["small-params"]["adamwdl"]["tensors"] == 192  # --small-params 192
     clipped_rows, bare_rows = results["clipped"]["table"], results["bare"]["table"]
     assert list(clipped_rows) == [run_all.LABELS["loop_multi_tensor_ratio"], run_all.LABELS["loop_per_parameter_ratio"]]
@@ -175,6 +176,8 @@ def test_quick_benchmark_run(user_path):
     assert "AdamW" in memory and "MiB" in memory
     line = next(line for line in detail.splitlines() if line.strip().startswith("no clipping, bert-base: multi-tensor"))
     assert "GB/s" in line and "NumPy copy" in line
+    line = next(line for line in detail.splitlines() if line.strip().startswith("EMA update, bert-base:"))
+    assert "GB/s laid out" in line and "its target would need" in line
 
 
 def _benchmark_modules():
